@@ -1,0 +1,65 @@
+import { createHash } from "node:crypto";
+import type { ReceiptStatus } from "./vocabulary.js";
+
+/**
+ * The claim-store port of the A2UI gate. It lives in the contracts so that every backend
+ * implements it without depending on the gate. Stores implement only atomic primitives;
+ * claim policy (what a duplicate means, when a claim is in doubt) stays in the gate.
+ */
+
+/** (trusted host session, functionCallId): the session comes from host authentication. */
+export interface ClaimKey {
+  readonly session: string;
+  readonly functionCallId: string;
+}
+
+/** What the gate writes when it claims. Informational: the claim is the key's existence. */
+export interface ClaimRecord {
+  /** SHA-256 of the canonical call body, to tell a changed body from a plain retry. */
+  readonly bodyHash: string;
+  /** Epoch milliseconds. */
+  readonly claimedAt: number;
+  /** Who claimed (pid, host), for operators. */
+  readonly worker?: string;
+}
+
+export interface ClaimReceipt {
+  readonly status: Exclude<ReceiptStatus, "none" | "in_doubt">;
+  /** Epoch milliseconds. */
+  readonly settledAt: number;
+}
+
+/** A claim as stored. Without a settled receipt the claim is in doubt. */
+export interface StoredClaim extends ClaimKey, ClaimRecord {
+  readonly receipt?: ClaimReceipt;
+}
+
+export type ClaimResult =
+  | { readonly status: "claimed" }
+  | { readonly status: "already_claimed"; readonly existing: StoredClaim };
+
+export interface ClaimStore {
+  /** Atomic insert-if-absent. Throws `TesseraError("claim_store_unavailable")` when it cannot tell. */
+  claim(key: ClaimKey, record: ClaimRecord): Promise<ClaimResult>;
+  /** Records the outcome of a claimed call. */
+  settle(key: ClaimKey, receipt: ClaimReceipt): Promise<void>;
+  get(key: ClaimKey): Promise<StoredClaim | undefined>;
+  /** Claims that were never settled: their worker died between claim and outcome. */
+  listInDoubt(session?: string): Promise<StoredClaim[]>;
+  /** Forgets a finished session's claims (the session ID is never reused by the host). */
+  endSession(session: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * The storage key every store derives from (session, ID): SHA-256 over both, length-prefixed
+ * so no pair of inputs can collide by concatenation, hex so it is safe as a file name or key.
+ */
+export function claimKeyDigest(key: ClaimKey): string {
+  const hash = createHash("sha256");
+  hash.update(`${Buffer.byteLength(key.session)}:`);
+  hash.update(key.session);
+  hash.update(`${Buffer.byteLength(key.functionCallId)}:`);
+  hash.update(key.functionCallId);
+  return hash.digest("hex");
+}

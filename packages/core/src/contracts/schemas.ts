@@ -1,0 +1,86 @@
+import { z } from "zod";
+import { AUDIT_REASONS, CALLER_CODES, type AuditReason } from "./vocabulary.js";
+
+/**
+ * Contracts are schemas; the TypeScript types are inferred from them, so what is checked at
+ * runtime and what the compiler believes cannot drift apart. Timestamps are ISO 8601 strings
+ * (UTC, "Z") so grants and audit read well as JSON.
+ */
+
+const id = z.string().min(1).max(512);
+const instant = z.iso.datetime({ offset: false });
+
+/** One path segment. Segments compare whole: `cell-3` never covers `cell-30`. */
+const segment = z.string().min(1).max(512);
+
+export const CapabilitySchema = z.strictObject({
+  resource: z.strictObject({
+    namespace: id,
+    path: z.array(segment).max(64),
+    owner: id.optional(),
+  }),
+  actions: z.array(id).min(1).max(64),
+  scope: z.enum(["exact", "descendants"]),
+});
+export type Capability = z.infer<typeof CapabilitySchema>;
+
+export const GrantConstraintsSchema = z.strictObject({
+  maxUses: z.int().positive().optional(),
+  notBefore: instant.optional(),
+  expiresAt: instant.optional(),
+  purposes: z.array(id).min(1).max(64).optional(),
+});
+export type GrantConstraints = z.infer<typeof GrantConstraintsSchema>;
+
+export const GrantSchema = z.strictObject({
+  id,
+  namespaceId: id,
+  issuer: id,
+  subject: id,
+  capabilities: z.array(CapabilitySchema).min(1).max(1024),
+  constraints: GrantConstraintsSchema.default({}),
+  issuedAt: instant,
+  revokedAt: instant.optional(),
+});
+export type Grant = z.infer<typeof GrantSchema>;
+/** What a host hands to `GrantSource.add`: constraints may be left out. */
+export type GrantInput = z.input<typeof GrantSchema>;
+
+export const AccessContextSchema = z.strictObject({
+  namespaceId: id,
+  actor: id,
+  /** Who vouches for this turn: a grant counts only if its issuer equals this. */
+  authority: id,
+  owner: id.optional(),
+  purpose: id.optional(),
+  traceId: id,
+  /** Fixes the decision instant for the whole turn; the kernel's clock is used otherwise. */
+  now: instant.optional(),
+});
+export type AccessContext = z.infer<typeof AccessContextSchema>;
+
+const reasonNames = Object.keys(AUDIT_REASONS) as [AuditReason, ...AuditReason[]];
+
+/** One decision, allowed or refused, by the kernel or the gate. */
+export const AuditEventSchema = z.strictObject({
+  at: instant,
+  source: z.enum(["kernel", "gate"]),
+  outcome: z.enum(["allowed", "denied"]),
+  /** Caller-facing code of a refusal; null when allowed. */
+  code: z.enum(CALLER_CODES).nullable(),
+  reason: z.enum(reasonNames),
+  traceId: z.string(),
+  callId: z.string(),
+  namespaceId: z.string().optional(),
+  actor: z.string().optional(),
+  authority: z.string().optional(),
+  grantId: z.string().optional(),
+  action: z.string().optional(),
+  /** Resource as `namespace:/seg/seg`, for people. */
+  resource: z.string().optional(),
+  /** Gate events: the trusted host session and the receipt it produced. */
+  session: z.string().optional(),
+  receipt: z.string().optional(),
+  detail: z.string().optional(),
+});
+export type AuditEvent = z.infer<typeof AuditEventSchema>;
