@@ -1,4 +1,3 @@
-export { claimKeyDigest } from "./contracts/claims.js";
 export type {
   ClaimKey,
   ClaimReceipt,
@@ -7,13 +6,8 @@ export type {
   ClaimStore,
   StoredClaim,
 } from "./contracts/claims.js";
+export { claimKeyDigest } from "./contracts/claims.js";
 export { isTesseraError, redact, TesseraError } from "./contracts/errors.js";
-export {
-  AccessContextSchema,
-  AuditEventSchema,
-  CapabilitySchema,
-  GrantSchema,
-} from "./contracts/schemas.js";
 export type {
   AccessContext,
   AuditEvent,
@@ -23,17 +17,23 @@ export type {
   GrantInput,
 } from "./contracts/schemas.js";
 export {
-  AUDIT_REASONS,
-  CALLER_CODES,
-  ERROR_CODES,
-  RECEIPT_STATUSES,
-} from "./contracts/vocabulary.js";
+  AccessContextSchema,
+  AuditEventSchema,
+  CapabilitySchema,
+  GrantSchema,
+} from "./contracts/schemas.js";
 export type {
   AuditReason,
   CallerCode,
   DecisionGate,
   ErrorCode,
   ReceiptStatus,
+} from "./contracts/vocabulary.js";
+export {
+  AUDIT_REASONS,
+  CALLER_CODES,
+  ERROR_CODES,
+  RECEIPT_STATUSES,
 } from "./contracts/vocabulary.js";
 export type { AuditSink, ReadableAuditSink } from "./ports/audit-sink.js";
 export type { Clock } from "./ports/clock.js";

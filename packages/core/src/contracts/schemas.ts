@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { AUDIT_REASONS, CALLER_CODES, type AuditReason } from "./vocabulary.js";
+import { AUDIT_REASONS, type AuditReason, CALLER_CODES } from "./vocabulary.js";
 
 /**
  * Contracts are schemas; the TypeScript types are inferred from them, so what is checked at

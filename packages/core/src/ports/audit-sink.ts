@@ -7,5 +7,9 @@ export interface AuditSink {
 
 /** A sink that can also be read back (explain, CLI inspection). */
 export interface ReadableAuditSink extends AuditSink {
-  read(filter?: { callId?: string; traceId?: string; limit?: number }): Promise<readonly AuditEvent[]>;
+  read(filter?: {
+    callId?: string;
+    traceId?: string;
+    limit?: number;
+  }): Promise<readonly AuditEvent[]>;
 }
