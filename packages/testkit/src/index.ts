@@ -1,1 +1,1 @@
-export {};
+export { type ServiceVariable, serviceUrl } from "./services.js";
