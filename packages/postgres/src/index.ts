@@ -1,1 +1,11 @@
-export {};
+export type { PostgresConfig } from "./config.js";
+export { parsePostgresUrl } from "./config.js";
+export { SCHEMA_VERSION } from "./migrations.js";
+export type { Closable, PostgresStores } from "./open.js";
+export {
+  openAuditSink,
+  openClaimStore,
+  openGrantStore,
+  openStores,
+  openUsageStore,
+} from "./open.js";

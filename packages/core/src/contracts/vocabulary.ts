@@ -88,6 +88,7 @@ export const ERROR_CODES = [
   "schema_unavailable",
   "unsupported_store_url",
   "turn_closed",
+  "store_unavailable",
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

@@ -1,0 +1,68 @@
+import {
+  type AuditEvent,
+  AuditEventSchema,
+  type ReadableAuditSink,
+  TesseraError,
+} from "@tessera/core";
+import type { Database } from "./database.js";
+import { digest } from "./digest.js";
+
+/**
+ * Append-only audit: rows are inserted, never updated or deleted by Tessera. `seq` gives the
+ * append order; call and trace IDs are indexed by digest so `explain` reads one call's
+ * events without scanning the trail.
+ */
+export class PostgresAuditSink implements ReadableAuditSink {
+  readonly #db: Database;
+  readonly #table: string;
+
+  constructor(db: Database) {
+    this.#db = db;
+    this.#table = db.table("audit");
+  }
+
+  async append(event: AuditEvent): Promise<void> {
+    const parsed = AuditEventSchema.safeParse(event);
+    if (!parsed.success) {
+      throw new TesseraError(
+        "invalid_input",
+        "the audit event does not match the AuditEvent schema",
+      );
+    }
+    await this.#db.query(
+      "audit_unavailable",
+      `INSERT INTO ${this.#table} (call_key, trace_key, event) VALUES ($1, $2, $3)`,
+      [digest(parsed.data.callId), digest(parsed.data.traceId), JSON.stringify(parsed.data)],
+    );
+  }
+
+  async read(
+    filter: { callId?: string; traceId?: string; limit?: number } = {},
+  ): Promise<readonly AuditEvent[]> {
+    const where: string[] = [];
+    const values: unknown[] = [];
+    if (filter.callId !== undefined) {
+      values.push(digest(String(filter.callId)));
+      where.push(`call_key = $${values.length}`);
+    }
+    if (filter.traceId !== undefined) {
+      values.push(digest(String(filter.traceId)));
+      where.push(`trace_key = $${values.length}`);
+    }
+    let limit = "";
+    if (filter.limit !== undefined) {
+      if (!Number.isSafeInteger(filter.limit) || filter.limit < 0) {
+        throw new TesseraError("invalid_input", "limit must be a non-negative integer");
+      }
+      values.push(filter.limit);
+      limit = ` LIMIT $${values.length}`;
+    }
+    const clause = where.length > 0 ? ` WHERE ${where.join(" AND ")}` : "";
+    const { rows } = await this.#db.query<{ event: string }>(
+      "audit_unavailable",
+      `SELECT event FROM ${this.#table}${clause} ORDER BY seq${limit}`,
+      values,
+    );
+    return rows.map((row) => JSON.parse(row.event) as AuditEvent);
+  }
+}

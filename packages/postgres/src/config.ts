@@ -1,0 +1,85 @@
+import { redact, TesseraError } from "@tessera/core";
+
+/**
+ * Everything `openStores` reads from its URL. Tessera's own settings ride in the query
+ * string and are removed before the rest goes to `pg`, so a typo in one of them is refused
+ * here instead of being passed to the server as an unknown startup parameter.
+ */
+export interface PostgresConfig {
+  /** The connection string handed to `pg`, without Tessera's own parameters. */
+  readonly connectionString: string;
+  /** The schema every table lives in; one per test run or tenant. */
+  readonly schema: string;
+  readonly poolMax: number;
+  readonly connectTimeoutMs: number;
+  readonly statementTimeoutMs: number;
+  readonly idleTimeoutMs: number;
+  /** Shown in `pg_stat_activity`, so an operator (or an outage test) can find our sessions. */
+  readonly applicationName: string;
+  /** Run the probe self-test at open (on by default; off only for benchmarks of open itself). */
+  readonly selfTest: boolean;
+}
+
+const SCHEMES = new Set(["postgres:", "postgresql:"]);
+
+/** A plain lower-case identifier: it is quoted into DDL, so nothing else may get through. */
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+const NUMERIC_OPTIONS = {
+  poolMax: { param: "poolMax", fallback: 10, min: 1, max: 1000 },
+  connectTimeoutMs: { param: "connectTimeoutMs", fallback: 5_000, min: 1, max: 600_000 },
+  statementTimeoutMs: { param: "statementTimeoutMs", fallback: 5_000, min: 1, max: 600_000 },
+  idleTimeoutMs: { param: "idleTimeoutMs", fallback: 10_000, min: 1, max: 3_600_000 },
+} as const;
+
+export function parsePostgresUrl(url: string): PostgresConfig {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new TesseraError("unsupported_store_url", "the PostgreSQL store URL does not parse");
+  }
+  if (!SCHEMES.has(parsed.protocol)) {
+    throw new TesseraError(
+      "unsupported_store_url",
+      `@tessera/postgres serves postgres:// URLs, not ${redact(parsed.protocol)}`,
+    );
+  }
+  const params = parsed.searchParams;
+  const schema = params.get("schema") ?? "tessera";
+  if (!SCHEMA_NAME.test(schema)) {
+    throw new TesseraError(
+      "invalid_config",
+      `schema ${redact(schema)} must match ${SCHEMA_NAME.source} (it is quoted into DDL)`,
+    );
+  }
+  const numbers = {} as Record<keyof typeof NUMERIC_OPTIONS, number>;
+  for (const [key, spec] of Object.entries(NUMERIC_OPTIONS)) {
+    const raw = params.get(spec.param);
+    const value = raw === null ? spec.fallback : Number(raw);
+    if (!Number.isInteger(value) || value < spec.min || value > spec.max) {
+      throw new TesseraError(
+        "invalid_config",
+        `${spec.param} must be an integer in [${spec.min}, ${spec.max}]`,
+      );
+    }
+    numbers[key as keyof typeof NUMERIC_OPTIONS] = value;
+  }
+  const selfTest = params.get("selfTest") !== "false";
+  const applicationName = params.get("application_name") ?? "tessera";
+  for (const name of [
+    "schema",
+    "selfTest",
+    "application_name",
+    ...Object.values(NUMERIC_OPTIONS).map((o) => o.param),
+  ]) {
+    params.delete(name);
+  }
+  return {
+    connectionString: parsed.toString(),
+    schema,
+    applicationName,
+    selfTest,
+    ...numbers,
+  };
+}

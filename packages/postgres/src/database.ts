@@ -1,0 +1,101 @@
+import { type ErrorCode, TesseraError } from "@tessera/core";
+import pg from "pg";
+import type { PostgresConfig } from "./config.js";
+
+/** The code a failed statement is reported under: each port has its own `*_unavailable`. */
+export type UnavailableCode = Extract<ErrorCode, `${string}_unavailable`>;
+
+/**
+ * One pool shared by every port of an `openStores` bundle. Every statement goes through
+ * `query`, which takes parameters only (never spliced text) and turns any failure into a
+ * `TesseraError` with the caller's `*_unavailable` code: a store that cannot answer makes the
+ * kernel and the gate fail closed, and never leaks the server's message (which may quote a
+ * key) into the error text.
+ */
+export class Database {
+  readonly #pool: pg.Pool;
+  readonly schema: string;
+  #closed = false;
+
+  constructor(config: PostgresConfig) {
+    this.schema = config.schema;
+    this.#pool = new pg.Pool({
+      connectionString: config.connectionString,
+      max: config.poolMax,
+      connectionTimeoutMillis: config.connectTimeoutMs,
+      idleTimeoutMillis: config.idleTimeoutMs,
+      // Server side: a statement stuck behind a lock is cancelled. Client side: a server that
+      // stopped answering (network cut) does not hold a caller forever.
+      statement_timeout: config.statementTimeoutMs,
+      query_timeout: config.statementTimeoutMs + 1_000,
+      application_name: config.applicationName,
+      keepAlive: true,
+    });
+    // An idle client whose backend was terminated (restart, pg_terminate_backend) reports
+    // here; the pool already discards it, and the next query opens a fresh connection.
+    this.#pool.on("error", () => {});
+  }
+
+  /** `"schema"."table"`: the schema name was validated as a plain identifier at parse time. */
+  table(name: string): string {
+    return `"${this.schema}"."${name}"`;
+  }
+
+  async query<Row extends pg.QueryResultRow>(
+    failCode: UnavailableCode,
+    text: string,
+    values: readonly unknown[] = [],
+  ): Promise<pg.QueryResult<Row>> {
+    if (this.#closed) throw new TesseraError(failCode, "the PostgreSQL store is closed");
+    try {
+      return await this.#pool.query<Row>(text, values as unknown[]);
+    } catch (error) {
+      throw unavailable(failCode, error);
+    }
+  }
+
+  /** Runs `work` in one transaction on one connection (migrations, multi-statement reads). */
+  async transaction<T>(
+    failCode: UnavailableCode,
+    work: (client: pg.PoolClient) => Promise<T>,
+  ): Promise<T> {
+    if (this.#closed) throw new TesseraError(failCode, "the PostgreSQL store is closed");
+    let client: pg.PoolClient;
+    try {
+      client = await this.#pool.connect();
+    } catch (error) {
+      throw unavailable(failCode, error);
+    }
+    let broken = false;
+    try {
+      await client.query("BEGIN");
+      const result = await work(client);
+      await client.query("COMMIT");
+      return result;
+    } catch (error) {
+      try {
+        await client.query("ROLLBACK");
+      } catch {
+        broken = true;
+      }
+      if (error instanceof TesseraError) throw error;
+      throw unavailable(failCode, error);
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#pool.end();
+  }
+}
+
+function unavailable(code: UnavailableCode, error: unknown): TesseraError {
+  const detail =
+    typeof error === "object" && error !== null && "code" in error && typeof error.code === "string"
+      ? ` (${error.code})`
+      : "";
+  return new TesseraError(code, `PostgreSQL did not answer${detail}`, { cause: error });
+}

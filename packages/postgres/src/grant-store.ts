@@ -1,0 +1,104 @@
+import {
+  type Grant,
+  type GrantInput,
+  GrantSchema,
+  type GrantStore,
+  TesseraError,
+} from "@tessera/core";
+import type { Database } from "./database.js";
+import { digest } from "./digest.js";
+
+interface GrantRow {
+  body: string;
+  revoked_at: string | null;
+}
+
+/**
+ * Grants as validated JSON, one row per (namespace, grant id). Revocation is its own column,
+ * set once (`COALESCE`), so revoking never rewrites the grant the issuer signed off on and a
+ * second revoke keeps the first instant.
+ */
+export class PostgresGrantStore implements GrantStore {
+  readonly #db: Database;
+  readonly #sql: Record<"add" | "revoke" | "bySubject" | "byNamespace", string>;
+
+  constructor(db: Database) {
+    this.#db = db;
+    const grants = db.table("grants");
+    this.#sql = {
+      add: `INSERT INTO ${grants} (namespace_key, grant_key, subject_key, body, revoked_at)
+        VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING grant_key`,
+      revoke: `UPDATE ${grants} SET revoked_at = COALESCE(revoked_at, $3)
+        WHERE namespace_key = $1 AND grant_key = $2 RETURNING grant_key`,
+      bySubject: `SELECT body, revoked_at FROM ${grants}
+        WHERE namespace_key = $1 AND subject_key = $2 ORDER BY seq`,
+      byNamespace: `SELECT body, revoked_at FROM ${grants} WHERE namespace_key = $1 ORDER BY seq`,
+    };
+  }
+
+  async add(input: GrantInput): Promise<Grant> {
+    const parsed = GrantSchema.safeParse(input);
+    if (!parsed.success) {
+      throw new TesseraError("invalid_grant", "the grant does not match the Grant schema");
+    }
+    const { revokedAt, ...grant } = parsed.data;
+    const inserted = await this.#db.query("grant_store_unavailable", this.#sql.add, [
+      digest(grant.namespaceId),
+      digest(grant.id),
+      digest(grant.subject),
+      JSON.stringify(grant),
+      revokedAt ?? null,
+    ]);
+    if (inserted.rowCount !== 1) {
+      throw new TesseraError(
+        "invalid_grant",
+        "a grant with this id already exists in the namespace",
+      );
+    }
+    return parsed.data;
+  }
+
+  async revoke(namespaceId: string, grantId: string, at: Date = new Date()): Promise<boolean> {
+    checkString(namespaceId, grantId);
+    if (!(at instanceof Date) || Number.isNaN(at.getTime())) {
+      throw new TesseraError("invalid_input", "revoke: `at` must be a valid Date");
+    }
+    const updated = await this.#db.query("grant_store_unavailable", this.#sql.revoke, [
+      digest(namespaceId),
+      digest(grantId),
+      at.toISOString(),
+    ]);
+    return updated.rowCount === 1;
+  }
+
+  async listGrants(namespaceId: string, subject: string): Promise<readonly unknown[]> {
+    checkString(namespaceId, subject);
+    const { rows } = await this.#db.query<GrantRow>(
+      "grant_store_unavailable",
+      this.#sql.bySubject,
+      [digest(namespaceId), digest(subject)],
+    );
+    return rows.map(toGrant);
+  }
+
+  async listNamespace(namespaceId: string): Promise<readonly Grant[]> {
+    checkString(namespaceId);
+    const { rows } = await this.#db.query<GrantRow>(
+      "grant_store_unavailable",
+      this.#sql.byNamespace,
+      [digest(namespaceId)],
+    );
+    return rows.map(toGrant);
+  }
+}
+
+function checkString(...values: unknown[]): void {
+  if (values.some((value) => typeof value !== "string")) {
+    throw new TesseraError("invalid_input", "namespace, grant and subject IDs must be strings");
+  }
+}
+
+function toGrant(row: GrantRow): Grant {
+  const grant = JSON.parse(row.body) as Grant;
+  return row.revoked_at === null ? grant : { ...grant, revokedAt: row.revoked_at };
+}

@@ -1,0 +1,95 @@
+import { TesseraError } from "@tessera/core";
+import type { Database } from "./database.js";
+
+/**
+ * Versioned schema changes, applied in order at open. Append only: a released step is never
+ * edited, a change is a new step. Every lookup column holds a SHA-256 hex digest of the
+ * untrusted IDs it stands for, and the IDs themselves are kept as JSON text: any string
+ * (1 MB, NUL, quotes, SQL) is stored and returned exactly, and no index grows with key size.
+ */
+const MIGRATIONS: readonly {
+  version: number;
+  statements: (t: (name: string) => string) => string[];
+}[] = [
+  {
+    version: 1,
+    statements: (t) => [
+      `CREATE TABLE ${t("usage")} (
+          key text PRIMARY KEY,
+          ids text NOT NULL,
+          used bigint NOT NULL CHECK (used >= 0)
+        )`,
+      `CREATE TABLE ${t("claims")} (
+          key text PRIMARY KEY,
+          session_key text NOT NULL,
+          record text NOT NULL,
+          claimed_at bigint NOT NULL,
+          receipt_status text,
+          settled_at bigint
+        )`,
+      `CREATE INDEX claims_session ON ${t("claims")} (session_key)`,
+      `CREATE INDEX claims_in_doubt ON ${t("claims")} (claimed_at) WHERE receipt_status IS NULL`,
+      `CREATE TABLE ${t("grants")} (
+          namespace_key text NOT NULL,
+          grant_key text NOT NULL,
+          subject_key text NOT NULL,
+          body text NOT NULL,
+          revoked_at text,
+          seq bigserial NOT NULL,
+          PRIMARY KEY (namespace_key, grant_key)
+        )`,
+      `CREATE INDEX grants_subject ON ${t("grants")} (namespace_key, subject_key)`,
+      `CREATE TABLE ${t("audit")} (
+          seq bigserial PRIMARY KEY,
+          call_key text NOT NULL,
+          trace_key text NOT NULL,
+          event text NOT NULL
+        )`,
+      `CREATE INDEX audit_call ON ${t("audit")} (call_key)`,
+      `CREATE INDEX audit_trace ON ${t("audit")} (trace_key)`,
+    ],
+  },
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+/** Advisory-lock class for Tessera migrations; the second key is a hash of the schema name. */
+const LOCK_CLASS = 0x7e55e7a;
+
+/**
+ * Brings the schema to `SCHEMA_VERSION`. Two processes opening at once serialise on a
+ * transaction-scoped advisory lock taken before anything else (even `CREATE SCHEMA IF NOT
+ * EXISTS` races without it), so the second one finds the work done and applies nothing.
+ * A database migrated by a newer Tessera is refused rather than half understood.
+ */
+export async function migrate(db: Database): Promise<void> {
+  await db.transaction("grant_store_unavailable", async (client) => {
+    await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [LOCK_CLASS, db.schema]);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS "${db.schema}"`);
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS ${db.table("schema_version")} (
+        version integer PRIMARY KEY,
+        applied_at timestamptz NOT NULL DEFAULT now()
+      )`,
+    );
+    const { rows } = await client.query<{ version: number | null }>(
+      `SELECT max(version) AS version FROM ${db.table("schema_version")}`,
+    );
+    const current = rows[0]?.version ?? 0;
+    if (current > SCHEMA_VERSION) {
+      throw new TesseraError(
+        "schema_unavailable",
+        `schema ${db.schema} is at version ${current}, newer than this build (${SCHEMA_VERSION})`,
+      );
+    }
+    for (const migration of MIGRATIONS) {
+      if (migration.version <= current) continue;
+      for (const statement of migration.statements((name) => db.table(name))) {
+        await client.query(statement);
+      }
+      await client.query(`INSERT INTO ${db.table("schema_version")} (version) VALUES ($1)`, [
+        migration.version,
+      ]);
+    }
+  });
+}
