@@ -1,0 +1,335 @@
+import { createHash } from "node:crypto";
+import type { ClaimKey, ClaimRecord, ClaimStore } from "@tessera/core";
+import { describe, expect, it } from "vitest";
+import { expectCode, resultOrCode } from "./errors.js";
+import { type OpenedStore, type StoreFactory, withStore } from "./factory.js";
+import { COLLIDING_PAIRS, HOSTILE_KEYS, oversize } from "./hostile.js";
+import { raceInProcesses, WorkerProcess } from "./processes.js";
+
+const UNAVAILABLE = ["claim_store_unavailable"];
+const PROCESSES = 8;
+const KEYS_PER_RACE = 1000;
+
+function record(body: string, worker = "conformance"): ClaimRecord {
+  return {
+    bodyHash: createHash("sha256").update(body).digest("hex"),
+    claimedAt: 1_700_000_000_000,
+    worker,
+  };
+}
+
+/** Sorted by (session, functionCallId) so two listings compare regardless of store order. */
+function byKey<T extends ClaimKey>(claims: readonly T[]): T[] {
+  const text = (c: ClaimKey) => JSON.stringify([c.session, c.functionCallId]);
+  return [...claims].sort((a, b) => (text(a) < text(b) ? -1 : text(a) > text(b) ? 1 : 0));
+}
+
+/**
+ * The `ClaimStore` contract: one atomic insert-if-absent per (session, functionCallId) that
+ * hands back the existing record on conflict; settle/get/listInDoubt/endSession; one winner
+ * per key under 64 concurrent callers and across 8 OS processes; a claim whose worker is
+ * killed before settling survives and reads in doubt; an outage fails closed.
+ */
+export function describeClaimStoreConformance<H extends OpenedStore<ClaimStore>>(
+  name: string,
+  factory: StoreFactory<ClaimStore, H>,
+): void {
+  const use = <T>(body: (opened: H) => Promise<T>) => withStore(factory, body);
+  const crossProcess = factory.processSpec ? it : it.skip;
+  const skipNote = factory.processSpec ? "" : " (skipped: one process only)";
+  const outageCase = factory.outage ? it : it.skip;
+  const outageNote = factory.outage ? "" : " (skipped: no outage hook)";
+
+  describe(`ClaimStore conformance: ${name}`, () => {
+    it("claims once; a second claim is refused and carries the existing record", () =>
+      use(async ({ store }) => {
+        const key = { session: "s1", functionCallId: "call-1" };
+        expect(await store.get(key)).toBeUndefined();
+        expect(await store.claim(key, record("first", "w1"))).toEqual({ status: "claimed" });
+        const again = await store.claim(key, record("changed body", "w2"));
+        expect(again.status).toBe("already_claimed");
+        if (again.status !== "already_claimed") return;
+        expect(again.existing).toMatchObject({ ...key, ...record("first", "w1") });
+        expect(again.existing.receipt).toBeUndefined();
+        expect(await store.get(key)).toEqual(again.existing);
+      }));
+
+    it("another trusted session may use the same functionCallId independently", () =>
+      use(async ({ store }) => {
+        const id = "shared-id";
+        expect(await store.claim({ session: "a", functionCallId: id }, record("x"))).toEqual({
+          status: "claimed",
+        });
+        expect(await store.claim({ session: "b", functionCallId: id }, record("x"))).toEqual({
+          status: "claimed",
+        });
+      }));
+
+    it("settle records the receipt; settled claims leave the in-doubt list", () =>
+      use(async ({ store }) => {
+        const done = { session: "s", functionCallId: "done" };
+        const open = { session: "s", functionCallId: "open" };
+        const other = { session: "t", functionCallId: "open" };
+        for (const key of [done, open, other]) await store.claim(key, record(key.functionCallId));
+        await store.settle(done, { status: "dispatched", settledAt: 1_700_000_000_500 });
+        expect(await store.get(done)).toMatchObject({
+          ...done,
+          receipt: { status: "dispatched", settledAt: 1_700_000_000_500 },
+        });
+        expect(byKey(await store.listInDoubt())).toEqual(
+          byKey([
+            { ...open, ...record("open") },
+            { ...other, ...record("open") },
+          ]),
+        );
+        expect(await store.listInDoubt("s")).toEqual([{ ...open, ...record("open") }]);
+        expect(await store.listInDoubt("nobody")).toEqual([]);
+        // A settled claim still refuses a retry and shows its outcome.
+        const retry = await store.claim(done, record("done"));
+        expect(retry.status === "already_claimed" && retry.existing.receipt?.status).toBe(
+          "dispatched",
+        );
+      }));
+
+    it("every settled receipt status round-trips", () =>
+      use(async ({ store }) => {
+        for (const status of ["dispatched", "denied", "failed"] as const) {
+          const key = { session: "s", functionCallId: status };
+          await store.claim(key, record(status));
+          await store.settle(key, { status, settledAt: 42 });
+          expect((await store.get(key))?.receipt).toEqual({ status, settledAt: 42 });
+        }
+      }));
+
+    it("endSession forgets that session's claims only", () =>
+      use(async ({ store }) => {
+        const mine = { session: "ending", functionCallId: "1" };
+        const settled = { session: "ending", functionCallId: "2" };
+        const theirs = { session: "staying", functionCallId: "1" };
+        for (const key of [mine, settled, theirs]) await store.claim(key, record("b"));
+        await store.settle(settled, { status: "failed", settledAt: 7 });
+        await store.endSession("ending");
+        expect(await store.get(mine)).toBeUndefined();
+        expect(await store.get(settled)).toBeUndefined();
+        expect(await store.listInDoubt("ending")).toEqual([]);
+        expect(await store.get(theirs)).toMatchObject(theirs);
+        expect(await store.listInDoubt()).toEqual([{ ...theirs, ...record("b") }]);
+        await store.endSession("never-existed");
+      }));
+
+    it("64 concurrent claims of one key in one process: exactly one wins", () =>
+      use(async ({ store }) => {
+        const key = { session: "s", functionCallId: "hot" };
+        const results = await Promise.all(
+          Array.from({ length: 64 }, (_, i) => store.claim(key, record(`body-${i}`, `w${i}`))),
+        );
+        const winners = results.flatMap((r, i) => (r.status === "claimed" ? [i] : []));
+        expect(winners).toHaveLength(1);
+        const winner = winners[0] as number;
+        for (const r of results) {
+          if (r.status === "already_claimed") expect(r.existing.worker).toBe(`w${winner}`);
+        }
+        expect((await store.get(key))?.bodyHash).toBe(record(`body-${winner}`).bodyHash);
+      }));
+
+    it("64 concurrent claims of 64 keys: every one is claimed", () =>
+      use(async ({ store }) => {
+        const keys = Array.from({ length: 64 }, (_, i) => ({
+          session: "s",
+          functionCallId: `${i}`,
+        }));
+        const results = await Promise.all(keys.map((key) => store.claim(key, record("b"))));
+        expect(results.every((r) => r.status === "claimed")).toBe(true);
+        expect(await store.listInDoubt("s")).toHaveLength(64);
+      }));
+
+    it("hostile sessions and IDs are stored apart and read back exactly", () =>
+      use(async ({ store }) => {
+        const keys = HOSTILE_KEYS.flatMap((session) => [
+          { session, functionCallId: "plain" },
+          { session: "plain", functionCallId: session },
+        ]);
+        for (const key of keys) {
+          expect(await store.claim(key, record(key.session + key.functionCallId))).toEqual({
+            status: "claimed",
+          });
+        }
+        for (const key of keys) {
+          expect(await store.get(key)).toEqual({
+            ...key,
+            ...record(key.session + key.functionCallId),
+          });
+        }
+        for (const session of HOSTILE_KEYS) {
+          expect(await store.listInDoubt(session)).toEqual([
+            { session, functionCallId: "plain", ...record(`${session}plain`) },
+          ]);
+        }
+        expect(await store.get({ session: "a", functionCallId: "plain" })).toBeUndefined();
+        for (const [session, functionCallId] of COLLIDING_PAIRS) {
+          expect(await store.claim({ session, functionCallId }, record("c"))).toEqual({
+            status: "claimed",
+          });
+        }
+        await store.endSession("a\u0000b");
+        expect(await store.get({ session: "a\u0000b", functionCallId: "plain" })).toBeUndefined();
+        expect(await store.get({ session: "plain", functionCallId: "a\u0000b" })).toBeDefined();
+      }));
+
+    it("an oversize (1 MiB) session or ID is stored exactly or refused with invalid_input", () =>
+      use(async ({ store }) => {
+        const big = oversize("é");
+        for (const key of [
+          { session: big, functionCallId: "x" },
+          { session: "s", functionCallId: big },
+        ]) {
+          const outcome = await resultOrCode(
+            () => store.claim(key, record("big")),
+            ["invalid_input"],
+          );
+          if (!outcome.ok) continue;
+          expect(outcome.value).toEqual({ status: "claimed" });
+          expect(await store.get(key)).toEqual({ ...key, ...record("big") });
+          const truncated = { ...key, functionCallId: key.functionCallId.slice(0, 100) };
+          if (truncated.functionCallId !== key.functionCallId) {
+            expect(await store.get(truncated)).toBeUndefined();
+          }
+        }
+        expect(await store.claim({ session: "s", functionCallId: "after" }, record("a"))).toEqual({
+          status: "claimed",
+        });
+      }));
+
+    crossProcess(
+      `${PROCESSES} OS processes race for ${KEYS_PER_RACE} keys: each key claimed by exactly one${skipNote}`,
+      () =>
+        use(async (opened) => {
+          const spec = factory.processSpec?.(opened);
+          if (!spec) throw new Error("unreachable: guarded by processSpec");
+          const keys = Array.from({ length: KEYS_PER_RACE }, (_, i) => ({
+            session: "race",
+            functionCallId: `call-${i}`,
+          }));
+          const results = await raceInProcesses(spec, PROCESSES, (index) => ({
+            kind: "claimAll",
+            keys,
+            record: record("race", `p${index}`),
+            reverse: index % 2 === 1,
+          }));
+          const owner = new Map<number, number>();
+          results.forEach((result, worker) => {
+            if (result.kind !== "claimAll") return;
+            expect(result.won.length + result.lost).toBe(KEYS_PER_RACE);
+            for (const index of result.won) {
+              expect(owner.has(index)).toBe(false);
+              owner.set(index, worker);
+            }
+          });
+          expect(owner.size).toBe(KEYS_PER_RACE);
+          // The stored record is the winner's, for every key.
+          for (const [index, worker] of owner) {
+            expect((await opened.store.get(keys[index] as ClaimKey))?.worker).toBe(`p${worker}`);
+          }
+        }),
+    );
+
+    crossProcess(
+      `kill -9 between claim and settle: the claim survives and reads in doubt${skipNote}`,
+      () =>
+        use(async (opened) => {
+          const spec = factory.processSpec?.(opened);
+          if (!spec) throw new Error("unreachable: guarded by processSpec");
+          const key = { session: "crash", functionCallId: "victim" };
+          const worker = await WorkerProcess.start(spec);
+          try {
+            worker.run({ kind: "claimAndHang", key, record: record("victim", "doomed") });
+            await worker.expect("claimed");
+          } finally {
+            await worker.killHard();
+          }
+          expect(await opened.store.get(key)).toEqual({ ...key, ...record("victim", "doomed") });
+          expect(await opened.store.listInDoubt("crash")).toEqual([
+            { ...key, ...record("victim", "doomed") },
+          ]);
+          const retry = await opened.store.claim(key, record("victim", "restarted"));
+          expect(retry.status).toBe("already_claimed");
+          // A fresh process sees the same: the claim outlived its worker, not just a cache.
+          const [late] = await raceInProcesses(spec, 1, () => ({
+            kind: "claimAll",
+            keys: [key],
+            record: record("victim", "late"),
+            reverse: false,
+          }));
+          expect(late).toEqual({ kind: "claimAll", won: [], lost: 1 });
+        }),
+    );
+
+    outageCase(`outage: fails closed with claim_store_unavailable, recovers${outageNote}`, () =>
+      use(async (opened) => {
+        const outage = factory.outage?.(opened);
+        if (!outage) throw new Error("unreachable: guarded by outage");
+        const { store } = opened;
+        const before = { session: "s", functionCallId: "before" };
+        const during = { session: "s", functionCallId: "during" };
+        await store.claim(before, record("b"));
+        await outage.interrupt();
+        let claimedDuring = 0;
+        try {
+          for (let i = 0; i < 3; i++) {
+            if (outage.kind === "blip") {
+              const outcome = await resultOrCode(
+                () => store.claim(during, record("d")),
+                UNAVAILABLE,
+              );
+              if (outcome.ok && outcome.value.status === "claimed") claimedDuring++;
+            } else {
+              await expectCode(() => store.claim(during, record("d")), UNAVAILABLE);
+              await expectCode(() => store.claim(before, record("b")), UNAVAILABLE);
+              await expectCode(() => store.get(before), UNAVAILABLE);
+              await expectCode(() => store.listInDoubt(), UNAVAILABLE);
+              await expectCode(
+                () => store.settle(before, { status: "dispatched", settledAt: 1 }),
+                UNAVAILABLE,
+              );
+            }
+          }
+        } finally {
+          await outage.restore();
+        }
+        expect(claimedDuring).toBeLessThanOrEqual(1);
+        expect((await store.claim(before, record("b"))).status).toBe("already_claimed");
+        // The key tried during the outage is claimable at most once in total.
+        const after = await store.claim(during, record("d"));
+        expect(claimedDuring + (after.status === "claimed" ? 1 : 0)).toBeLessThanOrEqual(1);
+        expect((await store.claim(during, record("d"))).status).toBe("already_claimed");
+        await store.settle(before, { status: "dispatched", settledAt: 2 });
+        expect((await store.get(before))?.receipt?.status).toBe("dispatched");
+      }),
+    );
+
+    outageCase(
+      `outage mid-run: concurrent claims of one key still have one winner${outageNote}`,
+      () =>
+        use(async (opened) => {
+          const outage = factory.outage?.(opened);
+          if (!outage) throw new Error("unreachable: guarded by outage");
+          const { store } = opened;
+          const key = { session: "s", functionCallId: "mid" };
+          const outcomes = await Promise.all(
+            Array.from({ length: 32 }, (_, i) =>
+              resultOrCode(async () => {
+                if (i === 8) await outage.interrupt();
+                return store.claim(key, record(`${i}`));
+              }, UNAVAILABLE),
+            ),
+          );
+          await outage.restore();
+          const winners = outcomes.filter((o) => o.ok && o.value.status === "claimed").length;
+          expect(winners).toBeLessThanOrEqual(1);
+          const after = await store.claim(key, record("after"));
+          expect(winners + (after.status === "claimed" ? 1 : 0)).toBeLessThanOrEqual(1);
+          expect(await store.get(key)).toBeDefined();
+        }),
+    );
+  });
+}

@@ -1,0 +1,125 @@
+/**
+ * The child side of the cross-process conformance cases. Spawned as plain `node worker.js`
+ * with an IPC channel; opens the store the parent describes, says "ready", waits for "run",
+ * does the task against the real store and reports. Nothing here shares memory with the
+ * parent: only the store does.
+ */
+import { isAbsolute } from "node:path";
+import { pathToFileURL } from "node:url";
+import type { AuditSink, ClaimStore, GrantStore, GrantUsageStore } from "@tessera/core";
+import type { ProcessSpec } from "./factory.js";
+import type { FromWorker, ToWorker, WorkerResult, WorkerTask } from "./worker-protocol.js";
+
+type AnyPort = GrantUsageStore & ClaimStore & GrantStore & AuditSink;
+
+let port: AnyPort | undefined;
+let closeAll: (() => Promise<void>) | undefined;
+
+function send(message: FromWorker): Promise<void> {
+  return new Promise((resolve) => {
+    if (!process.send) return resolve();
+    process.send(message, undefined, undefined, () => resolve());
+  });
+}
+
+async function openPort(spec: ProcessSpec): Promise<void> {
+  const specifier =
+    isAbsolute(spec.module) && !spec.module.startsWith("file:")
+      ? pathToFileURL(spec.module).href
+      : spec.module;
+  const mod = (await import(specifier)) as Record<string, unknown>;
+  // `exportName` may be a dotted path to a static method; keep its owner as `this`.
+  let owner: unknown;
+  let target: unknown = mod;
+  for (const part of spec.exportName.split(".")) {
+    owner = target;
+    target = (target as Record<string, unknown> | undefined)?.[part];
+  }
+  if (typeof target !== "function") {
+    throw new Error(`worker: ${spec.exportName} is not a function of ${spec.module}`);
+  }
+  const opened = await (target as (arg: unknown) => unknown).call(owner, spec.arg);
+  const bundle = opened as Record<string, unknown>;
+  const chosen = spec.pick === undefined ? opened : bundle[spec.pick];
+  if (chosen === undefined || chosen === null) {
+    throw new Error(`worker: ${spec.exportName} returned no port ${spec.pick ?? ""}`);
+  }
+  port = chosen as AnyPort;
+  const closer = bundle.close;
+  if (typeof closer === "function") closeAll = async () => closer.call(bundle);
+}
+
+async function run(task: WorkerTask): Promise<WorkerResult> {
+  const store = port as AnyPort;
+  switch (task.kind) {
+    case "consume": {
+      const consumedAt: number[] = [];
+      let refused = 0;
+      for (let i = 0; i < task.times; i++) {
+        const result = await store.tryConsume(task.namespaceId, task.grantId, task.maxUses);
+        if (result.consumed) consumedAt.push(result.used);
+        else refused++;
+      }
+      return { kind: "consume", consumedAt, refused };
+    }
+    case "claimAll": {
+      const won: number[] = [];
+      let lost = 0;
+      const order = task.keys.map((_, index) => index);
+      if (task.reverse) order.reverse();
+      for (const index of order) {
+        const result = await store.claim(
+          task.keys[index] as (typeof task.keys)[number],
+          task.record,
+        );
+        if (result.status === "claimed") won.push(index);
+        else lost++;
+      }
+      return { kind: "claimAll", won, lost };
+    }
+    case "claimAndHang": {
+      const result = await store.claim(task.key, task.record);
+      if (result.status !== "claimed") throw new Error("worker: the probe key was already claimed");
+      await send({ type: "claimed" });
+      // Block between claim and settle until the parent kills this process with SIGKILL.
+      setInterval(() => {}, 60_000);
+      return new Promise<never>(() => {});
+    }
+    case "addGrants": {
+      for (const grant of task.grants) await store.add(grant);
+      return { kind: "addGrants", added: task.grants.length };
+    }
+    case "append": {
+      for (const event of task.events) await store.append(event);
+      return { kind: "append", appended: task.events.length };
+    }
+  }
+}
+
+function failure(error: unknown): FromWorker {
+  const code = (error as { code?: unknown })?.code;
+  return {
+    type: "failed",
+    code: typeof code === "string" ? code : undefined,
+    message: error instanceof Error ? error.message : String(error),
+  };
+}
+
+process.on("message", (message: ToWorker) => {
+  void (async () => {
+    try {
+      if (message.type === "open") {
+        await openPort(message.spec);
+        await send({ type: "ready" });
+        return;
+      }
+      const result = await run(message.task);
+      await closeAll?.();
+      await send({ type: "done", result });
+      process.exit(0);
+    } catch (error) {
+      await send(failure(error));
+      process.exit(1);
+    }
+  })();
+});
