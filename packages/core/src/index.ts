@@ -1,3 +1,4 @@
+export { JsonlAuditSink, type JsonlAuditSinkOptions } from "./audit/jsonl-audit-sink.js";
 export type {
   ClaimKey,
   ClaimReceipt,
@@ -35,6 +36,43 @@ export {
   ERROR_CODES,
   RECEIPT_STATUSES,
 } from "./contracts/vocabulary.js";
+export type { ScriptedStep } from "./executor/scripted-driver.js";
+export { ScriptedDriver } from "./executor/scripted-driver.js";
+export type {
+  StepContext,
+  TurnDriver,
+  TurnExecutorOptions,
+  TurnOutcome,
+} from "./executor/turn-executor.js";
+export { TurnExecutor } from "./executor/turn-executor.js";
+export type { ExplainVerdict, Explanation } from "./kernel/explain.js";
+export { explain } from "./kernel/explain.js";
+export { createKernel } from "./kernel/kernel.js";
+export type {
+  AuthorizeRequest,
+  AuthorizeResult,
+  Kernel,
+  KernelOptions,
+  Refusal,
+  ResourceRef,
+  SendMessageRequest,
+  SendMessageResult,
+  TurnAuthority,
+  TurnTools,
+} from "./kernel/types.js";
+export { InMemoryAuditSink } from "./memory/audit-sink.js";
+export { fixedClock, ManualClock } from "./memory/clock.js";
+export { InMemoryGrantSource } from "./memory/grant-source.js";
+export { InProcessTransport, type ReplyHandler } from "./memory/transport.js";
+export { InMemoryGrantUsageStore } from "./memory/usage-store.js";
+export {
+  MESSAGE_NAMESPACE,
+  MESSAGE_SEND_ACTION,
+  messageResource,
+  messageSendCapability,
+} from "./messaging/capability.js";
+export { type FanoutTicketOptions, issueFanoutTickets } from "./messaging/fanout.js";
+export { findSharedBudgets, type SharedBudgetWarning } from "./messaging/shared-budget.js";
 export type { AuditSink, ReadableAuditSink } from "./ports/audit-sink.js";
 export type { Clock } from "./ports/clock.js";
 export { systemClock } from "./ports/clock.js";

@@ -1,0 +1,86 @@
+import { closeSync, fsyncSync, openSync, readFileSync, writeSync } from "node:fs";
+import { TesseraError } from "../contracts/errors.js";
+import { type AuditEvent, AuditEventSchema } from "../contracts/schemas.js";
+import { selectEvents } from "../memory/audit-sink.js";
+import type { ReadableAuditSink } from "../ports/audit-sink.js";
+
+export interface JsonlAuditSinkOptions {
+  /**
+   * Durability of each event.
+   * - `"every"`: fsync after each event before `append` returns. An event survives power loss,
+   *   at the cost of one disk flush per decision (milliseconds on most disks).
+   * - `"none"` (default): each event is written with one `write(2)` before `append` returns, so
+   *   it survives the process crashing, but may be lost if the machine loses power before the
+   *   OS flushes its page cache. `close()` always fsyncs.
+   */
+  readonly fsync?: "every" | "none";
+}
+
+/**
+ * An append-only audit log, one JSON event per line. The file is opened with `O_APPEND`, so
+ * every write lands at the end even with several writers, and each event is one `write(2)` of
+ * one line: lines from concurrent processes do not interleave (POSIX appends of this size are
+ * atomic on local filesystems). The sink never rewrites or truncates the file.
+ */
+export class JsonlAuditSink implements ReadableAuditSink {
+  readonly #path: string;
+  readonly #everyEvent: boolean;
+  #fd: number | undefined;
+
+  private constructor(path: string, fd: number, options: JsonlAuditSinkOptions) {
+    this.#path = path;
+    this.#fd = fd;
+    this.#everyEvent = options.fsync === "every";
+  }
+
+  /** Opens (creating if absent, mode 0600) the log at `path` for appending. */
+  static open(path: string, options: JsonlAuditSinkOptions = {}): JsonlAuditSink {
+    try {
+      return new JsonlAuditSink(path, openSync(path, "a", 0o600), options);
+    } catch (error) {
+      throw new TesseraError("audit_unavailable", "cannot open the audit log for appending", {
+        cause: error,
+      });
+    }
+  }
+
+  append(event: AuditEvent): void {
+    const fd = this.#fd;
+    if (fd === undefined) throw new TesseraError("audit_unavailable", "the audit log is closed");
+    writeSync(fd, `${JSON.stringify(event)}\n`);
+    if (this.#everyEvent) fsyncSync(fd);
+  }
+
+  /**
+   * Reads the whole log back. A line that is not a valid event (a torn last line after a
+   * crash, or tampering) is refused loudly rather than skipped.
+   */
+  async read(filter: { callId?: string; traceId?: string; limit?: number } = {}) {
+    const text = readFileSync(this.#path, "utf8");
+    const events: AuditEvent[] = [];
+    let lineNumber = 0;
+    for (const line of text.split("\n")) {
+      lineNumber++;
+      if (line === "") continue;
+      let parsed: ReturnType<typeof AuditEventSchema.safeParse>;
+      try {
+        parsed = AuditEventSchema.safeParse(JSON.parse(line));
+      } catch {
+        parsed = AuditEventSchema.safeParse(undefined);
+      }
+      if (!parsed.success) {
+        throw new TesseraError("audit_unavailable", `audit log line ${lineNumber} is not an event`);
+      }
+      events.push(parsed.data);
+    }
+    return selectEvents(events, filter);
+  }
+
+  close(): void {
+    const fd = this.#fd;
+    if (fd === undefined) return;
+    this.#fd = undefined;
+    fsyncSync(fd);
+    closeSync(fd);
+  }
+}

@@ -1,0 +1,94 @@
+import { TesseraError } from "../contracts/errors.js";
+import type { AccessContext } from "../contracts/schemas.js";
+import type { Kernel, TurnTools } from "../kernel/types.js";
+
+/** What a driver (a model loop, a script) gets for each step. */
+export interface StepContext {
+  /** Zero-based index of this step within the turn. */
+  readonly step: number;
+  /** Aborted when the turn times out or its caller aborts; the lease is closed right after. */
+  readonly signal: AbortSignal;
+}
+
+/** Drives one turn, one step at a time, through the turn's tools (it cannot close the lease). */
+export interface TurnDriver {
+  step(tools: TurnTools, context: StepContext): Promise<"continue" | "done">;
+}
+
+export interface TurnExecutorOptions {
+  /** Wall-clock budget of the whole turn, in milliseconds. */
+  readonly deadlineMs: number;
+  /** Most steps the driver may take in one turn. */
+  readonly maxSteps: number;
+}
+
+export interface TurnOutcome {
+  readonly status: "completed" | "step_budget_exhausted" | "timed_out" | "aborted";
+  readonly steps: number;
+  readonly traceId: string;
+}
+
+type Stop = { readonly stop: "timed_out" | "aborted" };
+
+/**
+ * Runs each turn inside exactly one authority lease and closes it on every exit path: the
+ * driver finishing, running out of steps, throwing (the error is rethrown after the close),
+ * the deadline passing or the caller aborting. On a timeout or abort the lease is closed while
+ * the step may still be running, so anything it tries afterwards is refused `turn_closed`.
+ */
+export class TurnExecutor {
+  readonly #kernel: Kernel;
+  readonly #options: TurnExecutorOptions;
+
+  constructor(kernel: Kernel, options: TurnExecutorOptions) {
+    if (!(options.deadlineMs > 0) || !Number.isInteger(options.maxSteps) || options.maxSteps < 1) {
+      throw new TesseraError("invalid_config", "a turn needs a positive deadline and step budget");
+    }
+    this.#kernel = kernel;
+    this.#options = Object.freeze({ ...options });
+  }
+
+  async run(
+    ctx: AccessContext,
+    driver: TurnDriver,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<TurnOutcome> {
+    const turn = await this.#kernel.openTurnAuthority(ctx);
+    const controller = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    const stopped = new Promise<Stop>((resolve) => {
+      timer = setTimeout(() => resolve({ stop: "timed_out" }), this.#options.deadlineMs);
+      onAbort = () => resolve({ stop: "aborted" });
+      if (options.signal?.aborted) onAbort();
+      else options.signal?.addEventListener("abort", onAbort, { once: true });
+    });
+    const tools: TurnTools = Object.freeze<TurnTools>({
+      listTools: () => turn.listTools(),
+      sendMessage: (request) => turn.sendMessage(request),
+      authorize: (request) => turn.authorize(request),
+    });
+    const outcome = (status: TurnOutcome["status"], steps: number): TurnOutcome =>
+      Object.freeze({ status, steps, traceId: turn.traceId });
+    try {
+      let steps = 0;
+      for (;;) {
+        if (steps >= this.#options.maxSteps) return outcome("step_budget_exhausted", steps);
+        const step = driver.step(tools, { step: steps, signal: controller.signal });
+        const result = await Promise.race([step, stopped]);
+        if (typeof result === "object") {
+          // The abandoned step may still settle; its rejection is not the turn's outcome.
+          step.catch(() => undefined);
+          controller.abort();
+          return outcome(result.stop, steps);
+        }
+        steps++;
+        if (result === "done") return outcome("completed", steps);
+      }
+    } finally {
+      clearTimeout(timer);
+      if (onAbort) options.signal?.removeEventListener("abort", onAbort);
+      await turn.close();
+    }
+  }
+}

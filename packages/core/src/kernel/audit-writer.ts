@@ -1,0 +1,79 @@
+import { TesseraError } from "../contracts/errors.js";
+import type { AccessContext, AuditEvent } from "../contracts/schemas.js";
+import type { AuditReason, CallerCode } from "../contracts/vocabulary.js";
+import type { AuditSink } from "../ports/audit-sink.js";
+
+/** The parts of an event that differ per decision. */
+export interface DecisionRecord {
+  readonly now: number;
+  readonly code: CallerCode | null;
+  readonly reason: AuditReason;
+  readonly callId: string;
+  readonly action?: string;
+  readonly resource?: string;
+  readonly grantId?: string;
+  readonly detail?: string;
+}
+
+/**
+ * Writes one frozen kernel event per decision, stamped with the turn's trace, actor and
+ * authority. The ISO timestamp is cached per millisecond: at a million decisions a second most
+ * decisions share their millisecond, and `toISOString` would otherwise dominate the cost.
+ */
+export class AuditWriter {
+  readonly #sink: AuditSink | undefined;
+  readonly #ctx: AccessContext;
+  #lastMs = Number.NaN;
+  #lastIso = "";
+
+  constructor(sink: AuditSink | undefined, ctx: AccessContext) {
+    this.#sink = sink;
+    this.#ctx = ctx;
+  }
+
+  /** Resolves (or returns) once the sink has taken the event; throws `audit_unavailable`. */
+  write(record: DecisionRecord): undefined | Promise<void> {
+    const sink = this.#sink;
+    if (sink === undefined) return undefined;
+    if (record.now !== this.#lastMs) {
+      this.#lastMs = record.now;
+      this.#lastIso = new Date(record.now).toISOString();
+    }
+    const ctx = this.#ctx;
+    const event: AuditEvent = {
+      at: this.#lastIso,
+      source: "kernel",
+      outcome: record.code === null ? "allowed" : "denied",
+      code: record.code,
+      reason: record.reason,
+      traceId: ctx.traceId,
+      callId: record.callId,
+      namespaceId: ctx.namespaceId,
+      actor: ctx.actor,
+      authority: ctx.authority,
+    };
+    if (record.grantId !== undefined) event.grantId = record.grantId;
+    if (record.action !== undefined) event.action = record.action;
+    if (record.resource !== undefined) event.resource = record.resource;
+    if (record.detail !== undefined) event.detail = record.detail;
+    Object.freeze(event);
+    let pending: void | Promise<void>;
+    try {
+      pending = sink.append(event);
+    } catch (error) {
+      throw unavailable(error);
+    }
+    if (pending === undefined) return undefined;
+    return pending.catch((error: unknown) => {
+      throw unavailable(error);
+    });
+  }
+}
+
+function unavailable(cause: unknown): TesseraError {
+  return new TesseraError(
+    "audit_unavailable",
+    "the audit sink refused the decision's event; the kernel does not act unrecorded",
+    { cause },
+  );
+}

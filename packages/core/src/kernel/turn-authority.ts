@@ -1,0 +1,260 @@
+import { randomUUID } from "node:crypto";
+import { redact } from "../contracts/errors.js";
+import type { AccessContext } from "../contracts/schemas.js";
+import type { AuditReason, CallerCode } from "../contracts/vocabulary.js";
+import { MESSAGE_SEND_ACTION, messageResource } from "../messaging/capability.js";
+import type { Clock } from "../ports/clock.js";
+import type { MessageEnvelope, MessageTransport } from "../ports/transport.js";
+import type { AuditWriter } from "./audit-writer.js";
+import { type DecisionScope, decide, discover, type Verdict } from "./decide.js";
+import { asyncDispose } from "./dispose.js";
+import { isId, isOptionalId, isResourceRef } from "./request.js";
+import { resourceLabel } from "./resource-key.js";
+import type {
+  AuthorizeRequest,
+  AuthorizeResult,
+  Refusal,
+  ResourceRef,
+  SendMessageRequest,
+  SendMessageResult,
+  TurnAuthority,
+} from "./types.js";
+
+/** Everything a lease needs, gathered by the kernel when it opens. */
+export interface LeaseParts {
+  readonly ctx: AccessContext;
+  /** Undefined when the turn failed closed: every decision is `authority_unavailable`. */
+  readonly scope: DecisionScope | undefined;
+  readonly audit: AuditWriter;
+  readonly transport: MessageTransport | undefined;
+  readonly clock: Clock;
+}
+
+/** Refusals carry nothing but the code, so one frozen object per code serves every call. */
+const REFUSALS = new Map<CallerCode, Refusal>();
+function refused(code: CallerCode): Refusal {
+  let refusal = REFUSALS.get(code);
+  if (refusal === undefined) {
+    refusal = Object.freeze({ status: "denied", code });
+    REFUSALS.set(code, refusal);
+  }
+  return refusal;
+}
+
+type Gate = { readonly code: CallerCode; readonly reason: AuditReason };
+const CLOSED: Gate = { code: "turn_closed", reason: "turn_closed" };
+const NO_AUTHORITY: Gate = { code: "authority_unavailable", reason: "authority_unavailable" };
+const INVALID: Gate = { code: "invalid_request", reason: "invalid_request" };
+const NO_TRANSPORT: Gate = { code: "tool_unavailable", reason: "delivery_failed" };
+
+/**
+ * One authority lease. It holds the turn's indexed grant set and nothing else: usage is read
+ * and consumed per decision, so a ticket cannot be spent twice even inside one turn. A grant
+ * revoked while the lease is open still counts until the turn ends — the lease read the source
+ * once — and the revocation applies from the next turn.
+ */
+export class Lease implements TurnAuthority {
+  readonly #ctx: AccessContext;
+  readonly #scope: DecisionScope | undefined;
+  readonly #audit: AuditWriter;
+  readonly #transport: MessageTransport | undefined;
+  readonly #clock: Clock;
+  /** Epoch ms of `ctx.now`, which fixes the decision instant for the whole turn. */
+  readonly #fixedNow: number | undefined;
+  #closed = false;
+
+  constructor(parts: LeaseParts) {
+    this.#ctx = parts.ctx;
+    this.#scope = parts.scope;
+    this.#audit = parts.audit;
+    this.#transport = parts.transport;
+    this.#clock = parts.clock;
+    this.#fixedNow = parts.ctx.now === undefined ? undefined : Date.parse(parts.ctx.now);
+  }
+
+  get traceId(): string {
+    return this.#ctx.traceId;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+  }
+
+  [asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  async listTools(): Promise<readonly string[]> {
+    const scope = this.#scope;
+    if (this.#closed || scope === undefined) return Object.freeze([]);
+    const now = this.#now();
+    const tools: string[] = [];
+    for (const [action, entry] of scope.index) {
+      if ((await discover(scope, entry, now)) === "visible") tools.push(action);
+    }
+    return Object.freeze(tools.sort());
+  }
+
+  async authorize(request: AuthorizeRequest): Promise<AuthorizeResult> {
+    const now = this.#now();
+    const callId = this.#callIdOf(request);
+    const gate = this.#gate(request, "authorize");
+    if (gate !== undefined) return this.#refuse(now, callId, gate, undefined, undefined);
+    const { action, resource } = request;
+    const verdict = await decide(this.#scope as DecisionScope, action, resource, now);
+    const label = resourceLabel(resource.namespace, resource.path);
+    if (!verdict.allowed) return this.#refuseVerdict(now, callId as string, verdict, action, label);
+    const grantId = verdict.grant.id;
+    const written = this.#audit.write({
+      now,
+      code: null,
+      reason: "allowed",
+      callId: callId as string,
+      action,
+      resource: label,
+      grantId,
+    });
+    if (written !== undefined) await written;
+    return Object.freeze({ status: "allowed", grantId, callId: callId as string });
+  }
+
+  async sendMessage(request: SendMessageRequest): Promise<SendMessageResult> {
+    const now = this.#now();
+    const callId = this.#callIdOf(request);
+    const gate = this.#gate(request, "message");
+    if (gate !== undefined) {
+      return this.#refuse(now, callId, gate, MESSAGE_SEND_ACTION, undefined);
+    }
+    const recipient = request.recipient;
+    const resource: ResourceRef = messageResource(recipient, this.#ctx.owner);
+    const label = resourceLabel(resource.namespace, resource.path);
+    const verdict = await decide(this.#scope as DecisionScope, MESSAGE_SEND_ACTION, resource, now);
+    if (!verdict.allowed) {
+      return this.#refuseVerdict(now, callId as string, verdict, MESSAGE_SEND_ACTION, label);
+    }
+    const grantId = verdict.grant.id;
+    // Recorded before the effect: an act the audit sink refused to record does not happen.
+    const written = this.#audit.write({
+      now,
+      code: null,
+      reason: "allowed",
+      callId: callId as string,
+      action: MESSAGE_SEND_ACTION,
+      resource: label,
+      grantId,
+    });
+    if (written !== undefined) await written;
+    const envelope: MessageEnvelope = Object.freeze({
+      messageId: randomUUID(),
+      sender: this.#ctx.actor,
+      recipient,
+      payload: request.payload,
+      traceId: this.#ctx.traceId,
+      callId: callId as string,
+      grantId,
+    });
+    const outcome = await this.#deliver(envelope);
+    if (outcome.status === "delivered") {
+      return Object.freeze(
+        outcome.reply === undefined
+          ? { status: "delivered", messageId: envelope.messageId, grantId }
+          : { status: "delivered", messageId: envelope.messageId, grantId, reply: outcome.reply },
+      );
+    }
+    // The use is spent: the grant authorized an act that was attempted. A failed delivery is
+    // recorded as its own transport event, so audit shows both the decision and the failure.
+    const failed = this.#audit.write({
+      now: this.#now(),
+      code: "delivery_failed",
+      reason: "delivery_failed",
+      callId: callId as string,
+      action: MESSAGE_SEND_ACTION,
+      resource: label,
+      grantId,
+      detail: `transport answered ${redact(outcome.code)}`,
+    });
+    if (failed !== undefined) await failed;
+    return refused("delivery_failed");
+  }
+
+  async #deliver(
+    envelope: MessageEnvelope,
+  ): Promise<{ status: "delivered"; reply?: unknown } | { status: "failed"; code: string }> {
+    try {
+      const result = await (this.#transport as MessageTransport).deliver(envelope);
+      if (result.status === "delivered") return result;
+      return { status: "failed", code: isId(result.code) ? result.code : "failed" };
+    } catch {
+      return { status: "failed", code: "transport_threw" };
+    }
+  }
+
+  #now(): number {
+    return this.#fixedNow ?? this.#clock.now();
+  }
+
+  /** A caller-supplied call ID if it is well formed, else a fresh one (the request is refused). */
+  #callIdOf(request: unknown): string {
+    const callId = (request as { callId?: unknown } | null)?.callId;
+    return isId(callId) ? callId : randomUUID();
+  }
+
+  /** Checks every call passes before a decision: lease state, then the request's shape. */
+  #gate(request: unknown, kind: "authorize" | "message"): Gate | undefined {
+    if (this.#closed) return CLOSED;
+    if (this.#scope === undefined) return NO_AUTHORITY;
+    if (typeof request !== "object" || request === null) return INVALID;
+    const fields = request as Record<string, unknown>;
+    if (!isOptionalId(fields.callId)) return INVALID;
+    if (kind === "authorize") {
+      return isId(fields.action) && isResourceRef(fields.resource) ? undefined : INVALID;
+    }
+    if (!isId(fields.recipient)) return INVALID;
+    // Refused before any use is spent: there is nowhere to deliver.
+    if (this.#transport === undefined) return NO_TRANSPORT;
+    return undefined;
+  }
+
+  async #refuse(
+    now: number,
+    callId: string,
+    gate: Gate,
+    action: string | undefined,
+    resource: string | undefined,
+  ): Promise<Refusal> {
+    const written = this.#audit.write({
+      now,
+      code: gate.code,
+      reason: gate.reason,
+      callId,
+      ...(action === undefined ? {} : { action }),
+      ...(resource === undefined ? {} : { resource }),
+    });
+    if (written !== undefined) await written;
+    return refused(gate.code);
+  }
+
+  async #refuseVerdict(
+    now: number,
+    callId: string,
+    verdict: Exclude<Verdict, { allowed: true }>,
+    action: string,
+    resource: string,
+  ): Promise<Refusal> {
+    const written = this.#audit.write({
+      now,
+      code: verdict.code,
+      reason: verdict.reason,
+      callId,
+      action,
+      resource,
+      ...(verdict.grant === undefined ? {} : { grantId: verdict.grant.id }),
+    });
+    if (written !== undefined) await written;
+    return refused(verdict.code);
+  }
+}

@@ -1,0 +1,83 @@
+import type { AccessContext } from "../contracts/schemas.js";
+import type { CallerCode } from "../contracts/vocabulary.js";
+import type { AuditSink } from "../ports/audit-sink.js";
+import type { Clock } from "../ports/clock.js";
+import type { GrantSource } from "../ports/grant-source.js";
+import type { MessageTransport } from "../ports/transport.js";
+import type { GrantUsageStore } from "../ports/usage-store.js";
+
+/** What a host wires into one kernel. Only `grants` is required. */
+export interface KernelOptions {
+  /** The only place authority comes from; read once per turn. */
+  readonly grants: GrantSource;
+  /** Counts bounded grants. Without it, a bounded grant fails closed. */
+  readonly usage?: GrantUsageStore;
+  /** Receives one event per decision. Without it, events are dropped (not recommended). */
+  readonly audit?: AuditSink;
+  /** Delivers authorized messages. Without it, every send is refused `delivery_failed`. */
+  readonly transport?: MessageTransport;
+  readonly clock?: Clock;
+}
+
+export interface Kernel {
+  /**
+   * Opens one authority lease for one turn: reads the grant source once, validates every grant
+   * and indexes them. A source that fails or returns invalid material yields a turn that refuses
+   * everything with `authority_unavailable`; it never throws for that. Throws
+   * `TesseraError("invalid_input")` only when `ctx` itself is malformed.
+   */
+  openTurnAuthority(ctx: AccessContext): Promise<TurnAuthority>;
+}
+
+/** A resource as a decision names it: `namespace:/seg/seg`, optionally owned. */
+export interface ResourceRef {
+  readonly namespace: string;
+  readonly path: readonly string[];
+  readonly owner?: string;
+}
+
+export interface AuthorizeRequest {
+  readonly action: string;
+  readonly resource: ResourceRef;
+  /** Correlates the decision with its audit event; generated when absent. */
+  readonly callId?: string;
+}
+
+export type Refusal = { readonly status: "denied"; readonly code: CallerCode };
+
+/** The outcome of a decision without side effects beyond consuming the grant's use. */
+export type AuthorizeResult =
+  | { readonly status: "allowed"; readonly grantId: string; readonly callId: string }
+  | Refusal;
+
+export interface SendMessageRequest {
+  readonly recipient: string;
+  /** Data only: nothing in it is read as authority. */
+  readonly payload: unknown;
+  readonly callId?: string;
+}
+
+export type SendMessageResult =
+  | {
+      readonly status: "delivered";
+      readonly messageId: string;
+      readonly grantId: string;
+      readonly reply?: unknown;
+    }
+  | Refusal;
+
+/** The tools a turn offers to its driver: everything except closing the lease. */
+export interface TurnTools {
+  /** Names of the actions currently discoverable (reads usage, spends nothing). */
+  listTools(): Promise<readonly string[]>;
+  sendMessage(request: SendMessageRequest): Promise<SendMessageResult>;
+  authorize(request: AuthorizeRequest): Promise<AuthorizeResult>;
+}
+
+/** One authority lease: the grant set of one turn. Closed on every exit path. */
+export interface TurnAuthority extends TurnTools, AsyncDisposable {
+  readonly traceId: string;
+  readonly closed: boolean;
+  /** Idempotent. Every later call is refused with `turn_closed`. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,39 @@
+import type { AuditEvent } from "../contracts/schemas.js";
+import type { ReadableAuditSink } from "../ports/audit-sink.js";
+
+/** Keeps every event in memory, in order. For tests, demos and `explain`. */
+export class InMemoryAuditSink implements ReadableAuditSink {
+  readonly #events: AuditEvent[] = [];
+
+  /** Every event so far, oldest first (a read-only view of the live list). */
+  get events(): readonly AuditEvent[] {
+    return this.#events;
+  }
+
+  append(event: AuditEvent): void {
+    this.#events.push(event);
+  }
+
+  async read(filter: { callId?: string; traceId?: string; limit?: number } = {}) {
+    return selectEvents(this.#events, filter);
+  }
+
+  /** Forgets everything: benchmarks use it to keep memory flat. */
+  clear(): void {
+    this.#events.length = 0;
+  }
+}
+
+export function selectEvents(
+  events: readonly AuditEvent[],
+  filter: { callId?: string; traceId?: string; limit?: number },
+): readonly AuditEvent[] {
+  const selected: AuditEvent[] = [];
+  for (const event of events) {
+    if (filter.callId !== undefined && event.callId !== filter.callId) continue;
+    if (filter.traceId !== undefined && event.traceId !== filter.traceId) continue;
+    selected.push(event);
+    if (filter.limit !== undefined && selected.length >= filter.limit) break;
+  }
+  return Object.freeze(selected);
+}

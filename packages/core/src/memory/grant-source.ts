@@ -1,0 +1,60 @@
+import { redact, TesseraError } from "../contracts/errors.js";
+import { type Grant, type GrantInput, GrantSchema } from "../contracts/schemas.js";
+import type { GrantStore } from "../ports/grant-source.js";
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/**
+ * Grants held in memory, for tests, demos and single-process hosts. Stored grants are frozen
+ * and never edited in place: a revocation stores a new object, so a lease that already read
+ * the old one keeps its snapshot and the revocation lands on the next turn.
+ */
+export class InMemoryGrantSource implements GrantStore {
+  readonly #namespaces = new Map<string, Map<string, Grant>>();
+
+  async add(input: GrantInput): Promise<Grant> {
+    const parsed = GrantSchema.safeParse(input);
+    if (!parsed.success) {
+      throw new TesseraError("invalid_grant", "the grant does not match the grant schema");
+    }
+    const grant = deepFreeze(parsed.data);
+    let grants = this.#namespaces.get(grant.namespaceId);
+    if (grants === undefined) {
+      grants = new Map();
+      this.#namespaces.set(grant.namespaceId, grants);
+    }
+    if (grants.has(grant.id)) {
+      throw new TesseraError("invalid_grant", `grant ${redact(grant.id)} already exists`);
+    }
+    grants.set(grant.id, grant);
+    return grant;
+  }
+
+  async revoke(namespaceId: string, grantId: string, at: Date = new Date()): Promise<boolean> {
+    const grants = this.#namespaces.get(namespaceId);
+    const grant = grants?.get(grantId);
+    if (grants === undefined || grant === undefined) return false;
+    if (grant.revokedAt === undefined) {
+      grants.set(grantId, deepFreeze({ ...grant, revokedAt: at.toISOString() }));
+    }
+    return true;
+  }
+
+  async listGrants(namespaceId: string, subject: string): Promise<readonly Grant[]> {
+    const grants = this.#namespaces.get(namespaceId);
+    if (grants === undefined) return [];
+    const held: Grant[] = [];
+    for (const grant of grants.values()) if (grant.subject === subject) held.push(grant);
+    return held;
+  }
+
+  async listNamespace(namespaceId: string): Promise<readonly Grant[]> {
+    return [...(this.#namespaces.get(namespaceId)?.values() ?? [])];
+  }
+}

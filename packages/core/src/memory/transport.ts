@@ -1,0 +1,43 @@
+import type { DeliveryResult, MessageEnvelope, MessageTransport } from "../ports/transport.js";
+
+/** Answers one delivered message; its return value is the reply. */
+export type ReplyHandler = (envelope: MessageEnvelope) => unknown | Promise<unknown>;
+
+/**
+ * Delivers inside the process, routing each envelope to the handler registered for its
+ * recipient, or to the fallback. A recipient with neither is a failed delivery (`no_route`).
+ * It records every envelope whose handler answered, so demos and tests count deliveries from what arrived.
+ */
+export class InProcessTransport implements MessageTransport {
+  readonly #routes = new Map<string, ReplyHandler>();
+  readonly #fallback: ReplyHandler | undefined;
+  readonly #delivered: MessageEnvelope[] = [];
+
+  constructor(options: { fallback?: ReplyHandler } = {}) {
+    this.#fallback = options.fallback;
+  }
+
+  /** A router that answers every recipient with `reply from <recipient>`. */
+  static echo(): InProcessTransport {
+    return new InProcessTransport({
+      fallback: (envelope) => `reply from ${envelope.recipient}`,
+    });
+  }
+
+  route(recipient: string, handler: ReplyHandler): this {
+    this.#routes.set(recipient, handler);
+    return this;
+  }
+
+  get delivered(): readonly MessageEnvelope[] {
+    return this.#delivered;
+  }
+
+  async deliver(envelope: MessageEnvelope): Promise<DeliveryResult> {
+    const handler = this.#routes.get(envelope.recipient) ?? this.#fallback;
+    if (handler === undefined) return { status: "failed", code: "no_route" };
+    const reply = await handler(envelope);
+    this.#delivered.push(envelope);
+    return reply === undefined ? { status: "delivered" } : { status: "delivered", reply };
+  }
+}
