@@ -1,1 +1,10 @@
-export {};
+export type { RedisConfig } from "./config.js";
+export { parseRedisUrl } from "./config.js";
+export type { Closable, RedisStores } from "./open.js";
+export {
+  openAuditSink,
+  openClaimStore,
+  openGrantStore,
+  openStores,
+  openUsageStore,
+} from "./open.js";

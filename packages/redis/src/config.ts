@@ -1,0 +1,78 @@
+import { redact, TesseraError } from "@tessera/core";
+
+/**
+ * Everything `openStores` reads from its URL. Tessera's own settings ride in the query
+ * string and are removed before the URL reaches ioredis (which would otherwise read any
+ * query parameter as a client option).
+ */
+export interface RedisConfig {
+  /** The URL handed to ioredis, without Tessera's own parameters. */
+  readonly url: string;
+  /** Prepended to every key, so runs and tenants sharing a server never collide. */
+  readonly prefix: string;
+  /** How long a claim (and its session index) lives: must cover the host session's lifetime. */
+  readonly claimTtlMs: number;
+  readonly connectTimeoutMs: number;
+  /** A command without a reply after this long fails (closed) instead of waiting. */
+  readonly commandTimeoutMs: number;
+  /** `CLIENT SETNAME`: lets an operator (or an outage test) find our connections. */
+  readonly connectionName: string;
+  readonly selfTest: boolean;
+}
+
+const SCHEMES = new Set(["redis:", "rediss:"]);
+const PREFIX = /^[\w:.-]{1,64}$/;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+const NUMERIC_OPTIONS = {
+  claimTtlMs: { fallback: 7 * DAY_MS, min: 1_000, max: 365 * DAY_MS },
+  connectTimeoutMs: { fallback: 5_000, min: 1, max: 600_000 },
+  commandTimeoutMs: { fallback: 5_000, min: 1, max: 600_000 },
+} as const;
+
+export function parseRedisUrl(url: string): RedisConfig {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new TesseraError("unsupported_store_url", "the Redis store URL does not parse");
+  }
+  if (!SCHEMES.has(parsed.protocol)) {
+    throw new TesseraError(
+      "unsupported_store_url",
+      `@tessera/redis serves redis:// URLs, not ${redact(parsed.protocol)}`,
+    );
+  }
+  const params = parsed.searchParams;
+  const prefix = params.get("prefix") ?? "tessera:";
+  if (!PREFIX.test(prefix)) {
+    throw new TesseraError(
+      "invalid_config",
+      `prefix ${redact(prefix)} must match ${PREFIX.source}`,
+    );
+  }
+  const numbers = {} as Record<keyof typeof NUMERIC_OPTIONS, number>;
+  for (const [name, spec] of Object.entries(NUMERIC_OPTIONS)) {
+    const raw = params.get(name);
+    const value = raw === null ? spec.fallback : Number(raw);
+    if (!Number.isInteger(value) || value < spec.min || value > spec.max) {
+      throw new TesseraError(
+        "invalid_config",
+        `${name} must be an integer in [${spec.min}, ${spec.max}]`,
+      );
+    }
+    numbers[name as keyof typeof NUMERIC_OPTIONS] = value;
+  }
+  const connectionName = params.get("name") ?? "tessera";
+  if (!PREFIX.test(connectionName)) {
+    throw new TesseraError(
+      "invalid_config",
+      `name ${redact(connectionName)} must match ${PREFIX.source}`,
+    );
+  }
+  const selfTest = params.get("selfTest") !== "false";
+  for (const name of ["prefix", "name", "selfTest", ...Object.keys(NUMERIC_OPTIONS)]) {
+    params.delete(name);
+  }
+  return { url: parsed.toString(), prefix, connectionName, selfTest, ...numbers };
+}

@@ -1,0 +1,113 @@
+import { createHash } from "node:crypto";
+import { TesseraError } from "@tessera/core";
+import { Redis } from "ioredis";
+import type { RedisConfig } from "./config.js";
+
+export type UnavailableCode =
+  | "store_unavailable"
+  | "usage_store_unavailable"
+  | "claim_store_unavailable"
+  | "grant_store_unavailable"
+  | "audit_unavailable";
+
+/** A Lua script run by digest (EVALSHA), loaded on demand when the server does not know it. */
+export interface Script {
+  readonly source: string;
+  readonly sha: string;
+}
+
+export function script(source: string): Script {
+  return { source, sha: createHash("sha1").update(source).digest("hex") };
+}
+
+/**
+ * One ioredis connection shared by every port of an `openStores` bundle, configured to fail
+ * rather than wait: no offline queue (a command issued while disconnected is rejected at
+ * once), no retry of in-flight commands after a reconnect (a retried SET NX could report a
+ * claim this caller never saw), and a per-command timeout. Reconnection runs in the
+ * background, so the store answers again as soon as the server is back.
+ */
+export class Connection {
+  readonly redis: Redis;
+  readonly prefix: string;
+  #closed = false;
+
+  constructor(config: RedisConfig) {
+    this.prefix = config.prefix;
+    this.redis = new Redis(config.url, {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      commandTimeout: config.commandTimeoutMs,
+      connectTimeout: config.connectTimeoutMs,
+      connectionName: config.connectionName,
+      retryStrategy: (attempt) => Math.min(50 * attempt, 1_000),
+    });
+    // Errors reach callers through their commands; without a listener ioredis would also
+    // print every reconnect failure.
+    this.redis.on("error", () => {});
+  }
+
+  key(...parts: string[]): string {
+    return `${this.prefix}${parts.join(":")}`;
+  }
+
+  /** Runs `work`, turning any failure (disconnected, timeout, server error) into `failCode`. */
+  async run<T>(failCode: UnavailableCode, work: (redis: Redis) => Promise<T>): Promise<T> {
+    if (this.#closed) throw new TesseraError(failCode, "the Redis store is closed");
+    try {
+      return await work(this.redis);
+    } catch (error) {
+      if (error instanceof TesseraError) throw error;
+      throw new TesseraError(failCode, `Redis did not answer (${errorName(error)})`, {
+        cause: error,
+      });
+    }
+  }
+
+  async eval(
+    failCode: UnavailableCode,
+    code: Script,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+  ): Promise<unknown> {
+    return this.run(failCode, async (redis) => {
+      try {
+        return await redis.evalsha(code.sha, keys.length, ...keys, ...args);
+      } catch (error) {
+        if (!(error instanceof Error) || !error.message.startsWith("NOSCRIPT")) throw error;
+        return await redis.eval(code.source, keys.length, ...keys, ...args);
+      }
+    });
+  }
+
+  async connect(failCode: UnavailableCode): Promise<void> {
+    try {
+      await this.redis.connect();
+    } catch (error) {
+      this.redis.disconnect();
+      throw new TesseraError(failCode, `could not connect to Redis (${errorName(error)})`, {
+        cause: error,
+      });
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    try {
+      await this.redis.quit();
+    } catch {
+      this.redis.disconnect();
+    }
+  }
+}
+
+/** The error's class or code, never its message (which may quote a key or a value). */
+function errorName(error: unknown): string {
+  if (typeof error === "object" && error !== null) {
+    if ("code" in error && typeof error.code === "string") return error.code;
+    if (error instanceof Error) return error.name;
+  }
+  return "unknown error";
+}

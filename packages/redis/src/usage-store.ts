@@ -1,0 +1,56 @@
+import { type ConsumeResult, type GrantUsageStore, TesseraError } from "@tessera/core";
+import { type Connection, script } from "./connection.js";
+import { digest } from "./digest.js";
+
+/**
+ * The bounded consume, whole, on the server. Redis runs a script without interleaving any
+ * other command, so the read of `used`, the comparison and the increment are one step for
+ * every client of the server: racing callers get exactly `max` successes.
+ */
+export const CONSUME = script(`
+local used = tonumber(redis.call('GET', KEYS[1]) or '0')
+if used < tonumber(ARGV[1]) then
+  return {1, redis.call('INCR', KEYS[1])}
+end
+return {0, used}
+`);
+
+/** Usage counters: one integer key per (namespace, grant), never expiring. */
+export class RedisUsageStore implements GrantUsageStore {
+  readonly #connection: Connection;
+
+  constructor(connection: Connection) {
+    this.#connection = connection;
+  }
+
+  /** The counter's key; exported for the self-test and the benchmark's raw baseline. */
+  keyOf(namespaceId: string, grantId: string): string {
+    if (typeof namespaceId !== "string" || typeof grantId !== "string") {
+      throw new TesseraError("invalid_input", "namespaceId and grantId must be strings");
+    }
+    return this.#connection.key("usage", digest(namespaceId, grantId));
+  }
+
+  async getUsage(namespaceId: string, grantId: string): Promise<number> {
+    const key = this.keyOf(namespaceId, grantId);
+    const value = await this.#connection.run("usage_store_unavailable", (redis) => redis.get(key));
+    return value === null ? 0 : Number(value);
+  }
+
+  async tryConsume(namespaceId: string, grantId: string, maxUses: number): Promise<ConsumeResult> {
+    const key = this.keyOf(namespaceId, grantId);
+    if (!Number.isSafeInteger(maxUses) || maxUses < 0) {
+      throw new TesseraError("invalid_input", "maxUses must be a non-negative integer");
+    }
+    const reply = await this.#connection.eval("usage_store_unavailable", CONSUME, [key], [maxUses]);
+    if (
+      !Array.isArray(reply) ||
+      (reply[0] !== 0 && reply[0] !== 1) ||
+      !Number.isSafeInteger(reply[1])
+    ) {
+      // Anything but the script's own answer means we cannot tell what happened: fail closed.
+      throw new TesseraError("usage_store_unavailable", "unexpected reply to the consume script");
+    }
+    return { consumed: reply[0] === 1, used: reply[1] as number };
+  }
+}
