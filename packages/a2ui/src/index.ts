@@ -1,1 +1,26 @@
-export {};
+export type {
+  ClaimKey,
+  ClaimReceipt,
+  ClaimRecord,
+  ClaimResult,
+  ClaimStore,
+  StoredClaim,
+} from "@tessera/core";
+export { claimKeyDigest } from "@tessera/core";
+export type { CatalogDefinition, FunctionDefinition } from "./catalog/catalog.js";
+export { FunctionCallGate } from "./gate/gate.js";
+export type {
+  ApprovalVerdict,
+  ApproveFunction,
+  FunctionCallGateOptions,
+  FunctionInvocation,
+  GateReceipt,
+  GateReply,
+  GateResult,
+  InvokeFunction,
+} from "./gate/types.js";
+export {
+  DirectoryClaimStore,
+  type DirectoryClaimStoreOptions,
+} from "./stores/directory/directory-store.js";
+export { MemoryClaimStore } from "./stores/memory.js";

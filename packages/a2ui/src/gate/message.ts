@@ -1,0 +1,131 @@
+import { createHash } from "node:crypto";
+import { redact } from "@tessera/core";
+import type { ErrorObject } from "ajv/dist/2020.js";
+import { messageValidators } from "../schemas/official.js";
+import { correlatedValidationError, uncorrelatedValidationError } from "./replies.js";
+import type { GateReply } from "./types.js";
+
+/** A `callRendererFunction` that passed the official v1.0 schema and the gate's ID rules. */
+export interface CallMessage {
+  readonly functionCallId: string;
+  readonly catalogId: string;
+  readonly call: string;
+  /** Absent when the message carried none (the catalog decides whether that is allowed). */
+  readonly args?: Readonly<Record<string, unknown>>;
+}
+
+export type ReadResult =
+  | { readonly ok: true; readonly message: CallMessage }
+  | {
+      readonly ok: false;
+      readonly reply: GateReply;
+      /** The ID the reply was correlated with, when one could be read. */
+      readonly functionCallId?: string;
+      /** For audit: what was wrong, in schema terms (no input echoed). */
+      readonly detail: string;
+    };
+
+/**
+ * The gate is stricter than the schema about IDs (which allows any string): an ID is echoed
+ * back and kept in claims and audit, so it must be short and printable. Anything else
+ * (`../`, `/`, non-ASCII) is fine: stores key claims by a hash, never by the raw ID.
+ */
+export const MAX_CALL_ID_LENGTH = 256;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
+const USABLE_ID = /^[^\u0000-\u001f\u007f]+$/;
+/** Raw JSON text above this size is refused before parsing. */
+export const MAX_MESSAGE_CHARS = 1 << 20;
+
+export function isUsableCallId(value: unknown): value is string {
+  return typeof value === "string" && value.length <= MAX_CALL_ID_LENGTH && USABLE_ID.test(value);
+}
+
+/** Parses (when given text) and validates one message. Never throws on any input. */
+export function readCall(input: unknown): ReadResult {
+  let message = input;
+  if (typeof input === "string") {
+    if (input.length > MAX_MESSAGE_CHARS) {
+      return refuse(undefined, "", `The message is larger than ${MAX_MESSAGE_CHARS} characters.`);
+    }
+    try {
+      message = JSON.parse(input);
+    } catch {
+      return refuse(undefined, "", "The message is not valid JSON.");
+    }
+  }
+  const id = (message as { callRendererFunction?: { functionCallId?: unknown } } | null)
+    ?.callRendererFunction?.functionCallId;
+  const usableId = isUsableCallId(id) ? id : undefined;
+  const validate = messageValidators().callRendererFunction;
+  if (!validate(message)) {
+    const error = validate.errors?.[0];
+    return refuse(
+      usableId,
+      safePointer(error?.instancePath ?? ""),
+      `The message is not a valid A2UI v1.0 callRendererFunction: ${describe(error)}.`,
+    );
+  }
+  if (usableId === undefined) {
+    return refuse(
+      undefined,
+      "/callRendererFunction/functionCallId",
+      `The functionCallId must be 1 to ${MAX_CALL_ID_LENGTH} printable characters.`,
+    );
+  }
+  const body = (message as { callRendererFunction: { callFunction: Record<string, unknown> } })
+    .callRendererFunction.callFunction;
+  return {
+    ok: true,
+    message: {
+      functionCallId: usableId,
+      catalogId: body.catalogId as string,
+      call: body.call as string,
+      args: body.args as Record<string, unknown> | undefined,
+    },
+  };
+}
+
+function refuse(functionCallId: string | undefined, path: string, text: string): ReadResult {
+  return functionCallId === undefined
+    ? { ok: false, reply: uncorrelatedValidationError(path, text), detail: `${path} ${text}` }
+    : {
+        ok: false,
+        reply: correlatedValidationError(functionCallId, text),
+        functionCallId,
+        detail: `${path} ${text}`,
+      };
+}
+
+/** Ajv's message names schema properties only; the instance path may hold hostile keys. */
+function describe(error: ErrorObject | undefined): string {
+  if (!error) return "unknown schema error";
+  const at = safePointer(error.instancePath);
+  return `${at === "" ? "the message" : at} ${error.message ?? "is invalid"}`;
+}
+
+function safePointer(pointer: string): string {
+  return pointer
+    .split("/")
+    .map((segment, index) => (index === 0 ? segment : redact(segment)))
+    .join("/");
+}
+
+/** SHA-256 of the call body in canonical JSON (sorted keys), to tell a changed body from a retry. */
+export function bodyHash(message: CallMessage): string {
+  return createHash("sha256")
+    .update(canonicalJson({ catalogId: message.catalogId, call: message.call, args: message.args }))
+    .digest("hex");
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.keys(value)
+      .sort()
+      .map(
+        (key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`,
+      );
+    return `{${entries.join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}

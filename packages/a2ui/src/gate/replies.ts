@@ -1,0 +1,105 @@
+import type { AuditReason } from "@tessera/core";
+import type {
+  GateReply,
+  InvalidFunctionCallError,
+  RendererFunctionError,
+  RendererFunctionValue,
+  UncorrelatedValidationError,
+} from "./types.js";
+
+/**
+ * Builders for the gate's A2UI v1.0 replies. Messages are fixed text per reason: nothing
+ * from the message (IDs, names, args) is echoed, apart from the `functionCallId` field the
+ * protocol requires for correlation.
+ */
+
+const VERSION = "v1.0" as const;
+
+export function valueReply(functionCallId: string, value: unknown): RendererFunctionValue {
+  return Object.freeze({
+    version: VERSION,
+    rendererFunctionResponse: Object.freeze({ functionCallId, value: value ?? null }),
+  });
+}
+
+export function executionError(functionCallId: string, message: string): RendererFunctionError {
+  return Object.freeze({
+    version: VERSION,
+    rendererFunctionResponse: Object.freeze({
+      functionCallId,
+      error: Object.freeze({ code: "EXECUTION_FAILED", message }),
+    }),
+  });
+}
+
+/** A malformed message whose ID could still be read: answered on that ID. */
+export function correlatedValidationError(
+  functionCallId: string,
+  message: string,
+): RendererFunctionError {
+  return Object.freeze({
+    version: VERSION,
+    rendererFunctionResponse: Object.freeze({
+      functionCallId,
+      error: Object.freeze({ code: "VALIDATION_FAILED", message }),
+    }),
+  });
+}
+
+/**
+ * A message with no usable ID. The v1.0 `VALIDATION_FAILED` error requires a `surfaceId`;
+ * a function call has none, so it is the empty string, and `path` points at the bad field.
+ */
+export function uncorrelatedValidationError(
+  path: string,
+  message: string,
+): UncorrelatedValidationError {
+  return Object.freeze({
+    version: VERSION,
+    error: Object.freeze({ code: "VALIDATION_FAILED", surfaceId: "", path, message }),
+  });
+}
+
+export function invalidFunctionCall(
+  functionCallId: string,
+  message: string,
+): InvalidFunctionCallError {
+  return Object.freeze({
+    version: VERSION,
+    error: Object.freeze({ code: "INVALID_FUNCTION_CALL", message, functionCallId }),
+  });
+}
+
+/** Caller-facing text per refusal. The owner learns the precise reason from audit. */
+const REFUSAL_TEXT: Partial<Record<AuditReason, string>> = {
+  unknown_catalog: "The call names a catalog this host does not serve.",
+  unknown_function: "The function is not declared in the catalog.",
+  caller_not_allowed: "The function may not be called by an agent.",
+  user_activation_required:
+    "The function requires a user activation and cannot be called by an agent.",
+  invalid_args: "The arguments do not match the function's schema in the catalog.",
+  duplicate_call:
+    "This functionCallId was already used in this session; a new attempt needs a new ID.",
+  claim_store_unavailable: "The call could not be claimed, so it was not run.",
+  policy_denied: "The call was refused by policy and was not run.",
+  approval_denied: "The call was not approved and was not run.",
+  callback_failed: "The function failed while running.",
+};
+
+export function refusalText(reason: AuditReason): string {
+  return REFUSAL_TEXT[reason] ?? "The call was refused.";
+}
+
+/** The reply for a refusal taken after the message was validated (so the ID is usable). */
+export function refusalReply(reason: AuditReason, functionCallId: string): GateReply {
+  const text = refusalText(reason);
+  switch (reason) {
+    case "claim_store_unavailable":
+    case "policy_denied":
+    case "approval_denied":
+    case "callback_failed":
+      return executionError(functionCallId, text);
+    default:
+      return invalidFunctionCall(functionCallId, text);
+  }
+}

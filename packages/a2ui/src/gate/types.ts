@@ -1,0 +1,92 @@
+import type { AuditReason, AuditSink, ClaimStore, Clock, ReceiptStatus } from "@tessera/core";
+
+/** What the gate hands to the host's callback and approval hook: the validated call. */
+export interface FunctionInvocation {
+  /** The trusted host session (from the host's authentication, never from the message). */
+  readonly session: string;
+  readonly functionCallId: string;
+  readonly catalogId: string;
+  readonly call: string;
+  readonly args: Readonly<Record<string, unknown>>;
+}
+
+/** Runs the function. Its resolved value becomes the reply's `value` (`undefined` → `null`). */
+export type InvokeFunction = (invocation: FunctionInvocation) => unknown;
+
+/** `true` approves; `false` (or `allow: false`) refuses. A throw counts as a refusal. */
+export type ApprovalVerdict =
+  | boolean
+  | { readonly allow: boolean; readonly reason?: "policy_denied" | "approval_denied" };
+
+export type ApproveFunction = (
+  invocation: FunctionInvocation,
+) => ApprovalVerdict | Promise<ApprovalVerdict>;
+
+export interface FunctionCallGateOptions {
+  /** Shared across every worker that may see the same session, or the guarantee is per process. */
+  readonly claims: ClaimStore;
+  /** An A2UI v1.0 catalog definition object; validated on construction. */
+  readonly catalog: unknown;
+  readonly invoke: InvokeFunction;
+  /** Policy and approval, consulted after the claim and before the callback. */
+  readonly approve?: ApproveFunction;
+  readonly audit?: AuditSink;
+  readonly clock?: Clock;
+  /** Who claims, for operators reading a claim (default `host:pid`). */
+  readonly worker?: string;
+}
+
+/** The outcome of one handled message. `reason` is for the owner (audit vocabulary). */
+export interface GateReceipt {
+  readonly status: ReceiptStatus;
+  readonly reason: AuditReason;
+  readonly session: string;
+  /** Absent when the message carried no usable ID. */
+  readonly functionCallId?: string;
+  /** For a refused duplicate: what the earlier claim's receipt says (`in_doubt` if unsettled). */
+  readonly previous?: ReceiptStatus;
+  /** For a refused duplicate: whether its body differed from the first call's. */
+  readonly changedBody?: boolean;
+}
+
+export interface RendererFunctionValue {
+  readonly version: "v1.0";
+  readonly rendererFunctionResponse: { readonly functionCallId: string; readonly value: unknown };
+}
+export interface RendererFunctionError {
+  readonly version: "v1.0";
+  readonly rendererFunctionResponse: {
+    readonly functionCallId: string;
+    readonly error: { readonly code: string; readonly message: string };
+  };
+}
+export interface InvalidFunctionCallError {
+  readonly version: "v1.0";
+  readonly error: {
+    readonly code: "INVALID_FUNCTION_CALL";
+    readonly message: string;
+    readonly functionCallId: string;
+  };
+}
+/** For a message too broken to correlate: the protocol's validation error, with no surface. */
+export interface UncorrelatedValidationError {
+  readonly version: "v1.0";
+  readonly error: {
+    readonly code: "VALIDATION_FAILED";
+    readonly surfaceId: "";
+    readonly path: string;
+    readonly message: string;
+  };
+}
+
+/** Every reply is an A2UI v1.0 renderer-to-agent message. */
+export type GateReply =
+  | RendererFunctionValue
+  | RendererFunctionError
+  | InvalidFunctionCallError
+  | UncorrelatedValidationError;
+
+export interface GateResult {
+  readonly reply: GateReply;
+  readonly receipt: GateReceipt;
+}

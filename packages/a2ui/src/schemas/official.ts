@@ -1,0 +1,164 @@
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { TesseraError } from "@tessera/core";
+import { Ajv2020, type AnySchema, type ValidateFunction } from "ajv/dist/2020.js";
+import addFormatsModule from "ajv-formats";
+
+/**
+ * The official A2UI v1.0 JSON schemas, read at runtime from the installed `@a2ui/web_core`
+ * package (never copied into this repository) and compiled once per process.
+ *
+ * The package's "exports" map does not expose the schema files, so the package root is found
+ * by resolving its main entry and walking up to the directory whose package.json names it.
+ */
+
+const PACKAGE = "@a2ui/web_core";
+/** The version this gate was written and tested against; the root package.json pins it too. */
+export const A2UI_PACKAGE_VERSION = "0.11.0";
+export const SPEC_BASE = "https://a2ui.org/specification/v1_0/";
+/**
+ * The protocol leaves one slot open: `common_types.json` refers to the active catalog as
+ * `catalog.json`. Each compiled schema set binds that slot to a concrete catalog.
+ */
+export const CATALOG_SLOT = `${SPEC_BASE}catalog.json`;
+
+// ajv-formats is CommonJS with a default export; under NodeNext its type is the module object.
+const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
+
+interface OfficialFiles {
+  readonly version: string;
+  readonly commonTypes: Record<string, unknown>;
+  readonly agentToRenderer: Record<string, unknown>;
+  readonly rendererToAgent: Record<string, unknown>;
+  readonly catalogDefinition: Record<string, unknown>;
+}
+
+let files: OfficialFiles | undefined;
+
+function packageRoot(): string {
+  const require = createRequire(import.meta.url);
+  let dir = path.dirname(require.resolve(PACKAGE));
+  for (;;) {
+    try {
+      const manifest = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8"));
+      if (manifest.name === PACKAGE) return dir;
+    } catch {
+      // no package.json at this level: keep walking up
+    }
+    const parent = path.dirname(dir);
+    if (parent === dir) throw new Error(`${PACKAGE} package root not found`);
+    dir = parent;
+  }
+}
+
+/** Reads the schema files once per process; a missing or unreadable file is `schema_unavailable`. */
+export function officialFiles(): OfficialFiles {
+  if (files) return files;
+  try {
+    const root = packageRoot();
+    const read = (name: string) =>
+      JSON.parse(readFileSync(path.join(root, "src/v1_0/schemas", name), "utf8"));
+    const version = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")).version;
+    files = Object.freeze({
+      version,
+      commonTypes: read("common_types.json"),
+      agentToRenderer: read("agent_to_renderer.json"),
+      rendererToAgent: read("renderer_to_agent.json"),
+      catalogDefinition: read("catalog_definition.json"),
+    });
+    return files;
+  } catch (error) {
+    throw new TesseraError(
+      "schema_unavailable",
+      `the A2UI v1.0 schemas could not be loaded from ${PACKAGE}`,
+      { cause: error },
+    );
+  }
+}
+
+/**
+ * A fresh ajv (draft 2020-12, formats) holding the common types. Strict mode is off because
+ * the A2UI schemas and catalogs carry protocol keywords (`returnType`, `allowedCallers`,
+ * `catalogId`, `functions`…) that are metadata, not validation keywords.
+ */
+export function newSchemaSet(options: { useDefaults?: boolean } = {}): Ajv2020 {
+  const ajv = new Ajv2020({
+    strict: false,
+    allErrors: false,
+    useDefaults: options.useDefaults === true,
+  });
+  addFormats(ajv);
+  ajv.addSchema(officialFiles().commonTypes as AnySchema);
+  return ajv;
+}
+
+/**
+ * The catalog slot used to check message *envelopes*: any named call with object args. The
+ * catalog check that follows validates the call against the host's own catalog, so an
+ * undeclared function is answered as a catalog refusal rather than as a malformed message.
+ */
+const ANY_CALL_CATALOG = {
+  $id: CATALOG_SLOT,
+  $defs: {
+    anyFunction: {
+      type: "object",
+      properties: { call: { type: "string" }, args: { type: "object" } },
+      required: ["call"],
+    },
+    anyComponent: { type: "object" },
+  },
+};
+
+interface MessageValidators {
+  readonly callRendererFunction: ValidateFunction;
+  readonly rendererToAgent: ValidateFunction;
+  readonly catalogDefinition: ValidateFunction;
+}
+
+let validators: MessageValidators | undefined;
+
+/** Validators compiled once per process from the official files. */
+export function messageValidators(): MessageValidators {
+  if (validators) return validators;
+  const official = officialFiles();
+  try {
+    const ajv = newSchemaSet();
+    ajv.addSchema(ANY_CALL_CATALOG);
+    ajv.addSchema(official.agentToRenderer as AnySchema);
+    ajv.addSchema(official.rendererToAgent as AnySchema);
+    const get = (ref: string) => {
+      const validate = ajv.getSchema(`${SPEC_BASE}${ref}`);
+      if (!validate) throw new Error(`schema ${ref} not found`);
+      return validate;
+    };
+    validators = Object.freeze({
+      callRendererFunction: get("agent_to_renderer.json#/$defs/CallRendererFunctionMessage"),
+      rendererToAgent: get("renderer_to_agent.json"),
+      catalogDefinition: catalogDefinitionValidator(official.catalogDefinition),
+    });
+    return validators;
+  } catch (error) {
+    throw new TesseraError("schema_unavailable", "the A2UI v1.0 schemas did not compile", {
+      cause: error,
+    });
+  }
+}
+
+/**
+ * `catalog_definition.json` constrains `allowedCallers` with an `if` on
+ * `requiresUserActivation` that also matches when the property is absent, so read literally it
+ * would force every function without an explicit `requiresUserActivation: false` to be
+ * `rendererOnly`. The schema declares `false` as that property's default; validating with
+ * defaults applied (on a copy — the host's object is never changed) gives the intended reading.
+ */
+function catalogDefinitionValidator(schema: Record<string, unknown>): ValidateFunction {
+  const ajv = newSchemaSet({ useDefaults: true });
+  const validate = ajv.compile(schema as AnySchema);
+  const check = ((data: unknown) => {
+    const ok = validate(structuredClone(data));
+    check.errors = validate.errors;
+    return ok;
+  }) as ValidateFunction;
+  return check;
+}

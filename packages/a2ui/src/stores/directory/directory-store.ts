@@ -1,0 +1,294 @@
+import { constants, existsSync } from "node:fs";
+import { type FileHandle, open, readdir, readFile, rename, unlink } from "node:fs/promises";
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import {
+  type ClaimKey,
+  type ClaimReceipt,
+  type ClaimRecord,
+  type ClaimResult,
+  type ClaimStore,
+  claimKeyDigest,
+  isTesseraError,
+  type StoredClaim,
+  TesseraError,
+} from "@tessera/core";
+import { checkPrivateDirectory, checkSameDirectory, type DirectoryIdentity } from "./checks.js";
+import { GroupSync } from "./group-sync.js";
+import { decodeMarker, encodeMarker, MARKER_NAME } from "./marker.js";
+
+export interface DirectoryClaimStoreOptions {
+  /**
+   * Cover concurrent claims with one directory fsync (each caller is released only by an
+   * fsync that started after its marker was created). Default false: see the a2ui bench.
+   */
+  readonly groupCommit?: boolean;
+  /**
+   * Also fsync each marker's content before the directory. The claim is the marker's name,
+   * made durable by the directory fsync; the content is informational (a marker whose
+   * content was lost in a crash reads in doubt). Default false.
+   */
+  readonly syncMarkerContent?: boolean;
+}
+
+const CREATE_MARKER =
+  constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+const OPEN_DIRECTORY = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+/** How long a loser waits for the winner's marker content before reporting it unknown. */
+const CONTENT_WAIT_MS = 200;
+
+/**
+ * Claims as marker files in a private directory the host provisioned: exclusive create
+ * (`O_CREAT|O_EXCL`) of a file named by SHA-256 of (session, functionCallId), made durable by
+ * an fsync of the directory before `claim` returns. One machine, local filesystem only: this
+ * is not multi-machine coordination (use PostgreSQL or Redis for that).
+ *
+ * On Linux markers are created through `/proc/self/fd/<directory fd>`, so they land in the
+ * directory that was checked even if its path is swapped between the check and the create.
+ */
+export class DirectoryClaimStore implements ClaimStore {
+  readonly #dir: string;
+  readonly #identity: DirectoryIdentity;
+  readonly #handle: FileHandle;
+  /** Where entries are created: the held directory fd on Linux, else the path. */
+  readonly #base: string;
+  readonly #syncDir: () => Promise<void>;
+  readonly #syncContent: boolean;
+  #settles = 0;
+  #closed = false;
+
+  private constructor(
+    dir: string,
+    identity: DirectoryIdentity,
+    handle: FileHandle,
+    options: DirectoryClaimStoreOptions,
+  ) {
+    this.#dir = dir;
+    this.#identity = identity;
+    this.#handle = handle;
+    const viaFd = `/proc/self/fd/${handle.fd}`;
+    this.#base = existsSync(viaFd) ? viaFd : dir;
+    const fsync = () => handle.sync();
+    if (options.groupCommit) {
+      const group = new GroupSync(fsync);
+      this.#syncDir = () => group.request();
+    } else {
+      this.#syncDir = fsync;
+    }
+    this.#syncContent = options.syncMarkerContent === true;
+  }
+
+  /**
+   * Opens (never creates) a claim directory. Refuses a missing path (`claim_dir_missing`),
+   * a symlink, a non-directory, another owner or any group/other mode bit
+   * (`claim_dir_insecure`).
+   */
+  static async open(
+    dir: string,
+    options: DirectoryClaimStoreOptions = {},
+  ): Promise<DirectoryClaimStore> {
+    if (typeof dir !== "string" || dir.length === 0) {
+      throw new TesseraError(
+        "invalid_config",
+        "the claim directory path must be a non-empty string",
+      );
+    }
+    const absolute = path.resolve(dir);
+    const stats = checkPrivateDirectory(absolute);
+    let handle: FileHandle;
+    try {
+      handle = await open(absolute, OPEN_DIRECTORY);
+    } catch (error) {
+      throw new TesseraError(
+        "claim_dir_changed",
+        "the claim directory changed while it was opened",
+        { cause: error },
+      );
+    }
+    const held = await handle.stat();
+    if (held.dev !== stats.dev || held.ino !== stats.ino) {
+      await handle.close();
+      throw new TesseraError(
+        "claim_dir_changed",
+        "the claim directory changed while it was opened",
+      );
+    }
+    return new DirectoryClaimStore(absolute, { dev: stats.dev, ino: stats.ino }, handle, options);
+  }
+
+  /** The directory this store was opened on (absolute). */
+  get directory(): string {
+    return this.#dir;
+  }
+
+  async claim(key: ClaimKey, record: ClaimRecord): Promise<ClaimResult> {
+    this.#checkOpen();
+    checkSameDirectory(this.#dir, this.#identity);
+    const name = claimKeyDigest(key);
+    let marker: FileHandle;
+    try {
+      marker = await open(this.#entry(name), CREATE_MARKER, 0o600);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === "EEXIST")
+        return { status: "already_claimed", existing: await this.#readClaimed(key, name) };
+      throw unavailable("the claim marker could not be created", error);
+    }
+    try {
+      try {
+        await marker.writeFile(encodeMarker(key, record));
+        if (this.#syncContent) await marker.sync();
+      } finally {
+        await marker.close();
+      }
+      // The claim is durable once the directory entry is: only then may anything run.
+      await this.#syncDir();
+    } catch (error) {
+      // The marker may exist without being durable: it stays (the ID is spent, in doubt).
+      throw unavailable("the claim marker could not be made durable", error);
+    }
+    return CLAIMED;
+  }
+
+  /**
+   * Records the outcome by replacing the marker atomically (write a temporary sibling, then
+   * rename over the marker): the marker never disappears, so no racer can re-claim meanwhile.
+   * Not fsynced: if the outcome is lost in a crash the claim reads in doubt, never claimable.
+   */
+  async settle(key: ClaimKey, receipt: ClaimReceipt): Promise<void> {
+    this.#checkOpen();
+    checkSameDirectory(this.#dir, this.#identity);
+    const name = claimKeyDigest(key);
+    const current = await this.#read(name);
+    if (!current) return; // nothing claimed under this key (or ended): nothing to settle
+    const temporary = this.#entry(`.settle-${name}-${process.pid}-${++this.#settles}`);
+    try {
+      const file = await open(temporary, CREATE_MARKER, 0o600);
+      try {
+        await file.writeFile(encodeMarker(key, current, receipt));
+      } finally {
+        await file.close();
+      }
+      await rename(temporary, this.#entry(name));
+    } catch (error) {
+      await unlink(temporary).catch(() => undefined);
+      throw unavailable("the claim outcome could not be recorded", error);
+    }
+  }
+
+  async get(key: ClaimKey): Promise<StoredClaim | undefined> {
+    this.#checkOpen();
+    checkSameDirectory(this.#dir, this.#identity);
+    const claim = await this.#read(claimKeyDigest(key));
+    return claim && sameKey(claim, key) ? claim : undefined;
+  }
+
+  /** Markers without a recorded outcome. Markers whose content is unreadable are skipped. */
+  async listInDoubt(session?: string): Promise<StoredClaim[]> {
+    const claims = await this.#all();
+    return claims.filter(
+      (claim) =>
+        claim.receipt === undefined && (session === undefined || claim.session === session),
+    );
+  }
+
+  async endSession(session: string): Promise<void> {
+    this.#checkOpen();
+    checkSameDirectory(this.#dir, this.#identity);
+    for (const name of await this.#markerNames()) {
+      const claim = await this.#read(name);
+      if (claim?.session !== session) continue;
+      try {
+        await unlink(this.#entry(name));
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "ENOENT")
+          throw unavailable("a claim marker could not be removed", error);
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#handle.close();
+  }
+
+  #entry(name: string): string {
+    return `${this.#base}/${name}`;
+  }
+
+  #checkOpen(): void {
+    if (this.#closed)
+      throw new TesseraError("claim_store_unavailable", "the claim store is closed");
+  }
+
+  async #markerNames(): Promise<string[]> {
+    try {
+      return (await readdir(this.#base)).filter((name) => MARKER_NAME.test(name));
+    } catch (error) {
+      throw unavailable("the claim directory could not be listed", error);
+    }
+  }
+
+  async #all(): Promise<StoredClaim[]> {
+    this.#checkOpen();
+    checkSameDirectory(this.#dir, this.#identity);
+    const claims: StoredClaim[] = [];
+    for (const name of await this.#markerNames()) {
+      const claim = await this.#read(name);
+      if (claim) claims.push(claim);
+    }
+    return claims;
+  }
+
+  async #read(name: string): Promise<StoredClaim | undefined> {
+    let text: string;
+    try {
+      text = await readFile(this.#entry(name), {
+        encoding: "utf8",
+        flag: constants.O_RDONLY | constants.O_NOFOLLOW,
+      });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw unavailable("a claim marker could not be read", error);
+    }
+    return decodeMarker(text);
+  }
+
+  /**
+   * The existing claim a loser is told about. The winner writes its content just after the
+   * exclusive create, so a loser may briefly see an empty marker; it waits a little, and if
+   * the content never appears (the winner died in between) reports the claim with an unknown
+   * record — still claimed, still in doubt.
+   */
+  async #readClaimed(key: ClaimKey, name: string): Promise<StoredClaim> {
+    const deadline = Date.now() + CONTENT_WAIT_MS;
+    for (let pause = 1; ; pause = Math.min(pause * 2, 20)) {
+      const claim = await this.#read(name);
+      if (claim && sameKey(claim, key)) return claim;
+      if (Date.now() >= deadline) break;
+      await sleep(pause);
+    }
+    return Object.freeze({
+      session: key.session,
+      functionCallId: key.functionCallId,
+      bodyHash: "",
+      claimedAt: 0,
+    });
+  }
+}
+
+const CLAIMED: ClaimResult = Object.freeze({ status: "claimed" });
+
+function sameKey(claim: StoredClaim, key: ClaimKey): boolean {
+  return claim.session === key.session && claim.functionCallId === key.functionCallId;
+}
+
+function unavailable(message: string, cause: unknown): TesseraError {
+  if (isTesseraError(cause)) return cause;
+  const code = (cause as NodeJS.ErrnoException)?.code;
+  if (code === "ENOENT") {
+    return new TesseraError("claim_dir_missing", "the claim directory disappeared", { cause });
+  }
+  return new TesseraError("claim_store_unavailable", message, { cause });
+}

@@ -1,0 +1,70 @@
+import type {
+  ClaimKey,
+  ClaimReceipt,
+  ClaimRecord,
+  ClaimResult,
+  ClaimStore,
+  StoredClaim,
+} from "@tessera/core";
+
+/**
+ * Claims kept in this process's memory. Correct inside one process and wrong across two:
+ * each worker has its own map, so two workers both "claim" the same ID. It is the "before"
+ * of the two-workers demo and the store for single-process hosts and tests.
+ */
+export class MemoryClaimStore implements ClaimStore {
+  /** session → functionCallId → claim: no hashing needed, and endSession drops one entry. */
+  readonly #sessions = new Map<string, Map<string, StoredClaim>>();
+
+  async claim(key: ClaimKey, record: ClaimRecord): Promise<ClaimResult> {
+    let claims = this.#sessions.get(key.session);
+    if (!claims) {
+      claims = new Map();
+      this.#sessions.set(key.session, claims);
+    }
+    const existing = claims.get(key.functionCallId);
+    if (existing) return Object.freeze({ status: "already_claimed", existing });
+    claims.set(key.functionCallId, storedClaim(key, record));
+    return CLAIMED;
+  }
+
+  async settle(key: ClaimKey, receipt: ClaimReceipt): Promise<void> {
+    const claims = this.#sessions.get(key.session);
+    const existing = claims?.get(key.functionCallId);
+    if (!claims || !existing) return; // nothing was claimed under this key: nothing to settle
+    const settled = Object.freeze({ status: receipt.status, settledAt: receipt.settledAt });
+    claims.set(key.functionCallId, Object.freeze({ ...existing, receipt: settled }));
+  }
+
+  async get(key: ClaimKey): Promise<StoredClaim | undefined> {
+    return this.#sessions.get(key.session)?.get(key.functionCallId);
+  }
+
+  async listInDoubt(session?: string): Promise<StoredClaim[]> {
+    const sessions =
+      session === undefined ? [...this.#sessions.values()] : [this.#sessions.get(session)];
+    return sessions.flatMap((claims) =>
+      claims ? [...claims.values()].filter((claim) => claim.receipt === undefined) : [],
+    );
+  }
+
+  async endSession(session: string): Promise<void> {
+    this.#sessions.delete(session);
+  }
+
+  async close(): Promise<void> {
+    this.#sessions.clear();
+  }
+}
+
+const CLAIMED: ClaimResult = Object.freeze({ status: "claimed" });
+
+function storedClaim(key: ClaimKey, record: ClaimRecord): StoredClaim {
+  return Object.freeze({
+    session: key.session,
+    functionCallId: key.functionCallId,
+    bodyHash: record.bodyHash,
+    claimedAt: record.claimedAt,
+    ...(record.worker === undefined ? {} : { worker: record.worker }),
+  });
+}
