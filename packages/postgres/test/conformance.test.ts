@@ -1,0 +1,53 @@
+import {
+  describeAuditSinkConformance,
+  describeClaimStoreConformance,
+  describeGrantStoreConformance,
+  describeUsageStoreConformance,
+  serviceUrl,
+} from "@tessera/testkit";
+import { describe, it } from "vitest";
+import type { PostgresStores } from "../src/index.js";
+import { openTestStores, type TestStores, terminateOwnBackends } from "./support/pg-test-stores.js";
+
+/**
+ * The shared conformance suites against PostgreSQL: every port, a fresh schema per case,
+ * child processes opening the same schema directly, and an outage that cuts this case's own
+ * connections (its private proxy refuses, and the server terminates its backends) while
+ * the server keeps serving everyone else.
+ */
+const url = serviceUrl("TESSERA_PG_URL");
+
+type Port = keyof Omit<PostgresStores, "close">;
+
+function factory<P extends Port>(port: P) {
+  return {
+    open: async () => {
+      const opened = await openTestStores(url as string);
+      return { store: opened.stores[port] as PostgresStores[P], opened, close: opened.close };
+    },
+    processSpec: ({ opened }: { opened: TestStores }) => ({
+      module: "@tessera/postgres",
+      exportName: "openStores",
+      arg: opened.directUrl,
+      pick: port,
+    }),
+    outage: ({ opened }: { opened: TestStores }) => ({
+      interrupt: async () => {
+        opened.proxy.interrupt();
+        await terminateOwnBackends(url as string, opened.applicationName);
+      },
+      restore: async () => opened.proxy.restore(),
+    }),
+  };
+}
+
+if (url) {
+  describeUsageStoreConformance("postgres", factory("usage"));
+  describeClaimStoreConformance("postgres", factory("claims"));
+  describeGrantStoreConformance("postgres", factory("grants"));
+  describeAuditSinkConformance("postgres", factory("audit"));
+} else {
+  describe("postgres conformance", () => {
+    it.skip("skipped: TESSERA_PG_URL is not set", () => {});
+  });
+}
