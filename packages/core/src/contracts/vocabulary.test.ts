@@ -8,7 +8,7 @@ const doc = readFileSync(new URL("../../../../docs/codes.md", import.meta.url), 
 function namesUnder(heading: string): string[] {
   const section = doc.split(/^## /m).find((part) => part.startsWith(heading));
   if (!section) throw new Error(`docs/codes.md has no section "${heading}"`);
-  return [...section.matchAll(/^\| `([^`]+)` \|/gm)].map((match) => match[1] as string);
+  return [...section.matchAll(/^\| `([^`]+)` *\|/gm)].map((match) => match[1] as string);
 }
 
 describe("docs/codes.md lists exactly the vocabulary", () => {

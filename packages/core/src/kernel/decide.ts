@@ -67,12 +67,16 @@ export async function decide(
 
   // Pass 1: a live unbounded grant allows without touching the usage store.
   let matchedReason: AuditReason | undefined;
+  let matchedGrant: IndexedGrant | undefined; // the grant the reason is about, for audit
   let boundedLive = false;
   for (const bucket of buckets) {
     for (const grant of bucket) {
       const reason = grant.fixedReason ?? windowReason(grant, now);
-      if (reason !== undefined) matchedReason = strongerReason(matchedReason, reason);
-      else if (grant.maxUses === undefined) return { allowed: true, grant };
+      if (reason !== undefined) {
+        const stronger = strongerReason(matchedReason, reason);
+        if (stronger !== matchedReason) matchedGrant = grant;
+        matchedReason = stronger;
+      } else if (grant.maxUses === undefined) return { allowed: true, grant };
       else boundedLive = true;
     }
   }
@@ -103,15 +107,18 @@ export async function decide(
       }
     }
   }
-  if (spentMatch !== undefined) matchedReason = "grant_exhausted";
+  if (spentMatch !== undefined) {
+    matchedReason = "grant_exhausted";
+    matchedGrant = spentMatch;
+  }
 
   // Nothing matched: discovery tells which refusal the caller may hear.
   const visibility = await discover(scope, entry, now);
   if (visibility === "store_down") return STORE_DOWN;
   if (visibility === "visible") {
-    return refusal("no_matching_grant", matchedReason ?? "no_capability", spentMatch);
+    return refusal("no_matching_grant", matchedReason ?? "no_capability", matchedGrant);
   }
-  return refusal("tool_unavailable", matchedReason ?? visibility, spentMatch);
+  return refusal("tool_unavailable", matchedReason ?? visibility, matchedGrant);
 }
 
 function refusal(code: CallerCode, reason: AuditReason, grant: IndexedGrant | undefined): Verdict {
