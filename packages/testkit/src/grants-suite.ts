@@ -172,7 +172,7 @@ export function describeGrantStoreConformance<H extends OpenedStore<GrantStore>>
         expect(await store.listGrants("ns", "agent")).toHaveLength(64);
       }));
 
-    crossProcess(`grants added by 8 OS processes are all visible here${skipNote}`, () =>
+    crossProcess(`grants added by 8 OS processes (25 each) are all visible here${skipNote}`, () =>
       use(async (opened) => {
         const spec = factory.processSpec?.(opened);
         if (!spec) throw new Error("unreachable: guarded by processSpec");

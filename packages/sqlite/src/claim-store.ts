@@ -1,0 +1,167 @@
+import {
+  type ClaimKey,
+  type ClaimReceipt,
+  type ClaimRecord,
+  type ClaimResult,
+  type ClaimStore,
+  claimKeyDigest,
+  type StoredClaim,
+  TesseraError,
+} from "@tessera/core";
+import type { SqliteDatabase } from "./database.js";
+import { requireFiniteNumber, requireString } from "./validate.js";
+
+const CODE = "claim_store_unavailable";
+const SETTLED = new Set(["dispatched", "denied", "failed"]);
+const COLUMNS =
+  "session, function_call_id, body_hash, claimed_at, worker, receipt_status, settled_at";
+
+interface ClaimRow {
+  session: string;
+  function_call_id: string;
+  body_hash: string;
+  claimed_at: number;
+  worker: string | null;
+  receipt_status: ClaimReceipt["status"] | null;
+  settled_at: number | null;
+}
+
+/**
+ * Claims keyed by `claimKeyDigest(session, functionCallId)`: a claim is one
+ * `INSERT … ON CONFLICT DO NOTHING`, won when it changed a row. The raw session and ID are
+ * kept beside the digest for listing and `endSession`. A claim without a receipt is in doubt.
+ */
+export class SqliteClaimStore implements ClaimStore {
+  readonly #db: SqliteDatabase;
+  readonly #release: (() => void) | undefined;
+  #closed = false;
+
+  /** `release` is called by `close()` when this store owns its connection. */
+  constructor(db: SqliteDatabase, release?: () => void) {
+    this.#db = db;
+    this.#release = release;
+  }
+
+  async claim(key: ClaimKey, record: ClaimRecord): Promise<ClaimResult> {
+    return this.claimNow(key, record);
+  }
+
+  /** Synchronous core, also used by the self-test inside a rolled-back transaction. */
+  claimNow(key: ClaimKey, record: ClaimRecord): ClaimResult {
+    const digest = this.#digest(key);
+    requireString(record?.bodyHash, "record.bodyHash");
+    requireFiniteNumber(record.claimedAt, "record.claimedAt");
+    if (record.worker !== undefined) requireString(record.worker, "record.worker");
+    return this.#run(() => {
+      // A row deleted by a concurrent endSession between our insert and our read is retried;
+      // the host never reuses an ended session, so this is bounded in practice.
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const inserted = this.#db
+          .statement(
+            `INSERT INTO tessera_claims (digest, session, function_call_id, body_hash, claimed_at, worker)
+             VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (digest) DO NOTHING`,
+          )
+          .run(
+            digest,
+            key.session,
+            key.functionCallId,
+            record.bodyHash,
+            record.claimedAt,
+            record.worker ?? null,
+          );
+        if (inserted.changes === 1) return { status: "claimed" };
+        const existing = this.#read(digest);
+        if (existing) return { status: "already_claimed", existing };
+      }
+      throw new TesseraError(CODE, "the claim kept disappearing while it was being read");
+    });
+  }
+
+  async settle(key: ClaimKey, receipt: ClaimReceipt): Promise<void> {
+    const digest = this.#digest(key);
+    if (!SETTLED.has(receipt?.status)) {
+      throw new TesseraError(
+        "invalid_input",
+        "a receipt status must be dispatched, denied or failed",
+      );
+    }
+    requireFiniteNumber(receipt.settledAt, "receipt.settledAt");
+    const changes = this.#run(
+      () =>
+        this.#db
+          .statement(
+            "UPDATE tessera_claims SET receipt_status = ?, settled_at = ? WHERE digest = ?",
+          )
+          .run(receipt.status, receipt.settledAt, digest).changes,
+    );
+    if (changes === 0) throw new TesseraError("invalid_input", "settle: no such claim");
+  }
+
+  async get(key: ClaimKey): Promise<StoredClaim | undefined> {
+    const digest = this.#digest(key);
+    return this.#run(() => this.#read(digest));
+  }
+
+  async listInDoubt(session?: string): Promise<StoredClaim[]> {
+    if (session !== undefined) requireString(session, "session");
+    return this.#run(() => {
+      const rows = (
+        session === undefined
+          ? this.#db
+              .statement(
+                `SELECT ${COLUMNS} FROM tessera_claims WHERE receipt_status IS NULL ORDER BY claimed_at, rowid`,
+              )
+              .all()
+          : this.#db
+              .statement(
+                `SELECT ${COLUMNS} FROM tessera_claims WHERE session = ? AND receipt_status IS NULL ORDER BY claimed_at, rowid`,
+              )
+              .all(session)
+      ) as ClaimRow[];
+      return rows.map(toStoredClaim);
+    });
+  }
+
+  async endSession(session: string): Promise<void> {
+    requireString(session, "session");
+    this.#run(() =>
+      this.#db.statement("DELETE FROM tessera_claims WHERE session = ?").run(session),
+    );
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#release?.();
+  }
+
+  #digest(key: ClaimKey): string {
+    requireString(key?.session, "session");
+    requireString(key.functionCallId, "functionCallId");
+    return claimKeyDigest(key);
+  }
+
+  #read(digest: string): StoredClaim | undefined {
+    const row = this.#db
+      .statement(`SELECT ${COLUMNS} FROM tessera_claims WHERE digest = ?`)
+      .get(digest) as ClaimRow | undefined;
+    return row ? toStoredClaim(row) : undefined;
+  }
+
+  #run<T>(work: () => T): T {
+    if (this.#closed) throw new TesseraError(CODE, "the claim store is closed");
+    return this.#db.run(CODE, work);
+  }
+}
+
+function toStoredClaim(row: ClaimRow): StoredClaim {
+  return {
+    session: row.session,
+    functionCallId: row.function_call_id,
+    bodyHash: row.body_hash,
+    claimedAt: row.claimed_at,
+    ...(row.worker === null ? {} : { worker: row.worker }),
+    ...(row.receipt_status === null
+      ? {}
+      : { receipt: { status: row.receipt_status, settledAt: row.settled_at ?? 0 } }),
+  };
+}

@@ -1,0 +1,69 @@
+import { resolve } from "node:path";
+import { TesseraError } from "@tessera/core";
+
+/** What a `sqlite:` URL says. */
+export interface SqliteConfig {
+  /** Absolute file path, or `:memory:` (one connection, one process: tests only). */
+  readonly path: string;
+  /**
+   * `FULL` (default): a commit is on disk before it returns, so a claim or a spent use
+   * survives a power loss. `NORMAL` in WAL mode is several times faster and still survives a
+   * process crash (kill -9), but the last commits before a power loss or OS crash may be lost,
+   * which for a claim store means a call could run again after the machine reboots.
+   */
+  readonly synchronous: "FULL" | "NORMAL";
+  /** How long a write waits for another process's write lock before failing closed. */
+  readonly busyTimeoutMs: number;
+  /** Prove the store's primitives at open (default true). */
+  readonly selfTest: boolean;
+}
+
+const OPTIONS = new Set(["synchronous", "busyTimeoutMs", "selfTest"]);
+
+/**
+ * Parses `sqlite:./relative.db`, `sqlite:/absolute.db`, `sqlite:///absolute.db` and
+ * `sqlite::memory:`, with options as a query string:
+ * `?synchronous=normal&busyTimeoutMs=2000&selfTest=false`.
+ */
+export function parseSqliteUrl(url: string): SqliteConfig {
+  if (typeof url !== "string" || !url.startsWith("sqlite:")) {
+    throw new TesseraError("unsupported_store_url", "not a sqlite: URL");
+  }
+  const rest = url.slice("sqlite:".length);
+  const queryAt = rest.indexOf("?");
+  let location = queryAt === -1 ? rest : rest.slice(0, queryAt);
+  const query = new URLSearchParams(queryAt === -1 ? "" : rest.slice(queryAt + 1));
+  for (const key of query.keys()) {
+    if (!OPTIONS.has(key)) throw new TesseraError("invalid_config", "unknown sqlite URL option");
+  }
+  if (location.startsWith("//")) location = location.slice(2);
+  if (location === "") throw new TesseraError("invalid_config", "the sqlite URL names no file");
+  return {
+    path: location === ":memory:" ? location : resolve(decodeURIComponent(location)),
+    synchronous: synchronous(query.get("synchronous")),
+    busyTimeoutMs: busyTimeout(query.get("busyTimeoutMs")),
+    selfTest: flag(query.get("selfTest")),
+  };
+}
+
+function synchronous(value: string | null): SqliteConfig["synchronous"] {
+  if (value === null) return "FULL";
+  const upper = value.toUpperCase();
+  if (upper === "FULL" || upper === "NORMAL") return upper;
+  throw new TesseraError("invalid_config", "synchronous must be full or normal");
+}
+
+function busyTimeout(value: string | null): number {
+  if (value === null) return 5000;
+  const ms = Number(value);
+  if (!/^\d+$/.test(value) || ms > 600_000) {
+    throw new TesseraError("invalid_config", "busyTimeoutMs must be an integer from 0 to 600000");
+  }
+  return ms;
+}
+
+function flag(value: string | null): boolean {
+  if (value === null || value === "true") return true;
+  if (value === "false") return false;
+  throw new TesseraError("invalid_config", "selfTest must be true or false");
+}

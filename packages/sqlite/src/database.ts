@@ -1,0 +1,94 @@
+import { type ErrorCode, isTesseraError, TesseraError } from "@tessera/core";
+import BetterSqlite3 from "better-sqlite3";
+import type { SqliteConfig } from "./config.js";
+
+/** The `*_unavailable` code a port reports when SQLite cannot answer. */
+export type UnavailableCode =
+  | "usage_store_unavailable"
+  | "claim_store_unavailable"
+  | "grant_store_unavailable"
+  | "audit_unavailable"
+  | "store_unavailable";
+
+/**
+ * One better-sqlite3 connection shared by the ports of a bundle. Every statement runs
+ * through `run`, which turns any driver failure (locked past the busy timeout, I/O error,
+ * closed connection) into the calling port's `*_unavailable` error, so the kernel and the
+ * gate fail closed. Statements are prepared once and always parameterised.
+ */
+export class SqliteDatabase {
+  readonly config: SqliteConfig;
+  readonly #db: BetterSqlite3.Database;
+  readonly #statements = new Map<string, BetterSqlite3.Statement>();
+
+  private constructor(config: SqliteConfig, db: BetterSqlite3.Database) {
+    this.config = config;
+    this.#db = db;
+  }
+
+  /** Opens the file and sets the pragmas; creating the file if it does not exist yet. */
+  static open(config: SqliteConfig, failCode: UnavailableCode): SqliteDatabase {
+    let db: BetterSqlite3.Database | undefined;
+    try {
+      db = new BetterSqlite3(config.path);
+      // The busy timeout first: switching to WAL takes a lock another process may hold.
+      db.pragma(`busy_timeout = ${config.busyTimeoutMs}`);
+      if (config.path !== ":memory:") db.pragma("journal_mode = WAL");
+      db.pragma(`synchronous = ${config.synchronous}`);
+      db.pragma("foreign_keys = ON");
+      return new SqliteDatabase(config, db);
+    } catch (error) {
+      db?.close();
+      throw unavailable(failCode, error);
+    }
+  }
+
+  get open(): boolean {
+    return this.#db.open;
+  }
+
+  /** Runs `work`; a driver error becomes `TesseraError(code)`, Tessera's own errors pass. */
+  run<T>(code: UnavailableCode, work: () => T): T {
+    try {
+      return work();
+    } catch (error) {
+      throw unavailable(code, error);
+    }
+  }
+
+  statement(sql: string): BetterSqlite3.Statement {
+    let statement = this.#statements.get(sql);
+    if (!statement) {
+      statement = this.#db.prepare(sql);
+      this.#statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  exec(sql: string): void {
+    this.#db.exec(sql);
+  }
+
+  pragma(name: string): unknown {
+    return this.#db.pragma(name, { simple: true });
+  }
+
+  /** Runs `work` inside BEGIN IMMEDIATE: the write lock is taken before anything is read. */
+  immediate<T>(work: () => T): T {
+    return this.#db.transaction(work).immediate();
+  }
+
+  close(): void {
+    if (this.#db.open) this.#db.close();
+  }
+}
+
+export function unavailable(code: UnavailableCode, error: unknown): Error {
+  if (isTesseraError(error)) return error;
+  // The driver's code (SQLITE_BUSY, SQLITE_IOERR…) names the failure without echoing data.
+  const driverCode = (error as { code?: unknown })?.code;
+  const what = typeof driverCode === "string" ? driverCode : "connection closed or unusable";
+  return new TesseraError(code as ErrorCode, `SQLite store unavailable (${what})`, {
+    cause: error,
+  });
+}

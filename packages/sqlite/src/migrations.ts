@@ -1,0 +1,98 @@
+import { TesseraError } from "@tessera/core";
+import type { SqliteDatabase, UnavailableCode } from "./database.js";
+
+/**
+ * Versioned schema. A migration is never edited once released: a change is a new entry.
+ * Every table is prefixed `tessera_` so the store can share a host's database file.
+ */
+const MIGRATIONS: readonly { readonly version: number; readonly sql: string }[] = [
+  {
+    version: 1,
+    sql: `
+      CREATE TABLE tessera_usage (
+        namespace_id TEXT NOT NULL,
+        grant_id     TEXT NOT NULL,
+        used         INTEGER NOT NULL CHECK (used >= 0),
+        PRIMARY KEY (namespace_id, grant_id)
+      );
+
+      CREATE TABLE tessera_claims (
+        digest           TEXT PRIMARY KEY,
+        session          TEXT NOT NULL,
+        function_call_id TEXT NOT NULL,
+        body_hash        TEXT NOT NULL,
+        claimed_at       INTEGER NOT NULL,
+        worker           TEXT,
+        receipt_status   TEXT CHECK (receipt_status IN ('dispatched', 'denied', 'failed')),
+        settled_at       INTEGER
+      );
+      CREATE INDEX tessera_claims_session ON tessera_claims (session);
+      CREATE INDEX tessera_claims_in_doubt ON tessera_claims (claimed_at)
+        WHERE receipt_status IS NULL;
+
+      CREATE TABLE tessera_grants (
+        namespace_id TEXT NOT NULL,
+        id           TEXT NOT NULL,
+        subject      TEXT NOT NULL,
+        issuer       TEXT NOT NULL,
+        revoked_at   TEXT,
+        body         TEXT NOT NULL CHECK (json_valid(body)),
+        PRIMARY KEY (namespace_id, id)
+      );
+      CREATE INDEX tessera_grants_subject ON tessera_grants (namespace_id, subject);
+
+      CREATE TABLE tessera_audit (
+        seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+        call_id  TEXT NOT NULL,
+        trace_id TEXT NOT NULL,
+        event    TEXT NOT NULL CHECK (json_valid(event))
+      );
+      CREATE INDEX tessera_audit_call ON tessera_audit (call_id);
+      CREATE INDEX tessera_audit_trace ON tessera_audit (trace_id);
+      CREATE TRIGGER tessera_audit_no_update BEFORE UPDATE ON tessera_audit
+        BEGIN SELECT RAISE(ABORT, 'tessera_audit is append-only'); END;
+      CREATE TRIGGER tessera_audit_no_delete BEFORE DELETE ON tessera_audit
+        BEGIN SELECT RAISE(ABORT, 'tessera_audit is append-only'); END;
+    `,
+  },
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0;
+
+/**
+ * Brings the schema to `SCHEMA_VERSION`. Everything happens inside BEGIN IMMEDIATE, so when
+ * two processes open a new file at once, one migrates while the other waits for the write
+ * lock (busy timeout), then finds the version already current and does nothing. A file
+ * written by a newer Tessera is refused rather than guessed at.
+ */
+export function migrate(db: SqliteDatabase, failCode: UnavailableCode): number {
+  const applied = db.run(failCode, () =>
+    db.immediate(() => {
+      db.exec(
+        "CREATE TABLE IF NOT EXISTS tessera_schema_version (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",
+      );
+      const row = db
+        .statement("SELECT max(version) AS version FROM tessera_schema_version")
+        .get() as {
+        version: number | null;
+      };
+      const current = row.version ?? 0;
+      if (current > SCHEMA_VERSION) {
+        throw new TesseraError(
+          "schema_unavailable",
+          `the database schema (version ${current}) is newer than this @tessera/sqlite (${SCHEMA_VERSION})`,
+        );
+      }
+      const pending = MIGRATIONS.filter((migration) => migration.version > current);
+      for (const migration of pending) {
+        db.exec(migration.sql);
+        db.statement("INSERT INTO tessera_schema_version (version, applied_at) VALUES (?, ?)").run(
+          migration.version,
+          new Date().toISOString(),
+        );
+      }
+      return pending.length;
+    }),
+  );
+  return applied;
+}

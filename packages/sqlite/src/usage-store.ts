@@ -1,0 +1,59 @@
+import { type ConsumeResult, type GrantUsageStore, TesseraError } from "@tessera/core";
+import type { SqliteDatabase } from "./database.js";
+import { requireString } from "./validate.js";
+
+const CODE = "usage_store_unavailable";
+
+/**
+ * Bounded usage, one row per (namespace, grant). `tryConsume` is one statement: an insert of
+ * the counter at 1 that, when the row exists, becomes an update guarded by `used < max`.
+ * SQLite runs a statement under the database write lock, so racing callers in any number of
+ * processes get exactly `max` successes; nothing is read before it is written.
+ */
+export class SqliteUsageStore implements GrantUsageStore {
+  readonly #db: SqliteDatabase;
+
+  constructor(db: SqliteDatabase) {
+    this.#db = db;
+  }
+
+  async getUsage(namespaceId: string, grantId: string): Promise<number> {
+    return this.readUsage(namespaceId, grantId);
+  }
+
+  async tryConsume(namespaceId: string, grantId: string, maxUses: number): Promise<ConsumeResult> {
+    return this.consume(namespaceId, grantId, maxUses);
+  }
+
+  /** Synchronous core, also used by the self-test inside a rolled-back transaction. */
+  consume(namespaceId: string, grantId: string, maxUses: number): ConsumeResult {
+    requireString(namespaceId, "namespaceId");
+    requireString(grantId, "grantId");
+    if (!Number.isSafeInteger(maxUses) || maxUses < 1) {
+      throw new TesseraError("invalid_input", "maxUses must be a positive integer");
+    }
+    return this.#db.run(CODE, () => {
+      const row = this.#db
+        .statement(
+          `INSERT INTO tessera_usage (namespace_id, grant_id, used) VALUES (?, ?, 1)
+           ON CONFLICT (namespace_id, grant_id) DO UPDATE SET used = used + 1 WHERE used < ?
+           RETURNING used`,
+        )
+        .get(namespaceId, grantId, maxUses) as { used: number } | undefined;
+      if (row) return { consumed: true, used: row.used };
+      // Refused by the guard. This read only reports the count: the statement above decided.
+      return { consumed: false, used: this.readUsage(namespaceId, grantId) };
+    });
+  }
+
+  readUsage(namespaceId: string, grantId: string): number {
+    requireString(namespaceId, "namespaceId");
+    requireString(grantId, "grantId");
+    return this.#db.run(CODE, () => {
+      const row = this.#db
+        .statement("SELECT used FROM tessera_usage WHERE namespace_id = ? AND grant_id = ?")
+        .get(namespaceId, grantId) as { used: number } | undefined;
+      return row?.used ?? 0;
+    });
+  }
+}

@@ -1,0 +1,65 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openStores, type SqliteStores } from "@tessera/sqlite";
+import type { OutageControl } from "@tessera/testkit";
+import BetterSqlite3 from "better-sqlite3";
+
+/** A fresh database file in its own private directory, removed by `dispose`. */
+export function freshFile(): { path: string; dispose(): void } {
+  const dir = mkdtempSync(join(tmpdir(), "tessera-sqlite-"));
+  return {
+    path: join(dir, "tessera.db"),
+    dispose: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+export interface OpenedSqlite {
+  readonly stores: SqliteStores;
+  /** The file's URL with default options, as another process would open it. */
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens a fresh file. This process uses a short busy timeout (the time a write waits for
+ * another connection's lock before failing closed) to keep the outage cases quick: the
+ * driver is synchronous, so a wait blocks the event loop. Worker processes open `url` with
+ * the default timeout, as a host would.
+ */
+export async function openFresh(options = "busyTimeoutMs=50"): Promise<OpenedSqlite> {
+  const file = freshFile();
+  const url = `sqlite:${file.path}`;
+  const stores = await openStores(`${url}?${options}`);
+  return {
+    stores,
+    url,
+    close: async () => {
+      await stores.close();
+      file.dispose();
+    },
+  };
+}
+
+/**
+ * A real SQLite outage: another connection (as a backup tool or a stuck process would)
+ * holds the write lock longer than the store's busy timeout. Writes then fail closed;
+ * WAL readers are never blocked by a writer, so reads keep answering correctly — hence
+ * "blip": each operation either fails with the port's code or answers correctly.
+ */
+export function writeLockOutage(url: string): OutageControl {
+  let holder: BetterSqlite3.Database | undefined;
+  return {
+    kind: "blip",
+    async interrupt() {
+      holder = new BetterSqlite3(url.slice("sqlite:".length));
+      holder.pragma("busy_timeout = 5000");
+      holder.exec("BEGIN IMMEDIATE");
+    },
+    async restore() {
+      holder?.exec("ROLLBACK");
+      holder?.close();
+      holder = undefined;
+    },
+  };
+}
