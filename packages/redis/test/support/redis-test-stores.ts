@@ -1,0 +1,111 @@
+import { randomBytes } from "node:crypto";
+import { Redis } from "ioredis";
+import { startTcpProxy, type TcpProxy } from "../../../postgres/test/support/tcp-proxy.js";
+import { openStores, type RedisStores } from "../../src/index.js";
+
+/**
+ * Per-test Redis stores, each under its own key prefix (`tessera_test:<pid>:<random>:`,
+ * deleted at close) and connection name, reached through a private TCP proxy so an outage
+ * test cuts exactly its own connections while the shared server keeps running.
+ */
+export interface TestStores {
+  readonly stores: RedisStores;
+  /** The URL a child process opens the same keys with (direct, not through the proxy). */
+  readonly directUrl: string;
+  readonly prefix: string;
+  readonly connectionName: string;
+  readonly proxy: TcpProxy;
+  close(): Promise<void>;
+}
+
+export function freshPrefix(): string {
+  return `tessera_test:${process.pid}:${randomBytes(4).toString("hex")}:`;
+}
+
+export function withParams(base: string, params: Record<string, string>): string {
+  const url = new URL(base);
+  for (const [name, value] of Object.entries(params)) url.searchParams.set(name, value);
+  return url.toString();
+}
+
+export async function openTestStores(baseUrl: string, extra: Record<string, string> = {}) {
+  const prefix = freshPrefix();
+  const connectionName = `tessera_test_${prefix.split(":").slice(1, 3).join("_")}`;
+  const target = new URL(baseUrl);
+  const proxy = await startTcpProxy(target.hostname, Number(target.port || 6379));
+  const viaProxy = new URL(baseUrl);
+  viaProxy.host = proxy.address;
+  try {
+    const stores = await openStores(
+      withParams(viaProxy.toString(), { prefix, name: connectionName, ...extra }),
+    );
+    return {
+      stores,
+      prefix,
+      connectionName,
+      proxy,
+      directUrl: withParams(baseUrl, { prefix, ...extra }),
+      close: async () => {
+        await stores.close();
+        await proxy.close();
+        await deletePrefix(baseUrl, prefix);
+      },
+    } satisfies TestStores;
+  } catch (error) {
+    await proxy.close();
+    await deletePrefix(baseUrl, prefix);
+    throw error;
+  }
+}
+
+/** Runs `work` on a short-lived admin connection. */
+export async function admin<T>(baseUrl: string, work: (redis: Redis) => Promise<T>): Promise<T> {
+  const redis = new Redis(baseUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  await redis.connect();
+  try {
+    return await work(redis);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** Deletes every key of one test's prefix (SCAN is fine here: tests only). */
+export async function deletePrefix(baseUrl: string, prefix: string): Promise<void> {
+  if (!prefix.startsWith("tessera_test:")) throw new Error("refusing to delete a non-test prefix");
+  await admin(baseUrl, async (redis) => {
+    let cursor = "0";
+    do {
+      const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
+      cursor = next;
+      if (keys.length > 0) await redis.unlink(...keys);
+    } while (cursor !== "0");
+  });
+}
+
+/** `CLIENT KILL`s this test's own connections, found by their unique name. */
+export async function killOwnClients(baseUrl: string, connectionName: string): Promise<number> {
+  return admin(baseUrl, async (redis) => {
+    const list = (await redis.client("LIST")) as string;
+    const ids = list
+      .split("\n")
+      .filter((line) => line.includes(` name=${connectionName} `))
+      .map((line) => /(?:^|\s)id=(\d+)/.exec(line)?.[1])
+      .filter((id): id is string => id !== undefined);
+    for (const id of ids) await redis.client("KILL", "ID", id);
+    return ids.length;
+  });
+}
+
+/** Retries `probe` until it answers (the client reconnecting after an outage), or gives up. */
+export async function waitUntilAnswering(probe: () => Promise<unknown>, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    try {
+      await probe();
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
+}
