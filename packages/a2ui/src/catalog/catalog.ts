@@ -72,9 +72,11 @@ export class CatalogIndex {
     if (catalogId !== this.catalogId) return "unknown_catalog";
     const fn = this.#functions.get(name);
     if (!fn) return "unknown_function";
+    // An agent's call never carries a user activation. (The catalog schema already forces such
+    // functions to `rendererOnly`; this check keeps the more precise reason for audit.)
+    if (fn.definition.requiresUserActivation === true) return "user_activation_required";
     const callers = fn.definition.allowedCallers ?? "rendererOnly"; // the schema's default
     if (callers !== "agentOnly" && callers !== "rendererOrAgent") return "caller_not_allowed";
-    if (fn.definition.requiresUserActivation === true) return "user_activation_required";
     return fn;
   }
 }
