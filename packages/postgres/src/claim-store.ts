@@ -21,7 +21,10 @@ interface ClaimRow {
 /**
  * Claims as rows keyed by `claimKeyDigest`. The claim is `INSERT … ON CONFLICT DO NOTHING
  * RETURNING` on the primary key: the row that comes back is the proof this caller won; no
- * row means another caller already holds the key, and its record is returned.
+ * row means another caller already holds the key, and its record is returned. The conflict
+ * target is left implicit on purpose: were the primary key ever dropped, inserts would
+ * succeed twice and the self-test would refuse the store, instead of an error that looks
+ * like an outage.
  */
 export class PostgresClaimStore implements ClaimStore {
   readonly #db: Database;
@@ -36,7 +39,7 @@ export class PostgresClaimStore implements ClaimStore {
     const columns = "record, receipt_status, settled_at";
     this.#sql = {
       claim: `INSERT INTO ${claims} (key, session_key, record, claimed_at) VALUES ($1, $2, $3, $4)
-        ON CONFLICT (key) DO NOTHING RETURNING key`,
+        ON CONFLICT DO NOTHING RETURNING key`,
       get: `SELECT ${columns} FROM ${claims} WHERE key = $1`,
       settle: `UPDATE ${claims} SET receipt_status = $2, settled_at = $3
         WHERE key = $1 AND receipt_status IS NULL RETURNING key`,
