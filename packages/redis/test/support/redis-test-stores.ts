@@ -97,7 +97,10 @@ export async function killOwnClients(baseUrl: string, connectionName: string): P
 }
 
 /** Retries `probe` until it answers (the client reconnecting after an outage), or gives up. */
-export async function waitUntilAnswering(probe: () => Promise<unknown>, ms = 10_000): Promise<void> {
+export async function waitUntilAnswering(
+  probe: () => Promise<unknown>,
+  ms = 10_000,
+): Promise<void> {
   const deadline = Date.now() + ms;
   for (;;) {
     try {

@@ -1,0 +1,61 @@
+import { describe, expect, it } from "vitest";
+import { parseRedisUrl } from "./config.js";
+
+const base = "redis://127.0.0.1:6379";
+
+describe("parseRedisUrl", () => {
+  it("reads Tessera's options and strips them from the URL handed to ioredis", () => {
+    const config = parseRedisUrl(
+      `${base}/2?prefix=app1:&claimTtlMs=60000&commandTimeoutMs=300&name=w1&family=4`,
+    );
+    expect(config).toMatchObject({
+      prefix: "app1:",
+      claimTtlMs: 60_000,
+      commandTimeoutMs: 300,
+      connectionName: "w1",
+      selfTest: true,
+    });
+    const url = new URL(config.url);
+    expect(url.searchParams.toString()).toBe("family=4");
+    expect(url.pathname).toBe("/2");
+  });
+
+  it("defaults: prefix tessera:, a claim TTL of days, bounded timeouts", () => {
+    const config = parseRedisUrl(base);
+    expect(config.prefix).toBe("tessera:");
+    expect(config.claimTtlMs).toBeGreaterThanOrEqual(24 * 3600 * 1000);
+    expect(config.commandTimeoutMs).toBeGreaterThan(0);
+    expect(config.connectTimeoutMs).toBeGreaterThan(0);
+  });
+
+  it.each(["", "has space", "star*", "a".repeat(65), "new\nline"])(
+    "refuses prefix %j with invalid_config",
+    (prefix) => {
+      expect(() => parseRedisUrl(`${base}?prefix=${encodeURIComponent(prefix)}`)).toThrow(
+        expect.objectContaining({ code: "invalid_config" }),
+      );
+    },
+  );
+
+  it.each(["claimTtlMs=10", "claimTtlMs=abc", "commandTimeoutMs=0", "connectTimeoutMs=2.5"])(
+    "refuses %s with invalid_config",
+    (param) => {
+      expect(() => parseRedisUrl(`${base}?${param}`)).toThrow(
+        expect.objectContaining({ code: "invalid_config" }),
+      );
+    },
+  );
+
+  it.each(["postgres://h/db", "sqlite:./x.db", "::"])(
+    "refuses %s with unsupported_store_url",
+    (url) => {
+      expect(() => parseRedisUrl(url)).toThrow(
+        expect.objectContaining({ code: "unsupported_store_url" }),
+      );
+    },
+  );
+
+  it("accepts rediss:// (TLS)", () => {
+    expect(parseRedisUrl("rediss://h:6380").prefix).toBe("tessera:");
+  });
+});

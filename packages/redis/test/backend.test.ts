@@ -1,0 +1,245 @@
+import { serviceUrl } from "@tessera/testkit";
+import { Redis } from "ioredis";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { openClaimStore, openStores } from "../src/index.js";
+import {
+  admin,
+  deletePrefix,
+  freshPrefix,
+  killOwnClients,
+  openTestStores,
+  waitUntilAnswering,
+  withParams,
+} from "./support/redis-test-stores.js";
+
+/**
+ * Redis-specific behaviour the shared suites do not reach: a client or proxy that ignores NX
+ * or PX (the store must refuse to open), EVALSHA falling back to EVAL, connections killed by
+ * the server, claim TTLs, and the store's own refusals.
+ */
+const url = serviceUrl("TESSERA_REDIS_URL");
+const suite = url ? describe : describe.skip;
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  vi.restoreAllMocks();
+  for (const cleanup of cleanups.splice(0)) await cleanup();
+});
+
+async function opened(extra: Record<string, string> = {}) {
+  const stores = await openTestStores(url as string, extra);
+  cleanups.push(() => stores.close());
+  return stores;
+}
+
+function prefixToDelete(): string {
+  const prefix = freshPrefix();
+  cleanups.push(() => deletePrefix(url as string, prefix));
+  return prefix;
+}
+
+type SendCommand = (
+  this: Redis,
+  command: { name: string; args: unknown[] },
+  ...rest: unknown[]
+) => unknown;
+
+/** Makes every client in this process drop `flag` from SET, as a careless proxy would. */
+function setIgnores(flag: "NX" | "PX"): void {
+  const original = Redis.prototype.sendCommand as unknown as SendCommand;
+  vi.spyOn(Redis.prototype, "sendCommand").mockImplementation(function (
+    this: Redis,
+    command,
+    ...rest
+  ) {
+    const cmd = command as unknown as { name: string; args: unknown[] };
+    if (cmd.name === "set") {
+      const at = cmd.args.indexOf(flag);
+      if (at >= 0) cmd.args.splice(at, flag === "PX" ? 2 : 1);
+    }
+    return original.call(this, cmd, ...rest) as never;
+  } as never);
+}
+
+suite("redis backend", () => {
+  it("a client whose SET ignores NX is refused at open (store_self_test_failed)", async () => {
+    const prefix = prefixToDelete();
+    setIgnores("NX");
+    await expect(openStores(withParams(url as string, { prefix }))).rejects.toMatchObject({
+      code: "store_self_test_failed",
+    });
+    await expect(openClaimStore(withParams(url as string, { prefix }))).rejects.toMatchObject({
+      code: "store_self_test_failed",
+    });
+  });
+
+  it("a client whose SET drops the TTL is refused at open (store_self_test_failed)", async () => {
+    const prefix = prefixToDelete();
+    setIgnores("PX");
+    await expect(openStores(withParams(url as string, { prefix }))).rejects.toMatchObject({
+      code: "store_self_test_failed",
+    });
+  });
+
+  it("the same client, honest, opens; the self-test leaves no keys behind", async () => {
+    const { prefix } = await opened();
+    const keys = await admin(url as string, (redis) => redis.keys(`${prefix}*`));
+    expect(keys).toEqual([]);
+  });
+
+  it("a claim carries the configured TTL, and an expired claim leaves the in-doubt list", async () => {
+    const { stores, prefix } = await opened({ claimTtlMs: "1000" });
+    const key = { session: "s", functionCallId: "f" };
+    await stores.claims.claim(key, { bodyHash: "h", claimedAt: 1 });
+    const claimKeys = await admin(url as string, (redis) => redis.keys(`${prefix}claim:*`));
+    expect(claimKeys).toHaveLength(1);
+    const pttl = await admin(url as string, (redis) => redis.pttl(claimKeys[0] as string));
+    expect(pttl).toBeGreaterThan(0);
+    expect(pttl).toBeLessThanOrEqual(1000);
+    expect(await stores.claims.listInDoubt("s")).toHaveLength(1);
+    await admin(url as string, (redis) => redis.pexpire(claimKeys[0] as string, 1));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await stores.claims.listInDoubt("s")).toEqual([]);
+    expect(await stores.claims.listInDoubt()).toEqual([]);
+  });
+
+  it("EVALSHA answered NOSCRIPT falls back to EVAL and still counts once", async () => {
+    const { stores } = await opened();
+    const evalsha = vi
+      .spyOn(Redis.prototype, "evalsha")
+      .mockRejectedValueOnce(new Error("NOSCRIPT No matching script. Please use EVAL."));
+    const evalSpy = vi.spyOn(Redis.prototype, "eval");
+    expect(await stores.usage.tryConsume("ns", "g", 1)).toEqual({ consumed: true, used: 1 });
+    expect(evalsha).toHaveBeenCalledTimes(1);
+    expect(evalSpy).toHaveBeenCalledTimes(1);
+    expect(await stores.usage.tryConsume("ns", "g", 1)).toEqual({ consumed: false, used: 1 });
+  });
+
+  it("connections killed by the server: operations fail closed or answer, then recover", async () => {
+    const store = await opened();
+    const { usage, claims } = store.stores;
+    await usage.tryConsume("ns", "g", 50);
+    expect(await killOwnClients(url as string, store.connectionName)).toBeGreaterThan(0);
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 20 }, () => usage.tryConsume("ns", "g", 50)),
+    );
+    const consumed = outcomes.filter((o) => o.status === "fulfilled" && o.value.consumed).length;
+    for (const outcome of outcomes) {
+      if (outcome.status === "rejected") {
+        expect(outcome.reason).toMatchObject({ code: "usage_store_unavailable" });
+      }
+    }
+    await waitUntilAnswering(() => usage.getUsage("ns", "g"));
+    const used = await usage.getUsage("ns", "g");
+    expect(used).toBeGreaterThanOrEqual(1 + consumed);
+    expect(used).toBeLessThanOrEqual(21);
+    const key = { session: "s", functionCallId: "after-kill" };
+    expect(await claims.claim(key, { bodyHash: "h", claimedAt: 1 })).toEqual({ status: "claimed" });
+  });
+
+  it("while the proxy is down, operations fail at once (no offline queue), then recover", async () => {
+    const store = await opened();
+    store.proxy.interrupt();
+    await killOwnClients(url as string, store.connectionName);
+    const started = Date.now();
+    await expect(store.stores.usage.tryConsume("ns", "g", 5)).rejects.toMatchObject({
+      code: "usage_store_unavailable",
+    });
+    await expect(store.stores.audit.read()).rejects.toMatchObject({ code: "audit_unavailable" });
+    // Fails closed without waiting for a reconnect (the command timeout is 5 s by default).
+    expect(Date.now() - started).toBeLessThan(4_000);
+    store.proxy.restore();
+    await waitUntilAnswering(() => store.stores.usage.getUsage("ns", "g"));
+    expect(await store.stores.usage.tryConsume("ns", "g", 5)).toEqual({ consumed: true, used: 1 });
+  });
+
+  it("no raw ID ever reaches a key name: every key is the prefix plus digests", async () => {
+    const { stores, prefix } = await opened();
+    const hostile = "'; FLUSHALL; \r\n*1\r\n$8\r\nFLUSHALL\r\n\u0000 ../../";
+    await stores.claims.claim(
+      { session: hostile, functionCallId: hostile },
+      { bodyHash: hostile, claimedAt: 1 },
+    );
+    await stores.usage.tryConsume(hostile, hostile, 3);
+    await stores.audit.append({
+      at: new Date().toISOString(),
+      source: "gate",
+      outcome: "denied",
+      code: "INVALID_FUNCTION_CALL",
+      reason: "duplicate_call",
+      traceId: hostile,
+      callId: hostile,
+      session: hostile,
+    });
+    const keys = await admin(url as string, (redis) => redis.keys(`${prefix}*`));
+    expect(keys.length).toBeGreaterThan(0);
+    for (const key of keys) expect(key.slice(prefix.length)).toMatch(/^[a-z-]+(:[0-9a-f]{64})*$/);
+    expect(await stores.claims.get({ session: hostile, functionCallId: hostile })).toMatchObject({
+      session: hostile,
+      bodyHash: hostile,
+    });
+    expect((await stores.audit.read({ callId: hostile }))[0]?.session).toBe(hostile);
+  });
+
+  it("endSession deletes the session's claims and index keys only", async () => {
+    const { stores, prefix } = await opened();
+    await stores.claims.claim(
+      { session: "a", functionCallId: "1" },
+      { bodyHash: "h", claimedAt: 1 },
+    );
+    await stores.claims.claim(
+      { session: "a", functionCallId: "2" },
+      { bodyHash: "h", claimedAt: 2 },
+    );
+    await stores.claims.claim(
+      { session: "b", functionCallId: "1" },
+      { bodyHash: "h", claimedAt: 3 },
+    );
+    await stores.claims.endSession("a");
+    expect(await stores.claims.get({ session: "a", functionCallId: "1" })).toBeUndefined();
+    expect(await stores.claims.listInDoubt()).toHaveLength(1);
+    const keys = await admin(url as string, (redis) => redis.keys(`${prefix}*`));
+    // b's claim, b's session set and in-doubt set, the global in-doubt set.
+    expect(keys).toHaveLength(4);
+  });
+
+  it("settle keeps the first outcome and refuses a key that was never claimed", async () => {
+    const { stores } = await opened();
+    const key = { session: "s", functionCallId: "f" };
+    await stores.claims.claim(key, { bodyHash: "h", claimedAt: 1 });
+    await stores.claims.settle(key, { status: "failed", settledAt: 2 });
+    await stores.claims.settle(key, { status: "dispatched", settledAt: 3 });
+    expect((await stores.claims.get(key))?.receipt).toEqual({ status: "failed", settledAt: 2 });
+    await expect(
+      stores.claims.settle(
+        { session: "s", functionCallId: "never" },
+        { status: "failed", settledAt: 1 },
+      ),
+    ).rejects.toMatchObject({ code: "invalid_input" });
+  });
+
+  it("an unreachable server is refused at open with store_unavailable", async () => {
+    const down = new URL(url as string);
+    down.port = "1";
+    await expect(openStores(down.toString())).rejects.toMatchObject({ code: "store_unavailable" });
+    await expect(openClaimStore(down.toString())).rejects.toMatchObject({
+      code: "claim_store_unavailable",
+    });
+  });
+
+  it("after close every port refuses with its own *_unavailable code", async () => {
+    const prefix = prefixToDelete();
+    const stores = await openStores(withParams(url as string, { prefix }));
+    await stores.close();
+    await expect(stores.usage.getUsage("n", "g")).rejects.toMatchObject({
+      code: "usage_store_unavailable",
+    });
+    await expect(
+      stores.claims.claim({ session: "s", functionCallId: "f" }, { bodyHash: "h", claimedAt: 1 }),
+    ).rejects.toMatchObject({ code: "claim_store_unavailable" });
+    await expect(stores.grants.listNamespace("n")).rejects.toMatchObject({
+      code: "grant_store_unavailable",
+    });
+    await expect(stores.audit.read()).rejects.toMatchObject({ code: "audit_unavailable" });
+  });
+});
