@@ -3,6 +3,8 @@ import {
   describeClaimStoreConformance,
   describeGrantStoreConformance,
   describeUsageStoreConformance,
+  type OpenedStore,
+  type StoreFactory,
   serviceUrl,
 } from "@tessera/testkit";
 import { describe, it } from "vitest";
@@ -19,19 +21,21 @@ const url = serviceUrl("TESSERA_PG_URL");
 
 type Port = keyof Omit<PostgresStores, "close">;
 
-function factory<P extends Port>(port: P) {
+type Opened<P extends Port> = OpenedStore<PostgresStores[P]> & { readonly opened: TestStores };
+
+function factory<P extends Port>(port: P): StoreFactory<PostgresStores[P], Opened<P>> {
   return {
     open: async () => {
       const opened = await openTestStores(url as string);
       return { store: opened.stores[port] as PostgresStores[P], opened, close: opened.close };
     },
-    processSpec: ({ opened }: { opened: TestStores }) => ({
+    processSpec: ({ opened }) => ({
       module: "@tessera/postgres",
       exportName: "openStores",
       arg: opened.directUrl,
       pick: port,
     }),
-    outage: ({ opened }: { opened: TestStores }) => ({
+    outage: ({ opened }) => ({
       interrupt: async () => {
         opened.proxy.interrupt();
         await terminateOwnBackends(url as string, opened.applicationName);

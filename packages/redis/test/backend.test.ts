@@ -38,27 +38,17 @@ function prefixToDelete(): string {
   return prefix;
 }
 
-type SendCommand = (
-  this: Redis,
-  command: { name: string; args: unknown[] },
-  ...rest: unknown[]
-) => unknown;
-
 /** Makes every client in this process drop `flag` from SET, as a careless proxy would. */
 function setIgnores(flag: "NX" | "PX"): void {
-  const original = Redis.prototype.sendCommand as unknown as SendCommand;
-  vi.spyOn(Redis.prototype, "sendCommand").mockImplementation(function (
-    this: Redis,
-    command,
-    ...rest
-  ) {
-    const cmd = command as unknown as { name: string; args: unknown[] };
-    if (cmd.name === "set") {
-      const at = cmd.args.indexOf(flag);
-      if (at >= 0) cmd.args.splice(at, flag === "PX" ? 2 : 1);
+  const original = Redis.prototype.sendCommand;
+  vi.spyOn(Redis.prototype, "sendCommand").mockImplementation(function (this: Redis, ...args) {
+    const command = args[0] as unknown as { name: string; args: unknown[] };
+    if (command.name === "set") {
+      const at = command.args.indexOf(flag);
+      if (at >= 0) command.args.splice(at, flag === "PX" ? 2 : 1);
     }
-    return original.call(this, cmd, ...rest) as never;
-  } as never);
+    return original.apply(this, args);
+  });
 }
 
 suite("redis backend", () => {

@@ -3,6 +3,8 @@ import {
   describeClaimStoreConformance,
   describeGrantStoreConformance,
   describeUsageStoreConformance,
+  type OpenedStore,
+  type StoreFactory,
   serviceUrl,
 } from "@tessera/testkit";
 import { describe, it } from "vitest";
@@ -31,19 +33,21 @@ const PROBES: { [P in Port]: (store: RedisStores[P]) => Promise<unknown> } = {
   audit: (store) => store.read({ callId: "probe" }),
 };
 
-function factory<P extends Port>(port: P) {
+type Opened<P extends Port> = OpenedStore<RedisStores[P]> & { readonly opened: TestStores };
+
+function factory<P extends Port>(port: P): StoreFactory<RedisStores[P], Opened<P>> {
   return {
     open: async () => {
       const opened = await openTestStores(url as string);
       return { store: opened.stores[port] as RedisStores[P], opened, close: opened.close };
     },
-    processSpec: ({ opened }: { opened: TestStores }) => ({
+    processSpec: ({ opened }) => ({
       module: "@tessera/redis",
       exportName: "openStores",
       arg: opened.directUrl,
       pick: port,
     }),
-    outage: ({ opened, store }: { opened: TestStores; store: RedisStores[P] }) => ({
+    outage: ({ opened, store }) => ({
       interrupt: async () => {
         opened.proxy.interrupt();
         await killOwnClients(url as string, opened.connectionName);
