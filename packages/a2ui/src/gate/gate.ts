@@ -38,7 +38,8 @@ export class FunctionCallGate {
         "the gate needs a claim store and an invoke callback",
       );
     }
-    messageValidators(); // compile the official schemas now, so a broken install fails here
+    // Compile the message schema now, so a broken install fails here and not on a first call.
+    void messageValidators().callRendererFunction;
     this.#claims = options.claims;
     this.#audit = options.audit;
     this.#clock = options.clock ?? systemClock;

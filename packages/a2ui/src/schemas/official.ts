@@ -80,13 +80,17 @@ export function officialFiles(): OfficialFiles {
 /**
  * A fresh ajv (draft 2020-12, formats) holding the common types. Strict mode is off because
  * the A2UI schemas and catalogs carry protocol keywords (`returnType`, `allowedCallers`,
- * `catalogId`, `functions`…) that are metadata, not validation keywords.
+ * `catalogId`, `functions`…) that are metadata, not validation keywords. Schemas added here
+ * are not re-validated against the meta-schema (compiling it costs ~100 ms per instance):
+ * the official files are trusted, and catalogs are checked by `catalog_definition.json`.
  */
-export function newSchemaSet(options: { useDefaults?: boolean } = {}): Ajv2020 {
+export function newSchemaSet(options: { useDefaults?: boolean; meta?: boolean } = {}): Ajv2020 {
   const ajv = new Ajv2020({
     strict: false,
     allErrors: false,
     useDefaults: options.useDefaults === true,
+    validateSchema: options.meta === true,
+    meta: options.meta === true,
   });
   addFormats(ajv);
   ajv.addSchema(officialFiles().commonTypes as AnySchema);
@@ -111,39 +115,66 @@ const ANY_CALL_CATALOG = {
 };
 
 interface MessageValidators {
+  /** An agent's `callRendererFunction` message (agent_to_renderer.json). */
   readonly callRendererFunction: ValidateFunction;
+  /** Any renderer-to-agent message: what every gate reply must be (renderer_to_agent.json). */
   readonly rendererToAgent: ValidateFunction;
+  /** A catalog definition (catalog_definition.json), read with its defaults applied. */
   readonly catalogDefinition: ValidateFunction;
 }
 
-let validators: MessageValidators | undefined;
+let messageSet: Ajv2020 | undefined;
+const compiled = new Map<keyof MessageValidators, ValidateFunction>();
 
-/** Validators compiled once per process from the official files. */
-export function messageValidators(): MessageValidators {
-  if (validators) return validators;
-  const official = officialFiles();
-  try {
+function compileOnce(name: keyof MessageValidators, build: () => ValidateFunction): ValidateFunction {
+  let validate = compiled.get(name);
+  if (!validate) {
+    try {
+      validate = build();
+    } catch (error) {
+      throw new TesseraError("schema_unavailable", "the A2UI v1.0 schemas did not compile", {
+        cause: error,
+      });
+    }
+    compiled.set(name, validate);
+  }
+  return validate;
+}
+
+function fromMessageSet(ref: string): ValidateFunction {
+  if (!messageSet) {
+    const official = officialFiles();
     const ajv = newSchemaSet();
     ajv.addSchema(ANY_CALL_CATALOG);
     ajv.addSchema(official.agentToRenderer as AnySchema);
     ajv.addSchema(official.rendererToAgent as AnySchema);
-    const get = (ref: string) => {
-      const validate = ajv.getSchema(`${SPEC_BASE}${ref}`);
-      if (!validate) throw new Error(`schema ${ref} not found`);
-      return validate;
-    };
-    validators = Object.freeze({
-      callRendererFunction: get("agent_to_renderer.json#/$defs/CallRendererFunctionMessage"),
-      rendererToAgent: get("renderer_to_agent.json"),
-      catalogDefinition: catalogDefinitionValidator(official.catalogDefinition),
-    });
-    return validators;
-  } catch (error) {
-    throw new TesseraError("schema_unavailable", "the A2UI v1.0 schemas did not compile", {
-      cause: error,
-    });
+    messageSet = ajv;
   }
+  const validate = messageSet.getSchema(`${SPEC_BASE}${ref}`);
+  if (!validate) throw new Error(`schema ${ref} not found`);
+  return validate;
 }
+
+/** Validators compiled from the official files once per process, each on first use. */
+export function messageValidators(): MessageValidators {
+  return VALIDATORS;
+}
+
+const VALIDATORS: MessageValidators = Object.freeze({
+  get callRendererFunction() {
+    return compileOnce("callRendererFunction", () =>
+      fromMessageSet("agent_to_renderer.json#/$defs/CallRendererFunctionMessage"),
+    );
+  },
+  get rendererToAgent() {
+    return compileOnce("rendererToAgent", () => fromMessageSet("renderer_to_agent.json"));
+  },
+  get catalogDefinition() {
+    return compileOnce("catalogDefinition", () =>
+      catalogDefinitionValidator(officialFiles().catalogDefinition),
+    );
+  },
+});
 
 /**
  * `catalog_definition.json` constrains `allowedCallers` with an `if` on
@@ -153,7 +184,8 @@ export function messageValidators(): MessageValidators {
  * defaults applied (on a copy — the host's object is never changed) gives the intended reading.
  */
 function catalogDefinitionValidator(schema: Record<string, unknown>): ValidateFunction {
-  const ajv = newSchemaSet({ useDefaults: true });
+  // Function args are JSON Schemas checked against the meta-schema, so this set loads it.
+  const ajv = newSchemaSet({ useDefaults: true, meta: true });
   const validate = ajv.compile(schema as AnySchema);
   const check = ((data: unknown) => {
     const ok = validate(structuredClone(data));

@@ -1,0 +1,36 @@
+/** What the demo parent sends a worker process (first stdin line) and what it prints back. */
+
+export type WorkerStore =
+  /** Each process keeps its claims in its own memory: the "before". */
+  | { readonly kind: "memory" }
+  /** One private claim directory shared by every worker: the "after". */
+  | { readonly kind: "directory"; readonly dir: string }
+  /** A shared database store: `(await import("@tessera/<backend>")).openStores(url)`. */
+  | { readonly kind: "url"; readonly url: string };
+
+export interface WorkerConfig {
+  readonly store: WorkerStore;
+  readonly session: string;
+  readonly message: unknown;
+  /** The simulated callback appends one line here per run. */
+  readonly callbacksFile: string;
+  /** Test hook: stop after the claim, before the callback (also TESSERA_DEMO_PAUSE_AFTER_CLAIM=1). */
+  readonly pauseAfterClaim?: boolean;
+}
+
+export interface WorkerOutcome {
+  /** `"value"`, or the error code of the reply. */
+  readonly responseCode: string;
+  readonly receiptStatus: string;
+  /** What the claim store answered this worker: measured at the store, not inferred. */
+  readonly claimed: number;
+  readonly reused: number;
+}
+
+/** The backend package a store URL names, or undefined. */
+export function backendFor(url: string): "sqlite" | "postgres" | "redis" | undefined {
+  if (url.startsWith("sqlite:")) return "sqlite";
+  if (url.startsWith("postgres://") || url.startsWith("postgresql://")) return "postgres";
+  if (url.startsWith("redis://") || url.startsWith("rediss://")) return "redis";
+  return undefined;
+}
