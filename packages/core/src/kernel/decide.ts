@@ -55,121 +55,167 @@ function windowReason(grant: IndexedGrant, now: number): AuditReason | undefined
   return undefined;
 }
 
-export async function decide(
+/**
+ * Decides synchronously whenever the usage store need not be asked — unbounded grants, and
+ * refusals the lease can settle alone — and returns a promise only when it must read or
+ * consume usage. The hot path therefore costs no extra microtask.
+ */
+export function decide(
   scope: DecisionScope,
   action: string,
   resource: ResourceRef,
   now: number,
-): Promise<Verdict> {
+): Verdict | Promise<Verdict> {
   const entry = scope.index.get(action);
   if (entry === undefined) return NOTHING_GRANTED;
   const buckets = coveringBuckets(entry, resource.namespace, resource.owner, resource.path);
 
   // Pass 1: a live unbounded grant allows without touching the usage store.
-  let matchedReason: AuditReason | undefined;
-  let matchedGrant: IndexedGrant | undefined; // the grant the reason is about, for audit
+  const match: Match = { reason: undefined, grant: undefined };
   let boundedLive = false;
   for (const bucket of buckets) {
     for (const grant of bucket) {
       const reason = grant.fixedReason ?? windowReason(grant, now);
-      if (reason !== undefined) {
-        const stronger = strongerReason(matchedReason, reason);
-        if (stronger !== matchedReason) matchedGrant = grant;
-        matchedReason = stronger;
-      } else if (grant.maxUses === undefined) return { allowed: true, grant };
+      if (reason !== undefined) noteReason(match, reason, grant);
+      else if (grant.maxUses === undefined) return { allowed: true, grant };
       else boundedLive = true;
     }
   }
-
-  // Pass 2: consume a live bounded grant, exactly once, after every other check passed.
-  let spentMatch: IndexedGrant | undefined;
   if (boundedLive) {
     if (scope.usage === undefined) return STORE_DOWN;
-    for (const bucket of buckets) {
-      for (const grant of bucket) {
-        if (grant.maxUses === undefined || grant.fixedReason !== undefined) continue;
-        if (windowReason(grant, now) !== undefined) continue;
-        if (grant.spent) {
-          spentMatch ??= grant;
-          continue;
-        }
-        let consumed: boolean;
-        try {
-          const result = await scope.usage.tryConsume(scope.namespaceId, grant.id, grant.maxUses);
-          consumed = result.consumed;
-          if (result.used >= grant.maxUses) grant.spent = true;
-        } catch {
-          return STORE_DOWN;
-        }
-        if (consumed) return { allowed: true, grant };
-        grant.spent = true;
+    return consume(scope, entry, buckets, match, now);
+  }
+  return refuseAfterDiscovery(scope, entry, match, now);
+}
+
+/** The strongest reason seen among the grants that cover the resource, and its grant. */
+interface Match {
+  reason: AuditReason | undefined;
+  grant: IndexedGrant | undefined;
+}
+
+function noteReason(match: Match, reason: AuditReason, grant: IndexedGrant): void {
+  const stronger = strongerReason(match.reason, reason);
+  if (stronger !== match.reason) match.grant = grant;
+  match.reason = stronger;
+}
+
+/** Pass 2: consume a live bounded grant, exactly once, after every other check passed. */
+async function consume(
+  scope: DecisionScope,
+  entry: ActionIndex,
+  buckets: readonly IndexedGrant[][],
+  match: Match,
+  now: number,
+): Promise<Verdict> {
+  const usage = scope.usage as GrantUsageStore;
+  let spentMatch: IndexedGrant | undefined;
+  for (const bucket of buckets) {
+    for (const grant of bucket) {
+      if (grant.maxUses === undefined || grant.fixedReason !== undefined) continue;
+      if (windowReason(grant, now) !== undefined) continue;
+      if (grant.spent) {
         spentMatch ??= grant;
+        continue;
       }
+      let consumed: boolean;
+      try {
+        const result = await usage.tryConsume(scope.namespaceId, grant.id, grant.maxUses);
+        consumed = result.consumed;
+        if (result.used >= grant.maxUses) grant.spent = true;
+      } catch {
+        return STORE_DOWN;
+      }
+      if (consumed) return { allowed: true, grant };
+      grant.spent = true;
+      spentMatch ??= grant;
     }
   }
   if (spentMatch !== undefined) {
-    matchedReason = "grant_exhausted";
-    matchedGrant = spentMatch;
+    match.reason = "grant_exhausted";
+    match.grant = spentMatch;
   }
+  return refuseAfterDiscovery(scope, entry, match, now);
+}
 
-  // Nothing matched: discovery tells which refusal the caller may hear.
-  const visibility = await discover(scope, entry, now);
+/** Nothing matched: discovery tells which refusal the caller may hear. */
+function refuseAfterDiscovery(
+  scope: DecisionScope,
+  entry: ActionIndex,
+  match: Match,
+  now: number,
+): Verdict | Promise<Verdict> {
+  const visibility = discover(scope, entry, now);
+  if (typeof visibility === "string") return refusalFor(visibility, match);
+  return visibility.then((seen) => refusalFor(seen, match));
+}
+
+function refusalFor(visibility: Visibility, match: Match): Verdict {
   if (visibility === "store_down") return STORE_DOWN;
-  if (visibility === "visible") {
-    return refusal("no_matching_grant", matchedReason ?? "no_capability", matchedGrant);
-  }
-  return refusal("tool_unavailable", matchedReason ?? visibility, matchedGrant);
+  const code: CallerCode = visibility === "visible" ? "no_matching_grant" : "tool_unavailable";
+  const reason = match.reason ?? (visibility === "visible" ? "no_capability" : visibility);
+  return match.grant === undefined
+    ? { allowed: false, code, reason }
+    : { allowed: false, code, reason, grant: match.grant };
 }
 
-function refusal(code: CallerCode, reason: AuditReason, grant: IndexedGrant | undefined): Verdict {
-  return grant === undefined
-    ? { allowed: false, code, reason }
-    : { allowed: false, code, reason, grant };
-}
+type Visibility = "visible" | "store_down" | AuditReason;
 
 /**
  * Is the action discoverable now? It is when a live unbounded grant exists, or a live bounded
  * one the usage store reports unspent. Reads usage, never consumes. When hidden, says why.
+ * Synchronous unless it has to ask the usage store.
  */
-export async function discover(
+export function discover(
   scope: DecisionScope,
   entry: ActionIndex,
   now: number,
-): Promise<"visible" | "store_down" | AuditReason> {
-  for (const grant of entry.unbounded) {
-    if (windowReason(grant, now) === undefined) return "visible";
-  }
+): Visibility | Promise<Visibility> {
   let hidden: AuditReason | undefined = entry.fixedReason;
-  for (const grant of entry.unbounded)
-    hidden = strongerReason(hidden, windowReason(grant, now) ?? "no_capability");
+  for (const grant of entry.unbounded) {
+    const outside = windowReason(grant, now);
+    if (outside === undefined) return "visible";
+    hidden = strongerReason(hidden, outside);
+  }
+  if (entry.bounded.length === 0) return hidden ?? "no_capability";
+  return discoverBounded(scope, entry, now, hidden);
+}
 
+async function discoverBounded(
+  scope: DecisionScope,
+  entry: ActionIndex,
+  now: number,
+  hiddenSoFar: AuditReason | undefined,
+): Promise<Visibility> {
+  let hidden = hiddenSoFar;
   const bounded = entry.bounded;
-  const count = bounded.length;
-  for (let step = 0; step < count; step++) {
-    const position = (entry.boundedHint + step) % count;
+  // Grants before the cursor are known spent, and a spent grant stays spent: never look at
+  // them again. Each grant is passed once per lease, so discovery costs O(1) amortized even
+  // after thousands of tickets are spent.
+  while (entry.spentBefore < bounded.length && (bounded[entry.spentBefore] as IndexedGrant).spent) {
+    entry.spentBefore++;
+  }
+  if (entry.spentBefore > 0) hidden = strongerReason(hidden, "grant_exhausted");
+  for (let position = entry.spentBefore; position < bounded.length; position++) {
     const grant = bounded[position] as IndexedGrant;
+    if (grant.spent) {
+      hidden = strongerReason(hidden, "grant_exhausted");
+      continue;
+    }
     const outside = windowReason(grant, now);
     if (outside !== undefined) {
       hidden = strongerReason(hidden, outside);
       continue;
     }
-    if (scope.usage === undefined) {
-      hidden = strongerReason(hidden, "usage_store_unavailable");
-      continue;
+    if (scope.usage === undefined) return strongerReason(hidden, "usage_store_unavailable");
+    let used: number;
+    try {
+      used = await scope.usage.getUsage(scope.namespaceId, grant.id);
+    } catch {
+      return "store_down";
     }
-    if (!grant.spent) {
-      let used: number;
-      try {
-        used = await scope.usage.getUsage(scope.namespaceId, grant.id);
-      } catch {
-        return "store_down";
-      }
-      if (used < (grant.maxUses as number)) {
-        entry.boundedHint = position;
-        return "visible";
-      }
-      grant.spent = true;
-    }
+    if (used < (grant.maxUses as number)) return "visible";
+    grant.spent = true;
     hidden = strongerReason(hidden, "grant_exhausted");
   }
   return hidden ?? "no_capability";

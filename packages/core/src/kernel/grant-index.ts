@@ -1,11 +1,10 @@
 import type { AccessContext, Grant } from "../contracts/schemas.js";
 import type { AuditReason } from "../contracts/vocabulary.js";
-import { ownerPart, resourceKey } from "./resource-key.js";
 
 /**
  * The grant set of one lease, compiled once when the lease opens so that a decision is a few
- * Map lookups: grants are bucketed by action, then by the injective key of the resource their
- * capability names (see resource-key.ts). Everything that cannot change during the turn —
+ * Map lookups: grants are bucketed by action, then by resource namespace and owner, then along
+ * a trie of the path their capability names. Everything that cannot change during the turn —
  * issuer, revocation, purpose — is judged here, once; only the time window and usage are
  * judged per decision.
  */
@@ -28,15 +27,32 @@ export interface IndexedGrant {
   spent: boolean;
 }
 
+/**
+ * One node of a resource-path trie. Walking a path is one Map lookup per segment and builds
+ * no strings; segments are Map keys, so they compare whole — `cell-3` and `cell-30` are
+ * different children, and neither is reached through the other.
+ */
+export interface PathNode {
+  children: Map<string, PathNode> | undefined;
+  /** Grants whose capability names exactly this path. */
+  exact: IndexedGrant[] | undefined;
+  /** Grants whose capability covers this path and everything below it. */
+  descendants: IndexedGrant[] | undefined;
+}
+
+/** Per resource namespace: a trie per named owner, and one for capabilities naming none. */
+interface NamespaceRoots {
+  readonly owned: Map<string, PathNode>;
+  anyOwner: PathNode | undefined;
+}
+
 export interface ActionIndex {
-  readonly exact: Map<string, IndexedGrant[]>;
-  /** Only built when some capability for the action has `scope: "descendants"`. */
-  descendants: Map<string, IndexedGrant[]> | undefined;
+  readonly namespaces: Map<string, NamespaceRoots>;
   /** Grants for the action with no fixed reason, split by whether usage bounds them. */
   readonly unbounded: IndexedGrant[];
   readonly bounded: IndexedGrant[];
-  /** Position in `bounded` of the last grant seen unspent: where discovery starts looking. */
-  boundedHint: number;
+  /** Every grant in `bounded` before this position is known spent: discovery starts here. */
+  spentBefore: number;
   /** The most telling fixed reason among the action's grants, for "why is the tool hidden". */
   fixedReason: AuditReason | undefined;
 }
@@ -77,22 +93,55 @@ function fixedReasonOf(grant: Grant, ctx: AccessContext): AuditReason | undefine
   return undefined;
 }
 
-function bucket(map: Map<string, IndexedGrant[]>, key: string, grant: IndexedGrant): void {
-  const list = map.get(key);
-  if (list === undefined) map.set(key, [grant]);
+function newNode(): PathNode {
+  return { children: undefined, exact: undefined, descendants: undefined };
+}
+
+/** The node for `path` under the roots of `namespace` and `owner`, created as needed. */
+function nodeFor(
+  entry: ActionIndex,
+  namespace: string,
+  owner: string | undefined,
+  path: readonly string[],
+): PathNode {
+  let roots = entry.namespaces.get(namespace);
+  if (roots === undefined) {
+    roots = { owned: new Map(), anyOwner: undefined };
+    entry.namespaces.set(namespace, roots);
+  }
+  let node: PathNode;
+  if (owner === undefined) node = roots.anyOwner ??= newNode();
+  else {
+    node = roots.owned.get(owner) ?? newNode();
+    roots.owned.set(owner, node);
+  }
+  for (const segment of path) {
+    node.children ??= new Map();
+    let child = node.children.get(segment);
+    if (child === undefined) {
+      child = newNode();
+      node.children.set(segment, child);
+    }
+    node = child;
+  }
+  return node;
+}
+
+function addTo(list: IndexedGrant[] | undefined, grant: IndexedGrant): IndexedGrant[] {
+  if (list === undefined) return [grant];
   // A grant naming the same resource twice is listed once.
-  else if (list[list.length - 1] !== grant) list.push(grant);
+  if (list[list.length - 1] !== grant) list.push(grant);
+  return list;
 }
 
 function actionIndexFor(index: Map<string, ActionIndex>, action: string): ActionIndex {
   let entry = index.get(action);
   if (entry === undefined) {
     entry = {
-      exact: new Map(),
-      descendants: undefined,
+      namespaces: new Map(),
       unbounded: [],
       bounded: [],
-      boundedHint: 0,
+      spentBefore: 0,
       fixedReason: undefined,
     };
     index.set(action, entry);
@@ -120,14 +169,11 @@ export function buildGrantIndex(grants: readonly Grant[], ctx: AccessContext): G
     const seenActions = new Set<string>();
     for (const capability of grant.capabilities) {
       const { namespace, path, owner } = capability.resource;
-      const key = resourceKey(namespace, ownerPart(owner), path);
       for (const action of capability.actions) {
         const entry = actionIndexFor(index, action);
-        if (capability.scope === "exact") bucket(entry.exact, key, indexed);
-        else {
-          entry.descendants ??= new Map();
-          bucket(entry.descendants, key, indexed);
-        }
+        const node = nodeFor(entry, namespace, owner, path);
+        if (capability.scope === "exact") node.exact = addTo(node.exact, indexed);
+        else node.descendants = addTo(node.descendants, indexed);
         if (seenActions.has(action)) continue;
         seenActions.add(action);
         if (indexed.fixedReason !== undefined) {
@@ -140,29 +186,47 @@ export function buildGrantIndex(grants: readonly Grant[], ctx: AccessContext): G
   return index;
 }
 
+const NO_BUCKETS: readonly IndexedGrant[][] = Object.freeze([]);
+
+function collect(found: IndexedGrant[][] | undefined, list: IndexedGrant[]): IndexedGrant[][] {
+  if (found === undefined) return [list];
+  found.push(list);
+  return found;
+}
+
+function walk(
+  root: PathNode | undefined,
+  path: readonly string[],
+  start: IndexedGrant[][] | undefined,
+): IndexedGrant[][] | undefined {
+  let found = start;
+  let node = root;
+  if (node === undefined) return found;
+  if (node.descendants !== undefined) found = collect(found, node.descendants);
+  for (let i = 0; i < path.length; i++) {
+    node = node.children?.get(path[i] as string);
+    if (node === undefined) return found;
+    if (node.descendants !== undefined) found = collect(found, node.descendants);
+  }
+  if (node.exact !== undefined) found = collect(found, node.exact);
+  return found;
+}
+
 /**
- * Every bucket whose grants cover `path` for `action`: the exact bucket, and each descendants
- * bucket rooted at a prefix of the path (the path itself included). A capability without an
- * owner covers any owner; one with an owner covers only that owner's resource.
+ * Every bucket whose grants cover `path` for the action: grants naming exactly this path, and
+ * grants with descendants scope rooted at a prefix of it (the path itself included). A
+ * capability without an owner covers any owner; one with an owner covers only that owner's
+ * resource, and a request naming no owner matches only capabilities naming none.
  */
 export function coveringBuckets(
   entry: ActionIndex,
   namespace: string,
   owner: string | undefined,
   path: readonly string[],
-): IndexedGrant[][] {
-  const found: IndexedGrant[][] = [];
-  const owners =
-    owner === undefined ? [ownerPart(undefined)] : [ownerPart(owner), ownerPart(undefined)];
-  for (const part of owners) {
-    const exact = entry.exact.get(resourceKey(namespace, part, path));
-    if (exact !== undefined) found.push(exact);
-    const descendants = entry.descendants;
-    if (descendants === undefined) continue;
-    for (let length = 0; length <= path.length; length++) {
-      const list = descendants.get(resourceKey(namespace, part, path, length));
-      if (list !== undefined) found.push(list);
-    }
-  }
-  return found;
+): readonly IndexedGrant[][] {
+  const roots = entry.namespaces.get(namespace);
+  if (roots === undefined) return NO_BUCKETS;
+  let found = owner === undefined ? undefined : walk(roots.owned.get(owner), path, undefined);
+  found = walk(roots.anyOwner, path, found);
+  return found ?? NO_BUCKETS;
 }

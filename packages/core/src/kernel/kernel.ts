@@ -10,6 +10,7 @@ import { AuditWriter } from "./audit-writer.js";
 import { buildGrantIndex } from "./grant-index.js";
 import { Lease } from "./turn-authority.js";
 import type { Kernel, KernelOptions, TurnAuthority } from "./types.js";
+import { isSealedGrant } from "./validated-grants.js";
 
 /**
  * Reads and validates the turn's grant material. Any failure — the source throwing, a
@@ -29,6 +30,10 @@ async function loadGrants(
   if (!Array.isArray(material)) return undefined;
   const grants: Grant[] = [];
   for (const item of material) {
+    if (isSealedGrant(item)) {
+      grants.push(item);
+      continue;
+    }
     const parsed = GrantSchema.safeParse(item);
     if (!parsed.success) return undefined;
     grants.push(parsed.data);

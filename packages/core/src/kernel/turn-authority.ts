@@ -9,7 +9,7 @@ import type { AuditWriter } from "./audit-writer.js";
 import { type DecisionScope, decide, discover, type Verdict } from "./decide.js";
 import { asyncDispose } from "./dispose.js";
 import { isId, isOptionalId, isResourceRef } from "./request.js";
-import { resourceLabel } from "./resource-key.js";
+import { resourceLabel } from "./resource-label.js";
 import type {
   AuthorizeRequest,
   AuthorizeResult,
@@ -105,7 +105,8 @@ export class Lease implements TurnAuthority {
     const gate = this.#gate(request, "authorize");
     if (gate !== undefined) return this.#refuse(now, callId, gate, undefined, undefined);
     const { action, resource } = request;
-    const verdict = await decide(this.#scope as DecisionScope, action, resource, now);
+    let verdict = decide(this.#scope as DecisionScope, action, resource, now);
+    if (verdict instanceof Promise) verdict = await verdict;
     const label = resourceLabel(resource.namespace, resource.path);
     if (!verdict.allowed) return this.#refuseVerdict(now, callId as string, verdict, action, label);
     const grantId = verdict.grant.id;
@@ -132,7 +133,8 @@ export class Lease implements TurnAuthority {
     const recipient = request.recipient;
     const resource: ResourceRef = messageResource(recipient, this.#ctx.owner);
     const label = resourceLabel(resource.namespace, resource.path);
-    const verdict = await decide(this.#scope as DecisionScope, MESSAGE_SEND_ACTION, resource, now);
+    let verdict = decide(this.#scope as DecisionScope, MESSAGE_SEND_ACTION, resource, now);
+    if (verdict instanceof Promise) verdict = await verdict;
     if (!verdict.allowed) {
       return this.#refuseVerdict(now, callId as string, verdict, MESSAGE_SEND_ACTION, label);
     }

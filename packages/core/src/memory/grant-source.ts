@@ -1,18 +1,12 @@
 import { redact, TesseraError } from "../contracts/errors.js";
 import { type Grant, type GrantInput, GrantSchema } from "../contracts/schemas.js";
+import { sealValidatedGrant } from "../kernel/validated-grants.js";
 import type { GrantStore } from "../ports/grant-source.js";
 
-function deepFreeze<T>(value: T): T {
-  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
-    for (const inner of Object.values(value)) deepFreeze(inner);
-    Object.freeze(value);
-  }
-  return value;
-}
-
 /**
- * Grants held in memory, for tests, demos and single-process hosts. Stored grants are frozen
- * and never edited in place: a revocation stores a new object, so a lease that already read
+ * Grants held in memory, for tests, demos and single-process hosts. Stored grants are
+ * validated once, deeply frozen and never edited in place (so a lease need not parse them
+ * again): a revocation stores a new object, so a lease that already read
  * the old one keeps its snapshot and the revocation lands on the next turn.
  */
 export class InMemoryGrantSource implements GrantStore {
@@ -23,7 +17,7 @@ export class InMemoryGrantSource implements GrantStore {
     if (!parsed.success) {
       throw new TesseraError("invalid_grant", "the grant does not match the grant schema");
     }
-    const grant = deepFreeze(parsed.data);
+    const grant = sealValidatedGrant(parsed.data);
     let grants = this.#namespaces.get(grant.namespaceId);
     if (grants === undefined) {
       grants = new Map();
@@ -41,7 +35,8 @@ export class InMemoryGrantSource implements GrantStore {
     const grant = grants?.get(grantId);
     if (grants === undefined || grant === undefined) return false;
     if (grant.revokedAt === undefined) {
-      grants.set(grantId, deepFreeze({ ...grant, revokedAt: at.toISOString() }));
+      const revoked = GrantSchema.parse({ ...grant, revokedAt: at.toISOString() });
+      grants.set(grantId, sealValidatedGrant(revoked));
     }
     return true;
   }
