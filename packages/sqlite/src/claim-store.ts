@@ -4,7 +4,6 @@ import {
   type ClaimRecord,
   type ClaimResult,
   type ClaimStore,
-  claimKeyDigest,
   type StoredClaim,
   TesseraError,
 } from "@tessera/core";
@@ -27,9 +26,10 @@ interface ClaimRow {
 }
 
 /**
- * Claims keyed by `claimKeyDigest(session, functionCallId)`: a claim is one
- * `INSERT … ON CONFLICT DO NOTHING`, won when it changed a row. The raw session and ID are
- * kept beside the digest for listing and `endSession`. A claim without a receipt is in doubt.
+ * Claims keyed by (session, functionCallId): a claim is one `INSERT … ON CONFLICT DO
+ * NOTHING`, won when it changed a row; on conflict the existing row is read back for the
+ * caller. Both parts are bound as parameters and compared by SQLite as whole strings, so no
+ * input can collide with another or reach the SQL. A claim without a receipt is in doubt.
  */
 export class SqliteClaimStore implements ClaimStore {
   readonly #db: SqliteDatabase;
@@ -48,7 +48,7 @@ export class SqliteClaimStore implements ClaimStore {
 
   /** Synchronous core, also used by the self-test inside a rolled-back transaction. */
   claimNow(key: ClaimKey, record: ClaimRecord): ClaimResult {
-    const digest = this.#digest(key);
+    this.#check(key);
     requireString(record?.bodyHash, "record.bodyHash");
     requireFiniteNumber(record.claimedAt, "record.claimedAt");
     if (record.worker !== undefined) requireString(record.worker, "record.worker");
@@ -58,11 +58,10 @@ export class SqliteClaimStore implements ClaimStore {
       for (let attempt = 0; attempt < 3; attempt++) {
         const inserted = this.#db
           .statement(
-            `INSERT INTO tessera_claims (digest, session, function_call_id, body_hash, claimed_at, worker)
-             VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (digest) DO NOTHING`,
+            `INSERT INTO tessera_claims (session, function_call_id, body_hash, claimed_at, worker)
+             VALUES (?, ?, ?, ?, ?) ON CONFLICT (session, function_call_id) DO NOTHING`,
           )
           .run(
-            digest,
             key.session,
             key.functionCallId,
             record.bodyHash,
@@ -70,7 +69,7 @@ export class SqliteClaimStore implements ClaimStore {
             record.worker ?? null,
           );
         if (inserted.changes === 1) return { status: "claimed" };
-        const existing = this.#read(digest);
+        const existing = this.#read(key);
         if (existing) return { status: "already_claimed", existing };
       }
       throw new TesseraError(CODE, "the claim kept disappearing while it was being read");
@@ -78,7 +77,7 @@ export class SqliteClaimStore implements ClaimStore {
   }
 
   async settle(key: ClaimKey, receipt: ClaimReceipt): Promise<void> {
-    const digest = this.#digest(key);
+    this.#check(key);
     if (!SETTLED.has(receipt?.status)) {
       throw new TesseraError(
         "invalid_input",
@@ -90,16 +89,17 @@ export class SqliteClaimStore implements ClaimStore {
       () =>
         this.#db
           .statement(
-            "UPDATE tessera_claims SET receipt_status = ?, settled_at = ? WHERE digest = ?",
+            `UPDATE tessera_claims SET receipt_status = ?, settled_at = ?
+             WHERE session = ? AND function_call_id = ?`,
           )
-          .run(receipt.status, receipt.settledAt, digest).changes,
+          .run(receipt.status, receipt.settledAt, key.session, key.functionCallId).changes,
     );
     if (changes === 0) throw new TesseraError("invalid_input", "settle: no such claim");
   }
 
   async get(key: ClaimKey): Promise<StoredClaim | undefined> {
-    const digest = this.#digest(key);
-    return this.#run(() => this.#read(digest));
+    this.#check(key);
+    return this.#run(() => this.#read(key));
   }
 
   async listInDoubt(session?: string): Promise<StoredClaim[]> {
@@ -109,12 +109,12 @@ export class SqliteClaimStore implements ClaimStore {
         session === undefined
           ? this.#db
               .statement(
-                `SELECT ${COLUMNS} FROM tessera_claims WHERE receipt_status IS NULL ORDER BY claimed_at, rowid`,
+                `SELECT ${COLUMNS} FROM tessera_claims WHERE receipt_status IS NULL ORDER BY claimed_at, session, function_call_id`,
               )
               .all()
           : this.#db
               .statement(
-                `SELECT ${COLUMNS} FROM tessera_claims WHERE session = ? AND receipt_status IS NULL ORDER BY claimed_at, rowid`,
+                `SELECT ${COLUMNS} FROM tessera_claims WHERE session = ? AND receipt_status IS NULL ORDER BY claimed_at, session, function_call_id`,
               )
               .all(session)
       ) as ClaimRow[];
@@ -134,16 +134,15 @@ export class SqliteClaimStore implements ClaimStore {
     this.#release?.();
   }
 
-  #digest(key: ClaimKey): string {
+  #check(key: ClaimKey): void {
     requireString(key?.session, "session");
     requireString(key.functionCallId, "functionCallId");
-    return claimKeyDigest(key);
   }
 
-  #read(digest: string): StoredClaim | undefined {
+  #read(key: ClaimKey): StoredClaim | undefined {
     const row = this.#db
-      .statement(`SELECT ${COLUMNS} FROM tessera_claims WHERE digest = ?`)
-      .get(digest) as ClaimRow | undefined;
+      .statement(`SELECT ${COLUMNS} FROM tessera_claims WHERE session = ? AND function_call_id = ?`)
+      .get(key.session, key.functionCallId) as ClaimRow | undefined;
     return row ? toStoredClaim(row) : undefined;
   }
 

@@ -31,9 +31,11 @@ export class SqliteDatabase {
     let db: BetterSqlite3.Database | undefined;
     try {
       db = new BetterSqlite3(config.path);
-      // The busy timeout first: switching to WAL takes a lock another process may hold.
       db.pragma(`busy_timeout = ${config.busyTimeoutMs}`);
-      if (config.path !== ":memory:") db.pragma("journal_mode = WAL");
+      if (config.path !== ":memory:") {
+        const handle = db;
+        retryWhileBusy(() => handle.pragma("journal_mode = WAL"), config.busyTimeoutMs);
+      }
       db.pragma(`synchronous = ${config.synchronous}`);
       db.pragma("foreign_keys = ON");
       return new SqliteDatabase(config, db);
@@ -80,6 +82,27 @@ export class SqliteDatabase {
 
   close(): void {
     if (this.#db.open) this.#db.close();
+  }
+}
+
+/**
+ * Switching a new file to WAL needs an exclusive lock. When several processes open the same
+ * new file at once, SQLite reports SQLITE_BUSY at once rather than wait (waiting could
+ * deadlock two connections that both hold a shared lock), so the switch is retried here,
+ * within the same busy timeout.
+ */
+function retryWhileBusy(work: () => unknown, timeoutMs: number): void {
+  const deadline = Date.now() + timeoutMs;
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (let delay = 1; ; delay = Math.min(delay * 2, 50)) {
+    try {
+      work();
+      return;
+    } catch (error) {
+      const busy = String((error as { code?: unknown })?.code).startsWith("SQLITE_BUSY");
+      if (!busy || Date.now() + delay > deadline) throw error;
+      Atomics.wait(pause, 0, 0, delay);
+    }
   }
 }
 

@@ -9,26 +9,27 @@ const MIGRATIONS: readonly { readonly version: number; readonly sql: string }[] 
   {
     version: 1,
     sql: `
+      -- WITHOUT ROWID: the key is the table, one b-tree per write instead of two.
       CREATE TABLE tessera_usage (
         namespace_id TEXT NOT NULL,
         grant_id     TEXT NOT NULL,
         used         INTEGER NOT NULL CHECK (used >= 0),
         PRIMARY KEY (namespace_id, grant_id)
-      );
+      ) WITHOUT ROWID;
 
+      -- Keyed by (session, functionCallId) itself: SQLite compares TEXT by length and bytes,
+      -- so NUL, quotes or separators inside either part can never make two keys collide,
+      -- and the session prefix of the key serves endSession and listInDoubt(session).
       CREATE TABLE tessera_claims (
-        digest           TEXT PRIMARY KEY,
         session          TEXT NOT NULL,
         function_call_id TEXT NOT NULL,
         body_hash        TEXT NOT NULL,
         claimed_at       INTEGER NOT NULL,
         worker           TEXT,
         receipt_status   TEXT CHECK (receipt_status IN ('dispatched', 'denied', 'failed')),
-        settled_at       INTEGER
-      );
-      CREATE INDEX tessera_claims_session ON tessera_claims (session);
-      CREATE INDEX tessera_claims_in_doubt ON tessera_claims (claimed_at)
-        WHERE receipt_status IS NULL;
+        settled_at       INTEGER,
+        PRIMARY KEY (session, function_call_id)
+      ) WITHOUT ROWID;
 
       CREATE TABLE tessera_grants (
         namespace_id TEXT NOT NULL,

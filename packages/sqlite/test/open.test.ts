@@ -113,7 +113,7 @@ describe("self-test at open", () => {
     await (await openStores(`sqlite:${path}`)).close();
     // Tampered schema: the same version number, but the claim key is no longer unique.
     raw.exec(`DROP TABLE tessera_claims;
-      CREATE TABLE tessera_claims (digest TEXT, session TEXT, function_call_id TEXT,
+      CREATE TABLE tessera_claims (session TEXT, function_call_id TEXT,
         body_hash TEXT, claimed_at INTEGER, worker TEXT, receipt_status TEXT, settled_at INTEGER);`);
     raw.close();
     expect(await codeOf(() => openStores(`sqlite:${path}`))).toBe("store_self_test_failed");
