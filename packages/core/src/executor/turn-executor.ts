@@ -73,6 +73,7 @@ export class TurnExecutor {
     try {
       let steps = 0;
       for (;;) {
+        if (options.signal?.aborted) return outcome("aborted", steps);
         if (steps >= this.#options.maxSteps) return outcome("step_budget_exhausted", steps);
         const step = driver.step(tools, { step: steps, signal: controller.signal });
         const result = await Promise.race([step, stopped]);

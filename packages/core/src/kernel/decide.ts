@@ -30,6 +30,7 @@ export type Verdict =
       readonly code: CallerCode;
       readonly reason: AuditReason;
       readonly grant?: IndexedGrant;
+      readonly detail?: string;
     };
 
 export interface DecisionScope {
@@ -153,10 +154,20 @@ function refuseAfterDiscovery(
 function refusalFor(visibility: Visibility, match: Match): Verdict {
   if (visibility === "store_down") return STORE_DOWN;
   const code: CallerCode = visibility === "visible" ? "no_matching_grant" : "tool_unavailable";
-  const reason = match.reason ?? (visibility === "visible" ? "no_capability" : visibility);
-  return match.grant === undefined
-    ? { allowed: false, code, reason }
-    : { allowed: false, code, reason, grant: match.grant };
+  // The reason is about this call's resource; why the tool as a whole is hidden (every ticket
+  // spent, say) goes in the detail, so explain() still tells "never granted" from "spent".
+  const reason = match.reason ?? "no_capability";
+  const hiddenBecause =
+    match.reason === undefined && visibility !== "visible" && visibility !== "no_capability"
+      ? `tool hidden: ${visibility}`
+      : undefined;
+  return {
+    allowed: false,
+    code,
+    reason,
+    ...(match.grant === undefined ? {} : { grant: match.grant }),
+    ...(hiddenBecause === undefined ? {} : { detail: hiddenBecause }),
+  };
 }
 
 type Visibility = "visible" | "store_down" | AuditReason;

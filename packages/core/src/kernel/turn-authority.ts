@@ -255,6 +255,7 @@ export class Lease implements TurnAuthority {
       action,
       resource,
       ...(verdict.grant === undefined ? {} : { grantId: verdict.grant.id }),
+      ...(verdict.detail === undefined ? {} : { detail: verdict.detail }),
     });
     if (written !== undefined) await written;
     return refused(verdict.code);

@@ -1,0 +1,115 @@
+import { appendFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ctx, grant, OWNER } from "../../test/fixtures.js";
+import {
+  type AuditEvent,
+  createKernel,
+  explain,
+  InMemoryGrantSource,
+  InMemoryGrantUsageStore,
+  InProcessTransport,
+  isTesseraError,
+  JsonlAuditSink,
+  messageSendCapability,
+} from "../index.js";
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "tessera-audit-"));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+const event = (callId: string): AuditEvent => ({
+  at: "2026-01-01T00:00:00.000Z",
+  source: "kernel",
+  outcome: "denied",
+  code: "no_matching_grant",
+  reason: "no_capability",
+  traceId: "t",
+  callId,
+});
+
+describe("JsonlAuditSink", () => {
+  it("appends one JSON line per event and reads them back, filtered", async () => {
+    const path = join(dir, "audit.jsonl");
+    const sink = JsonlAuditSink.open(path);
+    sink.append(event("a"));
+    sink.append(event("b"));
+    sink.append(event("a"));
+    expect(readFileSync(path, "utf8").trimEnd().split("\n")).toHaveLength(3);
+    expect(await sink.read({ callId: "a" })).toEqual([event("a"), event("a")]);
+    sink.close();
+    sink.close(); // idempotent
+  });
+
+  it("never truncates: reopening appends after what is there", async () => {
+    const path = join(dir, "audit.jsonl");
+    const first = JsonlAuditSink.open(path);
+    first.append(event("one"));
+    first.close();
+    const second = JsonlAuditSink.open(path, { fsync: "every" });
+    second.append(event("two"));
+    expect((await second.read()).map((e) => e.callId)).toEqual(["one", "two"]);
+    second.close();
+  });
+
+  it("refuses a log holding a line that is not an event, naming only the line number", async () => {
+    const path = join(dir, "audit.jsonl");
+    const sink = JsonlAuditSink.open(path);
+    sink.append(event("ok"));
+    appendFileSync(path, '{"secret-token":"hunter2"\n');
+    const error = await sink.read().catch((e: unknown) => e);
+    expect(isTesseraError(error, "audit_unavailable")).toBe(true);
+    expect(String((error as Error).message)).not.toContain("hunter2");
+    expect((error as Error).message).toContain("line 2");
+    sink.close();
+  });
+
+  it("throws audit_unavailable when appending to a closed log or opening an impossible path", () => {
+    const sink = JsonlAuditSink.open(join(dir, "audit.jsonl"));
+    sink.close();
+    expect(() => sink.append(event("late"))).toThrowError(
+      expect.objectContaining({ code: "audit_unavailable" }),
+    );
+    expect(() => JsonlAuditSink.open(join(dir, "missing", "audit.jsonl"))).toThrowError(
+      expect.objectContaining({ code: "audit_unavailable" }),
+    );
+  });
+
+  it("serves the kernel and explain: spent vs never granted survive on disk", async () => {
+    const path = join(dir, "audit.jsonl");
+    const audit = JsonlAuditSink.open(path);
+    const grants = new InMemoryGrantSource();
+    await grants.add(
+      grant({ constraints: { maxUses: 1 }, capabilities: [messageSendCapability("bob", OWNER)] }),
+    );
+    const kernel = createKernel({
+      grants,
+      audit,
+      usage: new InMemoryGrantUsageStore(),
+      transport: InProcessTransport.echo(),
+    });
+    const turn = await kernel.openTurnAuthority(ctx());
+    await turn.sendMessage({ recipient: "bob", payload: "q", callId: "first" });
+    await turn.sendMessage({ recipient: "bob", payload: "q", callId: "again" });
+    await turn.sendMessage({ recipient: "zed", payload: "q", callId: "stranger" });
+    audit.close();
+    const reopened = JsonlAuditSink.open(path);
+    expect((await explain(reopened, "first")).verdict).toBe("allowed");
+    expect((await explain(reopened, "again")).verdict).toBe("spent");
+    expect((await explain(reopened, "stranger")).verdict).toBe("never_granted");
+    reopened.close();
+  });
+
+  it("reports isTesseraError for a sink that cannot be opened", () => {
+    let error: unknown;
+    try {
+      JsonlAuditSink.open(dir); // a directory cannot be opened for appending
+    } catch (caught) {
+      error = caught;
+    }
+    expect(isTesseraError(error, "audit_unavailable")).toBe(true);
+  });
+});

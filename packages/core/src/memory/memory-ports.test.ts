@@ -1,0 +1,134 @@
+import { describe, expect, it } from "vitest";
+import {
+  fixedClock,
+  InMemoryAuditSink,
+  InMemoryGrantSource,
+  InMemoryGrantUsageStore,
+  InProcessTransport,
+  isTesseraError,
+  ManualClock,
+  messageSendCapability,
+} from "../index.js";
+
+const input = (id: string, subject = "asker") => ({
+  id,
+  namespaceId: "ns",
+  issuer: "host",
+  subject,
+  capabilities: [messageSendCapability("bob", "alice")],
+  issuedAt: "2026-01-01T00:00:00.000Z",
+});
+
+describe("InMemoryGrantSource", () => {
+  it("validates on add, refuses duplicates, lists by subject and namespace", async () => {
+    const source = new InMemoryGrantSource();
+    const added = await source.add(input("g1"));
+    expect(added.constraints).toEqual({});
+    expect(Object.isFrozen(added.capabilities[0]?.resource.path)).toBe(true);
+    await source.add(input("g2", "other"));
+    expect((await source.listGrants("ns", "asker")).map((g) => g.id)).toEqual(["g1"]);
+    expect(await source.listNamespace("ns")).toHaveLength(2);
+    expect(await source.listGrants("elsewhere", "asker")).toEqual([]);
+    const duplicate = await source.add(input("g1")).catch((e: unknown) => e);
+    expect(isTesseraError(duplicate, "invalid_grant")).toBe(true);
+    const invalid = await source.add({ ...input("g3"), capabilities: [] }).catch((e: unknown) => e);
+    expect(isTesseraError(invalid, "invalid_grant")).toBe(true);
+  });
+
+  it("revokes by storing a new object, and reports unknown grants", async () => {
+    const source = new InMemoryGrantSource();
+    const before = await source.add(input("g1"));
+    expect(await source.revoke("ns", "g1", new Date("2026-02-01T00:00:00.000Z"))).toBe(true);
+    const [after] = await source.listGrants("ns", "asker");
+    expect(after?.revokedAt).toBe("2026-02-01T00:00:00.000Z");
+    expect(before.revokedAt).toBeUndefined();
+    expect(await source.revoke("ns", "nope")).toBe(false);
+  });
+});
+
+describe("InMemoryGrantUsageStore", () => {
+  it("consumes up to maxUses and no further, per namespace and grant", async () => {
+    const store = new InMemoryGrantUsageStore();
+    expect(await store.tryConsume("ns", "g", 2)).toEqual({ consumed: true, used: 1 });
+    expect(await store.tryConsume("ns", "g", 2)).toEqual({ consumed: true, used: 2 });
+    expect(await store.tryConsume("ns", "g", 2)).toEqual({ consumed: false, used: 2 });
+    expect(await store.getUsage("ns", "g")).toBe(2);
+    expect(await store.getUsage("ns2", "g")).toBe(0);
+    // Namespace and grant ID cannot run together into one key.
+    await store.tryConsume("a", "bc", 1);
+    expect(await store.getUsage("ab", "c")).toBe(0);
+  });
+
+  it("is atomic against concurrent callers in this process", async () => {
+    const store = new InMemoryGrantUsageStore();
+    const results = await Promise.all(
+      Array.from({ length: 100 }, () => store.tryConsume("ns", "g", 7)),
+    );
+    expect(results.filter((r) => r.consumed)).toHaveLength(7);
+    expect(await store.getUsage("ns", "g")).toBe(7);
+  });
+});
+
+describe("InMemoryAuditSink", () => {
+  it("keeps events in order and filters by call, trace and limit", async () => {
+    const sink = new InMemoryAuditSink();
+    const event = (callId: string, traceId: string) => ({
+      at: "2026-01-01T00:00:00.000Z",
+      source: "kernel" as const,
+      outcome: "allowed" as const,
+      code: null,
+      reason: "allowed" as const,
+      traceId,
+      callId,
+    });
+    sink.append(event("c1", "t1"));
+    sink.append(event("c2", "t1"));
+    sink.append(event("c1", "t2"));
+    expect(await sink.read({ callId: "c1" })).toHaveLength(2);
+    expect(await sink.read({ traceId: "t1" })).toHaveLength(2);
+    expect(await sink.read({ limit: 1 })).toEqual([event("c1", "t1")]);
+    sink.clear();
+    expect(sink.events).toHaveLength(0);
+  });
+});
+
+describe("InProcessTransport", () => {
+  const envelope = (recipient: string) => ({
+    messageId: "m",
+    sender: "asker",
+    recipient,
+    payload: "q",
+    traceId: "t",
+    callId: "c",
+    grantId: "g",
+  });
+
+  it("routes to the recipient's handler, else the fallback, else fails no_route", async () => {
+    const transport = new InProcessTransport().route("bob", (e) => `bob got ${e.payload}`);
+    expect(await transport.deliver(envelope("bob"))).toEqual({
+      status: "delivered",
+      reply: "bob got q",
+    });
+    expect(await transport.deliver(envelope("eve"))).toEqual({
+      status: "failed",
+      code: "no_route",
+    });
+    expect(transport.delivered.map((e) => e.recipient)).toEqual(["bob"]);
+    expect(await InProcessTransport.echo().deliver(envelope("eve"))).toEqual({
+      status: "delivered",
+      reply: "reply from eve",
+    });
+  });
+});
+
+describe("clocks", () => {
+  it("ManualClock moves only when told; fixedClock never", () => {
+    const clock = new ManualClock("2026-01-01T00:00:00.000Z");
+    const start = clock.now();
+    clock.advance(5);
+    expect(clock.now()).toBe(start + 5);
+    clock.set(new Date(0));
+    expect(clock.now()).toBe(0);
+    expect(fixedClock(42).now()).toBe(42);
+  });
+});
