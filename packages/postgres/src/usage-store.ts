@@ -3,34 +3,35 @@ import type { Database } from "./database.js";
 import { digest } from "./digest.js";
 
 /**
- * Bounded usage in one row per (namespace, grant). `tryConsume` is a single statement: an
- * insert of the counter row that, on conflict, becomes an update guarded by `used < max`.
- * PostgreSQL takes the row lock for the conflicting update and re-checks the guard on the
- * latest version, so racing callers across any number of processes get exactly `max`
- * successes, with no read-then-write in between.
+ * Bounded usage in one row per (namespace, grant). The decision is one conditional
+ * `UPDATE … SET used = used + 1 WHERE key = $1 AND used < $2`: PostgreSQL takes the row lock
+ * and re-checks the guard on the latest row version, so racing callers across any number of
+ * processes get exactly `max` successes, with no read-then-write in between. When the
+ * update matches nothing (the counter row does not exist yet, or the bound is reached) the
+ * same guarded increment is retried as one `INSERT … ON CONFLICT DO UPDATE … WHERE used <
+ * max`, which also creates the row; it is atomic on its own, so first uses racing from many
+ * callers still count exactly. In steady state a consume is the single UPDATE, the same
+ * statement as the raw primitive.
  */
 export class PostgresUsageStore implements GrantUsageStore {
   readonly #db: Database;
-  readonly #consumeSql: string;
-  readonly #readSql: string;
+  readonly #sql: Record<"consume" | "upsert" | "read", string>;
 
   constructor(db: Database) {
     this.#db = db;
     const usage = db.table("usage");
-    this.#consumeSql = `INSERT INTO ${usage} AS u (key, ids, used) VALUES ($1, $2, 1)
-      ON CONFLICT (key) DO UPDATE SET used = u.used + 1 WHERE u.used < $3
-      RETURNING used`;
-    this.#readSql = `SELECT used FROM ${usage} WHERE key = $1`;
+    this.#sql = {
+      consume: `UPDATE ${usage} SET used = used + 1 WHERE key = $1 AND used < $2 RETURNING used`,
+      upsert: `INSERT INTO ${usage} AS u (key, ids, used) VALUES ($1, $3, 1)
+        ON CONFLICT (key) DO UPDATE SET used = u.used + 1 WHERE u.used < $2
+        RETURNING used`,
+      read: `SELECT used FROM ${usage} WHERE key = $1`,
+    };
   }
 
   async getUsage(namespaceId: string, grantId: string): Promise<number> {
     checkIds(namespaceId, grantId);
-    const { rows } = await this.#db.query<{ used: string }>(
-      "usage_store_unavailable",
-      this.#readSql,
-      [digest(namespaceId, grantId)],
-    );
-    return rows[0] ? Number(rows[0].used) : 0;
+    return this.#read(digest(namespaceId, grantId));
   }
 
   async tryConsume(namespaceId: string, grantId: string, maxUses: number): Promise<ConsumeResult> {
@@ -39,16 +40,29 @@ export class PostgresUsageStore implements GrantUsageStore {
       throw new TesseraError("invalid_input", "maxUses must be a non-negative integer");
     }
     const key = digest(namespaceId, grantId);
-    if (maxUses === 0) return { consumed: false, used: await this.getUsage(namespaceId, grantId) };
+    // The upsert below inserts a first use outright, so a zero bound must stop here.
+    if (maxUses === 0) return { consumed: false, used: await this.#read(key) };
+    const consumed = await this.#consume(this.#sql.consume, [key, maxUses]);
+    if (consumed !== undefined) return { consumed: true, used: consumed };
+    const ids = JSON.stringify([namespaceId, grantId]);
+    const upserted = await this.#consume(this.#sql.upsert, [key, maxUses, ids]);
+    if (upserted !== undefined) return { consumed: true, used: upserted };
+    // Refused by the guard. This read only reports the count; the decision was taken above.
+    return { consumed: false, used: await this.#read(key) };
+  }
+
+  async #consume(sql: string, values: unknown[]): Promise<number | undefined> {
+    const { rows } = await this.#db.query<{ used: string }>("usage_store_unavailable", sql, values);
+    return rows[0] ? Number(rows[0].used) : undefined;
+  }
+
+  async #read(key: string): Promise<number> {
     const { rows } = await this.#db.query<{ used: string }>(
       "usage_store_unavailable",
-      this.#consumeSql,
-      [key, JSON.stringify([namespaceId, grantId]), maxUses],
+      this.#sql.read,
+      [key],
     );
-    if (rows[0]) return { consumed: true, used: Number(rows[0].used) };
-    // Refused by the guard. This read only reports the count; the decision was already taken
-    // by the statement above, atomically.
-    return { consumed: false, used: await this.getUsage(namespaceId, grantId) };
+    return rows[0] ? Number(rows[0].used) : 0;
   }
 }
 
