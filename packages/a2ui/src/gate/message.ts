@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import * as crypto from "node:crypto";
 import { redact } from "@tessera/core";
 import type { ErrorObject } from "ajv/dist/2020.js";
 import { messageValidators } from "../schemas/official.js";
@@ -112,20 +112,36 @@ function safePointer(pointer: string): string {
 
 /** SHA-256 of the call body in canonical JSON (sorted keys), to tell a changed body from a retry. */
 export function bodyHash(message: CallMessage): string {
-  return createHash("sha256")
-    .update(canonicalJson({ catalogId: message.catalogId, call: message.call, args: message.args }))
-    .digest("hex");
+  const body =
+    `{"args":${message.args === undefined ? "null" : canonicalJson(message.args)},` +
+    `"call":${JSON.stringify(message.call)},"catalogId":${JSON.stringify(message.catalogId)}}`;
+  return sha256Hex(body);
 }
 
+/** One-shot `crypto.hash` (Node ≥ 20.12) is ~4× faster than a Hash object; fall back to one. */
+const sha256Hex: (text: string) => string =
+  typeof crypto.hash === "function"
+    ? (text) => crypto.hash("sha256", text, "hex")
+    : (text) => crypto.createHash("sha256").update(text).digest("hex");
+
+/** JSON with object keys sorted; written out by hand because this runs on every call. */
 function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  if (value !== null && typeof value === "object") {
-    const entries = Object.keys(value)
-      .sort()
-      .map(
-        (key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`,
-      );
-    return `{${entries.join(",")}}`;
+  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
+  if (Array.isArray(value)) {
+    let out = "[";
+    for (let i = 0; i < value.length; i++) out += (i === 0 ? "" : ",") + canonicalJson(value[i]);
+    return `${out}]`;
   }
-  return JSON.stringify(value) ?? "null";
+  const record = value as Record<string, unknown>;
+  const keys = Object.keys(record);
+  if (keys.length > 1) keys.sort();
+  let out = "{";
+  let first = true;
+  for (const key of keys) {
+    const item = record[key];
+    if (item === undefined) continue;
+    out += `${first ? "" : ","}${JSON.stringify(key)}:${canonicalJson(item)}`;
+    first = false;
+  }
+  return `${out}}`;
 }

@@ -126,7 +126,10 @@ interface MessageValidators {
 let messageSet: Ajv2020 | undefined;
 const compiled = new Map<keyof MessageValidators, ValidateFunction>();
 
-function compileOnce(name: keyof MessageValidators, build: () => ValidateFunction): ValidateFunction {
+function compileOnce(
+  name: keyof MessageValidators,
+  build: () => ValidateFunction,
+): ValidateFunction {
   let validate = compiled.get(name);
   if (!validate) {
     try {

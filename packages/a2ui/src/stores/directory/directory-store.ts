@@ -1,5 +1,5 @@
 import { constants, existsSync } from "node:fs";
-import { type FileHandle, open, readdir, readFile, rename, unlink } from "node:fs/promises";
+import { type FileHandle, open, readdir, readFile, unlink } from "node:fs/promises";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import {
@@ -15,7 +15,7 @@ import {
 } from "@tessera/core";
 import { checkPrivateDirectory, checkSameDirectory, type DirectoryIdentity } from "./checks.js";
 import { GroupSync } from "./group-sync.js";
-import { decodeMarker, encodeMarker, MARKER_NAME } from "./marker.js";
+import { decodeMarker, encodeReceipt, encodeRecord, MARKER_NAME } from "./marker.js";
 
 export interface DirectoryClaimStoreOptions {
   /**
@@ -33,6 +33,7 @@ export interface DirectoryClaimStoreOptions {
 
 const CREATE_MARKER =
   constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+const APPEND_TO_MARKER = constants.O_WRONLY | constants.O_APPEND | constants.O_NOFOLLOW;
 const OPEN_DIRECTORY = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 /** How long a loser waits for the winner's marker content before reporting it unknown. */
 const CONTENT_WAIT_MS = 200;
@@ -54,7 +55,6 @@ export class DirectoryClaimStore implements ClaimStore {
   readonly #base: string;
   readonly #syncDir: () => Promise<void>;
   readonly #syncContent: boolean;
-  #settles = 0;
   #closed = false;
 
   private constructor(
@@ -136,7 +136,7 @@ export class DirectoryClaimStore implements ClaimStore {
     }
     try {
       try {
-        await marker.writeFile(encodeMarker(key, record));
+        await marker.writeFile(encodeRecord(key, record));
         if (this.#syncContent) await marker.sync();
       } finally {
         await marker.close();
@@ -151,28 +151,26 @@ export class DirectoryClaimStore implements ClaimStore {
   }
 
   /**
-   * Records the outcome by replacing the marker atomically (write a temporary sibling, then
-   * rename over the marker): the marker never disappears, so no racer can re-claim meanwhile.
-   * Not fsynced: if the outcome is lost in a crash the claim reads in doubt, never claimable.
+   * Records the outcome by appending a receipt line to the marker (never creating one: a
+   * missing marker means nothing was claimed, or the session ended). Not fsynced: if the
+   * outcome is lost in a crash the claim reads in doubt, and is still never claimable.
    */
   async settle(key: ClaimKey, receipt: ClaimReceipt): Promise<void> {
     this.#checkOpen();
     checkSameDirectory(this.#dir, this.#identity);
-    const name = claimKeyDigest(key);
-    const current = await this.#read(name);
-    if (!current) return; // nothing claimed under this key (or ended): nothing to settle
-    const temporary = this.#entry(`.settle-${name}-${process.pid}-${++this.#settles}`);
+    let marker: FileHandle;
     try {
-      const file = await open(temporary, CREATE_MARKER, 0o600);
-      try {
-        await file.writeFile(encodeMarker(key, current, receipt));
-      } finally {
-        await file.close();
-      }
-      await rename(temporary, this.#entry(name));
+      marker = await open(this.#entry(claimKeyDigest(key)), APPEND_TO_MARKER);
     } catch (error) {
-      await unlink(temporary).catch(() => undefined);
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
       throw unavailable("the claim outcome could not be recorded", error);
+    }
+    try {
+      await marker.writeFile(encodeReceipt(receipt));
+    } catch (error) {
+      throw unavailable("the claim outcome could not be recorded", error);
+    } finally {
+      await marker.close();
     }
   }
 

@@ -1,39 +1,44 @@
 import type { ClaimKey, ClaimReceipt, ClaimRecord, StoredClaim } from "@tessera/core";
 
 /**
- * Marker file layout (one per claim, named by `claimKeyDigest`): one JSON object,
- * `{ "v": 1, session, functionCallId, bodyHash, claimedAt, worker?, receipt? }`.
- * The file's existence is the claim; its content is informational. `receipt` appears once
- * the outcome is settled (the marker is then replaced atomically by rename); a marker
- * without it is a claim in doubt.
+ * Marker file layout (one file per claim, named by `claimKeyDigest`):
+ *
+ *     {"v":1,"session":…,"functionCallId":…,"bodyHash":…,"claimedAt":…,"worker":…}\n
+ *     {"status":"dispatched","settledAt":…}\n        ← appended by settle
+ *
+ * The file's existence is the claim; its content is informational. The first line is the
+ * record, written right after the exclusive create. `settle` appends one receipt line
+ * (O_APPEND, no rename: replacing the file would make ext4 flush data on the next
+ * directory fsync). A marker without a complete receipt line is a claim in doubt.
  */
 export const MARKER_NAME = /^[0-9a-f]{64}$/;
 
-export function encodeMarker(key: ClaimKey, record: ClaimRecord, receipt?: ClaimReceipt): string {
-  return JSON.stringify({
+export function encodeRecord(key: ClaimKey, record: ClaimRecord): string {
+  const line = JSON.stringify({
     v: 1,
     session: key.session,
     functionCallId: key.functionCallId,
     bodyHash: record.bodyHash,
     claimedAt: record.claimedAt,
     ...(record.worker === undefined ? {} : { worker: record.worker }),
-    ...(receipt === undefined
-      ? {}
-      : { receipt: { status: receipt.status, settledAt: receipt.settledAt } }),
   });
+  return `${line}\n`;
 }
 
-/** The stored claim, or undefined when the content is not (yet, or no longer) a whole marker. */
+export function encodeReceipt(receipt: ClaimReceipt): string {
+  return `${JSON.stringify({ status: receipt.status, settledAt: receipt.settledAt })}\n`;
+}
+
+const SETTLED = new Set(["dispatched", "denied", "failed"]);
+
+/** The stored claim, or undefined when the record line is not (yet) whole. */
 export function decodeMarker(text: string): StoredClaim | undefined {
-  let parsed: Record<string, unknown>;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  const { session, functionCallId, bodyHash, claimedAt, worker, receipt } = parsed;
+  const [first, ...rest] = text.split("\n");
+  const record = parseLine(first);
+  if (!record) return undefined;
+  const { session, functionCallId, bodyHash, claimedAt, worker } = record;
   if (
-    parsed.v !== 1 ||
+    record.v !== 1 ||
     typeof session !== "string" ||
     typeof functionCallId !== "string" ||
     typeof bodyHash !== "string" ||
@@ -41,20 +46,34 @@ export function decodeMarker(text: string): StoredClaim | undefined {
   ) {
     return undefined;
   }
-  const settled = receipt as { status?: unknown; settledAt?: unknown } | undefined;
+  // The first complete receipt line counts; a torn (partial) line is ignored.
+  let receipt: ClaimReceipt | undefined;
+  for (const line of rest) {
+    const parsed = parseLine(line);
+    if (parsed && SETTLED.has(parsed.status as string) && typeof parsed.settledAt === "number") {
+      receipt = Object.freeze({
+        status: parsed.status as ClaimReceipt["status"],
+        settledAt: parsed.settledAt,
+      });
+      break;
+    }
+  }
   return Object.freeze({
     session,
     functionCallId,
     bodyHash,
     claimedAt,
     ...(typeof worker === "string" ? { worker } : {}),
-    ...(settled && typeof settled.status === "string" && typeof settled.settledAt === "number"
-      ? {
-          receipt: Object.freeze({
-            status: settled.status as ClaimReceipt["status"],
-            settledAt: settled.settledAt,
-          }),
-        }
-      : {}),
+    ...(receipt ? { receipt } : {}),
   });
+}
+
+function parseLine(line: string | undefined): Record<string, unknown> | undefined {
+  if (!line) return undefined;
+  try {
+    const parsed = JSON.parse(line);
+    return parsed !== null && typeof parsed === "object" ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
 }
