@@ -31,7 +31,7 @@ export class SqliteAuditSink implements ReadableAuditSink {
     );
   }
 
-  /** Events in append order; with `limit`, the latest `limit` of them (still in order). */
+  /** Events in append order; with `limit`, the first `limit` of them (as every Tessera sink). */
   async read(
     filter: { callId?: string; traceId?: string; limit?: number } = {},
   ): Promise<readonly AuditEvent[]> {
@@ -51,7 +51,7 @@ export class SqliteAuditSink implements ReadableAuditSink {
       if (!Number.isSafeInteger(filter.limit) || filter.limit < 0) {
         throw new TesseraError("invalid_input", "limit must be a non-negative integer");
       }
-      sql = `SELECT event FROM (SELECT seq, event FROM tessera_audit ${condition} ORDER BY seq DESC LIMIT ?) ORDER BY seq`;
+      sql += " LIMIT ?";
       params.push(filter.limit);
     }
     const rows = this.#db.run(

@@ -126,10 +126,10 @@ describe("audit", () => {
     expect(await audit.read()).toEqual([]);
   });
 
-  it("limit keeps the latest events, in append order", async () => {
+  it("limit keeps the first events, in append order", async () => {
     const { audit } = opened.stores;
     for (let i = 0; i < 5; i++) await audit.append({ ...event, callId: `c${i}` });
-    expect((await audit.read({ limit: 2 })).map((e) => e.callId)).toEqual(["c3", "c4"]);
+    expect((await audit.read({ limit: 2 })).map((e) => e.callId)).toEqual(["c0", "c1"]);
     expect(await codeOf(() => audit.read({ limit: -1 }))).toBe("invalid_input");
   });
 

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { ClaimKey, ClaimRecord, ClaimStore } from "@tessera/core";
 import { describe, expect, it } from "vitest";
 import { expectCode, resultOrCode } from "./errors.js";
-import { type OpenedStore, type StoreFactory, withStore } from "./factory.js";
+import { caseFor, type OpenedStore, type StoreFactory, withStore } from "./factory.js";
 import { COLLIDING_PAIRS, HOSTILE_KEYS, oversize } from "./hostile.js";
 import { raceInProcesses, WorkerProcess } from "./processes.js";
 
@@ -35,13 +35,14 @@ export function describeClaimStoreConformance<H extends OpenedStore<ClaimStore>>
   factory: StoreFactory<ClaimStore, H>,
 ): void {
   const use = <T>(body: (opened: H) => Promise<T>) => withStore(factory, body);
+  const check = caseFor(factory);
   const crossProcess = factory.processSpec ? it : it.skip;
   const skipNote = factory.processSpec ? "" : " (skipped: one process only)";
   const outageCase = factory.outage ? it : it.skip;
   const outageNote = factory.outage ? "" : " (skipped: no outage hook)";
 
   describe(`ClaimStore conformance: ${name}`, () => {
-    it("claims once; a second claim is refused and carries the existing record", () =>
+    check("claims once; a second claim is refused and carries the existing record", () =>
       use(async ({ store }) => {
         const key = { session: "s1", functionCallId: "call-1" };
         expect(await store.get(key)).toBeUndefined();
@@ -52,9 +53,10 @@ export function describeClaimStoreConformance<H extends OpenedStore<ClaimStore>>
         expect(again.existing).toMatchObject({ ...key, ...record("first", "w1") });
         expect(again.existing.receipt).toBeUndefined();
         expect(await store.get(key)).toEqual(again.existing);
-      }));
+      }),
+    );
 
-    it("another trusted session may use the same functionCallId independently", () =>
+    check("another trusted session may use the same functionCallId independently", () =>
       use(async ({ store }) => {
         const id = "shared-id";
         expect(await store.claim({ session: "a", functionCallId: id }, record("x"))).toEqual({
@@ -63,9 +65,10 @@ export function describeClaimStoreConformance<H extends OpenedStore<ClaimStore>>
         expect(await store.claim({ session: "b", functionCallId: id }, record("x"))).toEqual({
           status: "claimed",
         });
-      }));
+      }),
+    );
 
-    it("settle records the receipt; settled claims leave the in-doubt list", () =>
+    check("settle records the receipt; settled claims leave the in-doubt list", () =>
       use(async ({ store }) => {
         const done = { session: "s", functionCallId: "done" };
         const open = { session: "s", functionCallId: "open" };
@@ -89,9 +92,10 @@ export function describeClaimStoreConformance<H extends OpenedStore<ClaimStore>>
         expect(retry.status === "already_claimed" && retry.existing.receipt?.status).toBe(
           "dispatched",
         );
-      }));
+      }),
+    );
 
-    it("every settled receipt status round-trips", () =>
+    check("every settled receipt status round-trips", () =>
       use(async ({ store }) => {
         for (const status of ["dispatched", "denied", "failed"] as const) {
           const key = { session: "s", functionCallId: status };
@@ -99,9 +103,10 @@ export function describeClaimStoreConformance<H extends OpenedStore<ClaimStore>>
           await store.settle(key, { status, settledAt: 42 });
           expect((await store.get(key))?.receipt).toEqual({ status, settledAt: 42 });
         }
-      }));
+      }),
+    );
 
-    it("endSession forgets that session's claims only", () =>
+    check("endSession forgets that session's claims only", () =>
       use(async ({ store }) => {
         const mine = { session: "ending", functionCallId: "1" };
         const settled = { session: "ending", functionCallId: "2" };
@@ -115,9 +120,10 @@ export function describeClaimStoreConformance<H extends OpenedStore<ClaimStore>>
         expect(await store.get(theirs)).toMatchObject(theirs);
         expect(await store.listInDoubt()).toEqual([{ ...theirs, ...record("b") }]);
         await store.endSession("never-existed");
-      }));
+      }),
+    );
 
-    it("64 concurrent claims of one key in one process: exactly one wins", () =>
+    check("64 concurrent claims of one key in one process: exactly one wins", () =>
       use(async ({ store }) => {
         const key = { session: "s", functionCallId: "hot" };
         const results = await Promise.all(
@@ -130,9 +136,10 @@ export function describeClaimStoreConformance<H extends OpenedStore<ClaimStore>>
           if (r.status === "already_claimed") expect(r.existing.worker).toBe(`w${winner}`);
         }
         expect((await store.get(key))?.bodyHash).toBe(record(`body-${winner}`).bodyHash);
-      }));
+      }),
+    );
 
-    it("64 concurrent claims of 64 keys: every one is claimed", () =>
+    check("64 concurrent claims of 64 keys: every one is claimed", () =>
       use(async ({ store }) => {
         const keys = Array.from({ length: 64 }, (_, i) => ({
           session: "s",
@@ -141,9 +148,10 @@ export function describeClaimStoreConformance<H extends OpenedStore<ClaimStore>>
         const results = await Promise.all(keys.map((key) => store.claim(key, record("b"))));
         expect(results.every((r) => r.status === "claimed")).toBe(true);
         expect(await store.listInDoubt("s")).toHaveLength(64);
-      }));
+      }),
+    );
 
-    it("hostile sessions and IDs are stored apart and read back exactly", () =>
+    check("hostile sessions and IDs are stored apart and read back exactly", () =>
       use(async ({ store }) => {
         const keys = HOSTILE_KEYS.flatMap((session) => [
           { session, functionCallId: "plain" },
@@ -174,9 +182,10 @@ export function describeClaimStoreConformance<H extends OpenedStore<ClaimStore>>
         await store.endSession("a\u0000b");
         expect(await store.get({ session: "a\u0000b", functionCallId: "plain" })).toBeUndefined();
         expect(await store.get({ session: "plain", functionCallId: "a\u0000b" })).toBeDefined();
-      }));
+      }),
+    );
 
-    it("an oversize (1 MiB) session or ID is stored exactly or refused with invalid_input", () =>
+    check("an oversize (1 MiB) session or ID is stored exactly or refused with invalid_input", () =>
       use(async ({ store }) => {
         const big = oversize("é");
         for (const key of [
@@ -198,7 +207,8 @@ export function describeClaimStoreConformance<H extends OpenedStore<ClaimStore>>
         expect(await store.claim({ session: "s", functionCallId: "after" }, record("a"))).toEqual({
           status: "claimed",
         });
-      }));
+      }),
+    );
 
     crossProcess(
       `${PROCESSES} OS processes race for ${KEYS_PER_RACE} keys: each key claimed by exactly one${skipNote}`,

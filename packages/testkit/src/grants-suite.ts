@@ -1,7 +1,7 @@
 import { type GrantInput, GrantSchema, type GrantStore } from "@tessera/core";
 import { describe, expect, it } from "vitest";
 import { expectCode, resultOrCode } from "./errors.js";
-import { type OpenedStore, type StoreFactory, withStore } from "./factory.js";
+import { caseFor, type OpenedStore, type StoreFactory, withStore } from "./factory.js";
 import { HOSTILE_KEYS } from "./hostile.js";
 import { raceInProcesses } from "./processes.js";
 
@@ -43,22 +43,24 @@ export function describeGrantStoreConformance<H extends OpenedStore<GrantStore>>
   factory: StoreFactory<GrantStore, H>,
 ): void {
   const use = <T>(body: (opened: H) => Promise<T>) => withStore(factory, body);
+  const check = caseFor(factory);
   const crossProcess = factory.processSpec ? it : it.skip;
   const skipNote = factory.processSpec ? "" : " (skipped: one process only)";
   const outageCase = factory.outage ? it : it.skip;
   const outageNote = factory.outage ? "" : " (skipped: no outage hook)";
 
   describe(`GrantStore conformance: ${name}`, () => {
-    it("add returns the validated grant and listGrants returns it", () =>
+    check("add returns the validated grant and listGrants returns it", () =>
       use(async ({ store }) => {
         const added = await store.add(grantInput({ constraints: undefined }));
         expect(added).toEqual(GrantSchema.parse(grantInput({ constraints: undefined })));
         expect(added.constraints).toEqual({});
         expect(parsed(await store.listGrants("ns", "agent"))).toEqual([added]);
         expect(await store.listNamespace("ns")).toEqual([added]);
-      }));
+      }),
+    );
 
-    it("listGrants filters by namespace and subject; listNamespace by namespace", () =>
+    check("listGrants filters by namespace and subject; listNamespace by namespace", () =>
       use(async ({ store }) => {
         const a = await store.add(grantInput({ id: "a" }));
         const b = await store.add(grantInput({ id: "b", subject: "other" }));
@@ -70,9 +72,10 @@ export function describeGrantStoreConformance<H extends OpenedStore<GrantStore>>
         expect(parsed(await store.listNamespace("ns2"))).toEqual([d, c]);
         expect(parsed(await store.listNamespace("ns"))).toEqual([a, b]);
         expect(await store.listGrants("nowhere", "agent")).toEqual([]);
-      }));
+      }),
+    );
 
-    it("keeps constraints, owners and descendant scopes exactly", () =>
+    check("keeps constraints, owners and descendant scopes exactly", () =>
       use(async ({ store }) => {
         const input = grantInput({
           capabilities: [
@@ -91,9 +94,10 @@ export function describeGrantStoreConformance<H extends OpenedStore<GrantStore>>
         });
         await store.add(input);
         expect(parsed(await store.listGrants("ns", "agent"))).toEqual([GrantSchema.parse(input)]);
-      }));
+      }),
+    );
 
-    it("refuses an invalid grant with invalid_grant and stores nothing", () =>
+    check("refuses an invalid grant with invalid_grant and stores nothing", () =>
       use(async ({ store }) => {
         const bad = [
           { ...grantInput(), capabilities: [] },
@@ -104,9 +108,10 @@ export function describeGrantStoreConformance<H extends OpenedStore<GrantStore>>
         ];
         for (const grant of bad) await expectCode(() => store.add(grant as GrantInput), INVALID);
         expect(await store.listNamespace("ns")).toEqual([]);
-      }));
+      }),
+    );
 
-    it("revoke marks the grant in that namespace only and says whether it existed", () =>
+    check("revoke marks the grant in that namespace only and says whether it existed", () =>
       use(async ({ store }) => {
         await store.add(grantInput({ id: "keep" }));
         await store.add(grantInput({ id: "drop" }));
@@ -121,9 +126,10 @@ export function describeGrantStoreConformance<H extends OpenedStore<GrantStore>>
           ["keep", undefined],
         ]);
         expect(parsed(await store.listGrants("ns2", "agent"))[0]?.revokedAt).toBeUndefined();
-      }));
+      }),
+    );
 
-    it("revoke without an instant stamps the current time", () =>
+    check("revoke without an instant stamps the current time", () =>
       use(async ({ store }) => {
         await store.add(grantInput());
         const before = Date.now();
@@ -132,9 +138,10 @@ export function describeGrantStoreConformance<H extends OpenedStore<GrantStore>>
         const at = Date.parse(grant?.revokedAt ?? "");
         expect(at).toBeGreaterThanOrEqual(before - 1000);
         expect(at).toBeLessThanOrEqual(Date.now() + 1000);
-      }));
+      }),
+    );
 
-    it("hostile IDs, subjects and namespaces round-trip and stay apart", () =>
+    check("hostile IDs, subjects and namespaces round-trip and stay apart", () =>
       use(async ({ store }) => {
         for (const key of HOSTILE_KEYS) {
           await store.add(grantInput({ id: key, namespaceId: key, subject: key, issuer: key }));
@@ -149,9 +156,10 @@ export function describeGrantStoreConformance<H extends OpenedStore<GrantStore>>
         expect(await store.revoke("a\u0000b", "a\u0000b")).toBe(true);
         expect(parsed(await store.listGrants("a\u0000b", "a\u0000b"))[0]?.revokedAt).toBeDefined();
         expect(parsed(await store.listGrants("\u0000", "\u0000"))[0]?.revokedAt).toBeUndefined();
-      }));
+      }),
+    );
 
-    it("a grant holding 1,024 capabilities (the schema's maximum) round-trips", () =>
+    check("a grant holding 1,024 capabilities (the schema's maximum) round-trips", () =>
       use(async ({ store }) => {
         const capabilities = Array.from({ length: 1024 }, (_, i) => ({
           resource: { namespace: "messages", path: [`recipient-${i}`.padEnd(500, "-")] },
@@ -162,15 +170,17 @@ export function describeGrantStoreConformance<H extends OpenedStore<GrantStore>>
         if (outcome.ok) {
           expect(parsed(await store.listGrants("ns", "agent"))[0]?.capabilities).toHaveLength(1024);
         }
-      }));
+      }),
+    );
 
-    it("64 concurrent adds are all kept", () =>
+    check("64 concurrent adds are all kept", () =>
       use(async ({ store }) => {
         await Promise.all(
           Array.from({ length: 64 }, (_, i) => store.add(grantInput({ id: `g-${i}` }))),
         );
         expect(await store.listGrants("ns", "agent")).toHaveLength(64);
-      }));
+      }),
+    );
 
     crossProcess(`grants added by 8 OS processes (25 each) are all visible here${skipNote}`, () =>
       use(async (opened) => {

@@ -1,7 +1,7 @@
 import type { GrantUsageStore } from "@tessera/core";
 import { describe, expect, it } from "vitest";
 import { expectCode, resultOrCode } from "./errors.js";
-import { type OpenedStore, type StoreFactory, withStore } from "./factory.js";
+import { caseFor, type OpenedStore, type StoreFactory, withStore } from "./factory.js";
 import { COLLIDING_PAIRS, HOSTILE_KEYS, oversize } from "./hostile.js";
 import { raceInProcesses } from "./processes.js";
 
@@ -19,13 +19,14 @@ export function describeUsageStoreConformance<H extends OpenedStore<GrantUsageSt
   factory: StoreFactory<GrantUsageStore, H>,
 ): void {
   const use = <T>(body: (opened: H) => Promise<T>) => withStore(factory, body);
+  const check = caseFor(factory);
   const crossProcess = factory.processSpec ? it : it.skip;
   const skipNote = factory.processSpec ? "" : " (skipped: one process only)";
   const outageCase = factory.outage ? it : it.skip;
   const outageNote = factory.outage ? "" : " (skipped: no outage hook)";
 
   describe(`GrantUsageStore conformance: ${name}`, () => {
-    it("counts start at zero and a bounded consume stops at its bound", () =>
+    check("counts start at zero and a bounded consume stops at its bound", () =>
       use(async ({ store }) => {
         expect(await store.getUsage("ns", "g")).toBe(0);
         const results = [];
@@ -37,9 +38,10 @@ export function describeUsageStoreConformance<H extends OpenedStore<GrantUsageSt
           { consumed: false, used: 3 },
         ]);
         expect(await store.getUsage("ns", "g")).toBe(3);
-      }));
+      }),
+    );
 
-    it("keeps grants and namespaces apart", () =>
+    check("keeps grants and namespaces apart", () =>
       use(async ({ store }) => {
         await store.tryConsume("ns-a", "g", 5);
         await store.tryConsume("ns-a", "g", 5);
@@ -49,16 +51,18 @@ export function describeUsageStoreConformance<H extends OpenedStore<GrantUsageSt
         expect(await store.getUsage("ns-b", "g")).toBe(1);
         expect(await store.getUsage("ns-a", "h")).toBe(1);
         expect(await store.getUsage("ns-b", "h")).toBe(0);
-      }));
+      }),
+    );
 
-    it("a raised bound lets consumption continue from the recorded count", () =>
+    check("a raised bound lets consumption continue from the recorded count", () =>
       use(async ({ store }) => {
         await store.tryConsume("ns", "g", 1);
         expect(await store.tryConsume("ns", "g", 1)).toEqual({ consumed: false, used: 1 });
         expect(await store.tryConsume("ns", "g", 2)).toEqual({ consumed: true, used: 2 });
-      }));
+      }),
+    );
 
-    it("never consumes on a bound that is not a positive integer", () =>
+    check("never consumes on a bound that is not a positive integer", () =>
       use(async ({ store }) => {
         for (const bad of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY]) {
           const outcome = await resultOrCode(
@@ -68,9 +72,10 @@ export function describeUsageStoreConformance<H extends OpenedStore<GrantUsageSt
           if (outcome.ok) expect(outcome.value.consumed).toBe(false);
         }
         expect(await store.getUsage("ns", "g")).toBe(0);
-      }));
+      }),
+    );
 
-    it("64 concurrent callers in one process: exactly maxUses succeed, each count once", () =>
+    check("64 concurrent callers in one process: exactly maxUses succeed, each count once", () =>
       use(async ({ store }) => {
         const results = await Promise.all(
           Array.from({ length: 64 }, () => store.tryConsume("ns", "hot", 10)),
@@ -79,18 +84,20 @@ export function describeUsageStoreConformance<H extends OpenedStore<GrantUsageSt
         expect(won.sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
         for (const r of results.filter((r) => !r.consumed)) expect(r.used).toBe(10);
         expect(await store.getUsage("ns", "hot")).toBe(10);
-      }));
+      }),
+    );
 
-    it("64 concurrent callers on 64 grants: every grant counts exactly one", () =>
+    check("64 concurrent callers on 64 grants: every grant counts exactly one", () =>
       use(async ({ store }) => {
         const ids = Array.from({ length: 64 }, (_, i) => `g-${i}`);
         const results = await Promise.all(ids.map((id) => store.tryConsume("ns", id, 1)));
         expect(results.every((r) => r.consumed && r.used === 1)).toBe(true);
         const usage = await Promise.all(ids.map((id) => store.getUsage("ns", id)));
         expect(usage).toEqual(ids.map(() => 1));
-      }));
+      }),
+    );
 
-    it("hostile namespace and grant IDs are counted apart and never collide", () =>
+    check("hostile namespace and grant IDs are counted apart and never collide", () =>
       use(async ({ store }) => {
         for (const [index, key] of HOSTILE_KEYS.entries()) {
           for (let i = 0; i <= index % 3; i++) await store.tryConsume(key, key, 100);
@@ -104,21 +111,28 @@ export function describeUsageStoreConformance<H extends OpenedStore<GrantUsageSt
         expect(await store.getUsage("a", "b:c")).toBe(1);
         expect(await store.getUsage("a:b", "c")).toBe(1);
         expect(await store.getUsage("a/b", "c")).toBe(0);
-      }));
+      }),
+    );
 
-    it("an oversize (1 MiB) grant ID is counted or refused with invalid_input, never merged", () =>
-      use(async ({ store }) => {
-        const big = oversize();
-        const outcome = await resultOrCode(() => store.tryConsume("ns", big, 2), ["invalid_input"]);
-        if (outcome.ok) {
-          expect(outcome.value).toEqual({ consumed: true, used: 1 });
-          expect(await store.getUsage("ns", big)).toBe(1);
-        }
-        // Neither a truncated nor a neighbouring key was touched.
-        expect(await store.getUsage("ns", big.slice(0, 1000))).toBe(0);
-        expect(await store.getUsage("ns", `${big}y`)).toBe(0);
-        expect(await store.tryConsume("ns", "after", 1)).toEqual({ consumed: true, used: 1 });
-      }));
+    check(
+      "an oversize (1 MiB) grant ID is counted or refused with invalid_input, never merged",
+      () =>
+        use(async ({ store }) => {
+          const big = oversize();
+          const outcome = await resultOrCode(
+            () => store.tryConsume("ns", big, 2),
+            ["invalid_input"],
+          );
+          if (outcome.ok) {
+            expect(outcome.value).toEqual({ consumed: true, used: 1 });
+            expect(await store.getUsage("ns", big)).toBe(1);
+          }
+          // Neither a truncated nor a neighbouring key was touched.
+          expect(await store.getUsage("ns", big.slice(0, 1000))).toBe(0);
+          expect(await store.getUsage("ns", `${big}y`)).toBe(0);
+          expect(await store.tryConsume("ns", "after", 1)).toEqual({ consumed: true, used: 1 });
+        }),
+    );
 
     crossProcess(
       `${PROCESSES} OS processes x ${OPS_PER_PROCESS} consumes of one grant (maxUses 100): exactly 100 succeed${skipNote}`,

