@@ -411,17 +411,15 @@ describe("FunctionCallGate: failures", () => {
     expect(calls).toHaveLength(1);
   });
 
-  it("a session that is not a non-empty string is a host error", async () => {
-    const { gate } = setup();
+  it("a session that is not a non-empty string is a host error (rejected, nothing claimed)", async () => {
+    const { gate, calls, claims } = setup();
     for (const session of ["", undefined, 42]) {
-      let thrown: unknown;
-      try {
-        await gate.handle(session as string, callMessage("x"));
-      } catch (error) {
-        thrown = error;
-      }
-      expect(isTesseraError(thrown, "invalid_input")).toBe(true);
+      await expect(gate.handle(session as string, callMessage("x"))).rejects.toSatisfy((error) =>
+        isTesseraError(error, "invalid_input"),
+      );
     }
+    expect(calls).toHaveLength(0);
+    expect(await claims.listInDoubt()).toEqual([]);
   });
 
   it("a gate without a claim store or a callback refuses to start", () => {

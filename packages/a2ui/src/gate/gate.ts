@@ -60,12 +60,14 @@ export class FunctionCallGate {
 
   /**
    * Handles one message: a parsed object or raw JSON text. Never throws because of the
-   * message; every outcome is a reply plus a receipt. Throws only when the host passes a
+   * message; every outcome is a reply plus a receipt. Rejects only when the host passes a
    * session that is not a non-empty string.
    */
   handle(session: string, message: unknown): Promise<GateResult> {
     if (typeof session !== "string" || session.length === 0) {
-      throw new TesseraError("invalid_input", "the trusted session must be a non-empty string");
+      return Promise.reject(
+        new TesseraError("invalid_input", "the trusted session must be a non-empty string"),
+      );
     }
     return this.#run({ session, input: message, claimed: false });
   }
