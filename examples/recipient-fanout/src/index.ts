@@ -1,1 +1,3 @@
-export {};
+export { formatFanoutReport } from "./format.js";
+export type { FanoutLine, FanoutReport, FanoutScene } from "./report.js";
+export { type FanoutOptions, runFanoutDemo } from "./run-fanout.js";
