@@ -16,7 +16,9 @@ import type { BenchRow } from "../report.js";
 const GRANTS = 100;
 const TARGET = "overhead ≤ 1.3× (ratio ≥ 0.77)";
 const RATIO_MEANING = "store ops/s ÷ raw primitive ops/s, same client and pool, same run";
-const OPS = { 1: 600, 8: 2_000 } as const;
+const OPS = { 1: 300, 8: 1_000 } as const;
+/** Short alternating rounds, best kept per side: the machine is shared and noisy. */
+const ROUNDS = 4;
 
 type Concurrency = keyof typeof OPS;
 
@@ -34,7 +36,7 @@ function row(name: string, value: number, baselineName: string, baseline: number
   };
 }
 
-/** Store, raw, store, raw: each side keeps its best (neighbours on this machine are noisy). */
+/** Store, raw, store, raw, …: each side keeps its best round. */
 async function bestOfPairs(
   inFlight: Concurrency,
   store: (i: number) => Promise<unknown>,
@@ -42,7 +44,7 @@ async function bestOfPairs(
 ): Promise<[number, number]> {
   let bestStore = 0;
   let bestRaw = 0;
-  for (let round = 0; round < 2; round++) {
+  for (let round = 0; round < ROUNDS; round++) {
     const base = round * 1_000_000;
     bestStore = Math.max(
       bestStore,
@@ -129,8 +131,8 @@ export async function rows(): Promise<{ rows: BenchRow[]; notes: string[] }> {
       rows: out,
       notes: [
         `PostgreSQL ${server.rows[0]?.version}, synchronous_commit=${server.rows[0]?.sync}; every operation is its own committed transaction`,
-        `c=8 is 8 operations in flight over a pool of 8 connections in one process; ${OPS[1]} (c=1) / ${OPS[8]} (c=8) operations per measurement, best of 2 rounds per side, store and raw alternated`,
-        "the store's consume is one INSERT … ON CONFLICT DO UPDATE … WHERE used < max (it also creates the counter row); the raw baseline is the plain conditional UPDATE on a pre-created row",
+        `c=8 is 8 operations in flight over a pool of 8 connections in one process; ${OPS[1]} (c=1) / ${OPS[8]} (c=8) operations per measurement, best of ${ROUNDS} rounds per side, store and raw alternated`,
+        "the store's consume is the same conditional UPDATE once the counter row exists (a guarded INSERT … ON CONFLICT DO UPDATE creates it on first use); claims add a SHA-256 key digest and a JSON record per call",
       ],
     };
   } finally {

@@ -17,6 +17,28 @@ import { checkClaimKey, checkReceipt, checkRecord } from "./validate.js";
  * settled, a newline and the JSON receipt are appended (JSON never contains a raw newline).
  * Settling only ever appends to an existing claim (`KEEPTTL`), never creates one.
  */
+/**
+ * The claim, as one atomic server-side step: `SET key value NX PX ttl`, its reply checked to
+ * be exactly the status "OK" (won) or nil (already held; the holder's record is returned in
+ * the same step, so it cannot expire or be deleted in between). Any other reply is an
+ * error, never a win. The session index (for `endSession`) is written first and the in-doubt
+ * indexes on a win, in the same script: a worker killed right after its claim leaves the
+ * claim listed in doubt, and no SCAN is ever needed.
+ */
+const CLAIM = script(`
+redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+local reply = redis.call('SET', KEYS[4], ARGV[3], 'NX', 'PX', ARGV[2])
+if reply == false then return {0, redis.call('GET', KEYS[4])} end
+if type(reply) == 'table' and reply['ok'] == 'OK' then
+  redis.call('SADD', KEYS[2], ARGV[1])
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+  redis.call('SADD', KEYS[3], ARGV[1])
+  return {1}
+end
+return redis.error_reply('unexpected reply to SET NX')
+`);
+
 const SETTLE = script(`
 local value = redis.call('GET', KEYS[1])
 if not value then return 0 end
@@ -39,11 +61,9 @@ return #digests
 `);
 
 /**
- * Claims by `SET key value NX PX ttl`, whose reply is checked to be exactly `"OK"` (won) or
- * `null` (already held); any other reply fails closed. In the same MULTI, before the SET, the
- * digest is added to the session's claim set and to the in-doubt indexes, so a worker killed
- * right after its claim still leaves the claim listed in doubt, without any SCAN. An index
- * entry whose claim is settled, expired or never created is dropped when it is next listed.
+ * Claims in Redis: one string key per claim (`<prefix>claim:<claimKeyDigest>`), living
+ * `claimTtlMs`, which must cover the host session. Index sets per session and for in-doubt
+ * claims; an index entry whose claim is settled or expired is dropped when next listed.
  */
 export class RedisClaimStore implements ClaimStore {
   readonly #connection: Connection;
@@ -79,32 +99,28 @@ export class RedisClaimStore implements ClaimStore {
     };
     const id = claimKeyDigest(key);
     const session = digest(key.session);
-    const value = JSON.stringify(stored);
-    for (let round = 0; round < 3; round++) {
-      const replies = await this.#connection.run("claim_store_unavailable", (redis) =>
-        redis
-          .multi()
-          .sadd(this.#connection.key("session", session), id)
-          .pexpire(this.#connection.key("session", session), this.#ttlMs)
-          .sadd(this.#connection.key("in-doubt", session), id)
-          .pexpire(this.#connection.key("in-doubt", session), this.#ttlMs)
-          .sadd(this.#connection.key("in-doubt"), id)
-          .set(this.#connection.key("claim", id), value, "PX", this.#ttlMs, "NX")
-          .exec(),
-      );
-      const reply = replies?.[5];
-      if (!reply || reply[0]) {
-        throw new TesseraError("claim_store_unavailable", "the claim transaction did not complete");
-      }
-      if (reply[1] === "OK") return { status: "claimed" };
-      if (reply[1] !== null) {
-        throw new TesseraError("claim_store_unavailable", "unexpected reply to SET NX");
-      }
-      const existing = await this.#read(id);
-      if (existing) return { status: "already_claimed", existing };
-      // The holder expired or its session ended between our SET and GET: try again.
+    const reply = await this.#connection.eval(
+      "claim_store_unavailable",
+      CLAIM,
+      [
+        this.#connection.key("session", session),
+        this.#connection.key("in-doubt", session),
+        this.#connection.key("in-doubt"),
+        this.#connection.key("claim", id),
+      ],
+      [id, this.#ttlMs, JSON.stringify(stored)],
+    );
+    if (Array.isArray(reply) && reply.length === 1 && reply[0] === 1) return { status: "claimed" };
+    if (
+      Array.isArray(reply) &&
+      reply.length === 2 &&
+      reply[0] === 0 &&
+      typeof reply[1] === "string"
+    ) {
+      return { status: "already_claimed", existing: parse(reply[1]) };
     }
-    throw new TesseraError("claim_store_unavailable", "the claim neither set nor read back");
+    // Anything else means we cannot tell who holds the key: fail closed, never "claimed".
+    throw new TesseraError("claim_store_unavailable", "unexpected reply to the claim script");
   }
 
   async settle(key: ClaimKey, receipt: ClaimReceipt): Promise<void> {

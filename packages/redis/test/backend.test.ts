@@ -13,8 +13,8 @@ import {
 } from "./support/redis-test-stores.js";
 
 /**
- * Redis-specific behaviour the shared suites do not reach: a client or proxy that ignores NX
- * or PX (the store must refuse to open), EVALSHA falling back to EVAL, connections killed by
+ * Redis-specific behaviour the shared suites do not reach: a server that ignores NX or PX
+ * (the store must refuse to open), EVALSHA falling back to EVAL, connections killed by
  * the server, claim TTLs, and the store's own refusals.
  */
 const url = serviceUrl("TESSERA_REDIS_URL");
@@ -38,21 +38,31 @@ function prefixToDelete(): string {
   return prefix;
 }
 
-/** Makes every client in this process drop `flag` from SET, as a careless proxy would. */
+/**
+ * Makes the server this process talks to behave as if its SET ignored `flag` (as some
+ * Redis-compatible servers and mocks do): scripts are forced onto EVAL, and their SET loses
+ * the flag before it reaches the server.
+ */
 function setIgnores(flag: "NX" | "PX"): void {
-  const original = Redis.prototype.sendCommand;
-  vi.spyOn(Redis.prototype, "sendCommand").mockImplementation(function (this: Redis, ...args) {
-    const command = args[0] as unknown as { name: string; args: unknown[] };
-    if (command.name === "set") {
-      const at = command.args.indexOf(flag);
-      if (at >= 0) command.args.splice(at, flag === "PX" ? 2 : 1);
+  const pattern = flag === "NX" ? /'NX', / : /, 'PX', ARGV\[\d+\]/;
+  const original = Redis.prototype.eval;
+  vi.spyOn(Redis.prototype, "evalsha").mockRejectedValue(new Error("NOSCRIPT forced by the test"));
+  vi.spyOn(Redis.prototype, "eval").mockImplementation(function (this: Redis, ...args) {
+    const [source, ...rest] = args as unknown as [string, ...unknown[]];
+    const sabotaged = source.includes("redis.call('SET'") ? source.replace(pattern, "") : source;
+    if (sabotaged === source && source.includes("redis.call('SET', KEYS[4]")) {
+      throw new Error("test fake: the claim script no longer has the flag to drop");
     }
-    return original.apply(this, args);
+    return (original as (...a: unknown[]) => Promise<unknown>).call(
+      this,
+      sabotaged,
+      ...rest,
+    ) as never;
   });
 }
 
 suite("redis backend", () => {
-  it("a client whose SET ignores NX is refused at open (store_self_test_failed)", async () => {
+  it("a server whose SET ignores NX is refused at open (store_self_test_failed)", async () => {
     const prefix = prefixToDelete();
     setIgnores("NX");
     await expect(openStores(withParams(url as string, { prefix }))).rejects.toMatchObject({
@@ -63,11 +73,28 @@ suite("redis backend", () => {
     });
   });
 
-  it("a client whose SET drops the TTL is refused at open (store_self_test_failed)", async () => {
+  it("a server whose SET drops the TTL is refused at open (store_self_test_failed)", async () => {
     const prefix = prefixToDelete();
     setIgnores("PX");
     await expect(openStores(withParams(url as string, { prefix }))).rejects.toMatchObject({
       code: "store_self_test_failed",
+    });
+  });
+
+  it("a claim reply that is neither a win nor a held key fails closed, never claimed", async () => {
+    const { stores } = await opened();
+    const key = { session: "s", functionCallId: "odd" };
+    for (const odd of [["OK"], [1, "x"], "OK", null, [2]]) {
+      vi.spyOn(Redis.prototype, "evalsha").mockResolvedValueOnce(odd as never);
+      await expect(stores.claims.claim(key, { bodyHash: "h", claimedAt: 1 })).rejects.toMatchObject(
+        {
+          code: "claim_store_unavailable",
+        },
+      );
+    }
+    vi.restoreAllMocks();
+    expect(await stores.claims.claim(key, { bodyHash: "h", claimedAt: 1 })).toEqual({
+      status: "claimed",
     });
   });
 
