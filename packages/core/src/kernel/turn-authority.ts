@@ -62,6 +62,9 @@ export class Lease implements TurnAuthority {
   /** Epoch ms of `ctx.now`, which fixes the decision instant for the whole turn. */
   readonly #fixedNow: number | undefined;
   #closed = false;
+  /** Call and message IDs the kernel mints: a random per-lease prefix and a counter. */
+  readonly #idPrefix = randomUUID();
+  #minted = 0;
 
   constructor(parts: LeaseParts) {
     this.#ctx = parts.ctx;
@@ -151,7 +154,7 @@ export class Lease implements TurnAuthority {
     });
     if (written !== undefined) await written;
     const envelope: MessageEnvelope = Object.freeze({
-      messageId: randomUUID(),
+      messageId: this.#mintId(),
       sender: this.#ctx.actor,
       recipient,
       payload: request.payload,
@@ -202,7 +205,13 @@ export class Lease implements TurnAuthority {
   /** A caller-supplied call ID if it is well formed, else a fresh one (the request is refused). */
   #callIdOf(request: unknown): string {
     const callId = (request as { callId?: unknown } | null)?.callId;
-    return isId(callId) ? callId : randomUUID();
+    return isId(callId) ? callId : this.#mintId();
+  }
+
+  /** Unique without a random draw per call: one UUID per lease, then a counter. */
+  #mintId(): string {
+    this.#minted++;
+    return `${this.#idPrefix}.${this.#minted}`;
   }
 
   /** Checks every call passes before a decision: lease state, then the request's shape. */

@@ -6,21 +6,22 @@ import type { ConsumeResult, GrantUsageStore } from "../ports/usage-store.js";
  * process: hosts with several workers need a shared store (SQLite, PostgreSQL, Redis).
  */
 export class InMemoryGrantUsageStore implements GrantUsageStore {
-  readonly #used = new Map<string, number>();
-
-  #key(namespaceId: string, grantId: string): string {
-    return `${namespaceId.length}:${namespaceId}${grantId}`;
-  }
+  /** namespace → grant → uses. Nested maps: no key can be forged by concatenation. */
+  readonly #used = new Map<string, Map<string, number>>();
 
   async getUsage(namespaceId: string, grantId: string): Promise<number> {
-    return this.#used.get(this.#key(namespaceId, grantId)) ?? 0;
+    return this.#used.get(namespaceId)?.get(grantId) ?? 0;
   }
 
   async tryConsume(namespaceId: string, grantId: string, maxUses: number): Promise<ConsumeResult> {
-    const key = this.#key(namespaceId, grantId);
-    const used = this.#used.get(key) ?? 0;
+    let grants = this.#used.get(namespaceId);
+    if (grants === undefined) {
+      grants = new Map();
+      this.#used.set(namespaceId, grants);
+    }
+    const used = grants.get(grantId) ?? 0;
     if (used >= maxUses) return { consumed: false, used };
-    this.#used.set(key, used + 1);
+    grants.set(grantId, used + 1);
     return { consumed: true, used: used + 1 };
   }
 }
