@@ -5,6 +5,7 @@ import path from "node:path";
 import { DirectoryClaimStore, type DirectoryClaimStoreOptions } from "@tessera/a2ui";
 import { concurrent } from "../measure.js";
 import { BATCH, gateOver, MESSAGES } from "./fixtures.js";
+import { GroupSync } from "./group-sync.js";
 
 /**
  * Durable claims per second: the directory store as shipped (alone and under `gate.handle`),
@@ -14,14 +15,16 @@ import { BATCH, gateOver, MESSAGES } from "./fixtures.js";
  * is kept) so that a noisy neighbour hurts both alike.
  */
 
-export const CLAIMS_PER_ROUND = 400;
-const ROUNDS = 3;
+export const CLAIMS_PER_ROUND = 250;
+export const ROUNDS = 5;
 
 export type DurableVariant =
   | { readonly kind: "primitive" }
   | { readonly kind: "store"; readonly options: DirectoryClaimStoreOptions }
   /** `gate.handle` end to end over the directory store (claim, callback, settle). */
-  | { readonly kind: "gate" };
+  | { readonly kind: "gate" }
+  /** The primitive with group commit: one directory fsync covers every marker made since the last. */
+  | { readonly kind: "group-commit" };
 
 export interface DurableCase {
   readonly label: string;
@@ -49,15 +52,18 @@ export async function measureDurable(cases: readonly DurableCase[]): Promise<Map
 }
 
 async function runCase(durable: DurableCase, dir: string): Promise<number> {
-  if (durable.variant.kind === "primitive") {
+  if (durable.variant.kind === "primitive" || durable.variant.kind === "group-commit") {
     const directory = await open(dir, "r");
+    const group = new GroupSync(() => directory.sync());
+    const syncDirectory =
+      durable.variant.kind === "primitive" ? () => directory.sync() : () => group.request();
     try {
       const content = JSON.stringify({ v: 1, session: "bench", bodyHash: "0".repeat(64) });
       const { opsPerSec } = await concurrent(durable.inFlight, CLAIMS_PER_ROUND, async (i) => {
         const marker = await open(path.join(dir, `m${i}`), "wx", 0o600);
         await marker.writeFile(content);
         await marker.close();
-        await directory.sync();
+        await syncDirectory();
       });
       return opsPerSec;
     } finally {

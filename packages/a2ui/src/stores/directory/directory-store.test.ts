@@ -153,7 +153,6 @@ describe("DirectoryClaimStore re-checks the directory before each claim", () => 
 
 describe.each([
   ["per-claim fsync", {}],
-  ["group commit", { groupCommit: true }],
   ["marker content fsynced too", { syncMarkerContent: true }],
 ])("DirectoryClaimStore claims (%s)", (_label, options) => {
   it("one marker per claim, named by the key digest, private to the owner", async () => {
