@@ -3,7 +3,7 @@ import type { AccessContext, AuditEvent } from "../contracts/schemas.js";
 import type { AuditReason, CallerCode } from "../contracts/vocabulary.js";
 import type { AuditSink } from "../ports/audit-sink.js";
 
-/** The parts of an event that differ per decision. */
+/** The parts of an event that differ per decision. Undefined fields are left out of the event. */
 export interface DecisionRecord {
   readonly now: number;
   readonly code: CallerCode | null;

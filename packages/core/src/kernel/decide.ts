@@ -161,13 +161,17 @@ function refusalFor(visibility: Visibility, match: Match): Verdict {
     match.reason === undefined && visibility !== "visible" && visibility !== "no_capability"
       ? `tool hidden: ${visibility}`
       : undefined;
-  return {
-    allowed: false,
-    code,
-    reason,
-    ...(match.grant === undefined ? {} : { grant: match.grant }),
-    ...(hiddenBecause === undefined ? {} : { detail: hiddenBecause }),
-  };
+  // Built field by field, not by spreading: this is the deny hot path.
+  const verdict: {
+    allowed: false;
+    code: CallerCode;
+    reason: AuditReason;
+    grant?: IndexedGrant;
+    detail?: string;
+  } = { allowed: false, code, reason };
+  if (match.grant !== undefined) verdict.grant = match.grant;
+  if (hiddenBecause !== undefined) verdict.detail = hiddenBecause;
+  return verdict;
 }
 
 type Visibility = "visible" | "store_down" | AuditReason;

@@ -63,7 +63,8 @@ export function createKernel(options: KernelOptions): Kernel {
               usage: options.usage,
               namespaceId: ctx.namespaceId,
             };
-      return new Lease({ ctx, scope, audit, transport: options.transport, clock });
+      // Frozen like everything the kernel returns; its state lives in private fields.
+      return Object.freeze(new Lease({ ctx, scope, audit, transport: options.transport, clock }));
     },
   };
   return Object.freeze(kernel);

@@ -242,8 +242,8 @@ export class Lease implements TurnAuthority {
       code: gate.code,
       reason: gate.reason,
       callId,
-      ...(action === undefined ? {} : { action }),
-      ...(resource === undefined ? {} : { resource }),
+      action,
+      resource,
     });
     if (written !== undefined) await written;
     return refused(gate.code);
@@ -263,8 +263,8 @@ export class Lease implements TurnAuthority {
       callId,
       action,
       resource,
-      ...(verdict.grant === undefined ? {} : { grantId: verdict.grant.id }),
-      ...(verdict.detail === undefined ? {} : { detail: verdict.detail }),
+      grantId: verdict.grant?.id,
+      detail: verdict.detail,
     });
     if (written !== undefined) await written;
     return refused(verdict.code);
