@@ -1,0 +1,226 @@
+/**
+ * The suites must catch broken stores, or they prove nothing. Each store below is correct
+ * except for one deliberate flaw, and declares the cases that flaw must fail as
+ * `knownFailures` (run as `it.fails`): if a suite ever stops catching the flaw, the case
+ * passes and this file fails. Every other case must still pass against the flawed store.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import {
+  type AuditEvent,
+  type ClaimKey,
+  type ClaimReceipt,
+  type ClaimRecord,
+  type ClaimResult,
+  type ClaimStore,
+  type ConsumeResult,
+  type Grant,
+  type GrantInput,
+  GrantSchema,
+  type GrantStore,
+  type GrantUsageStore,
+  type ReadableAuditSink,
+  type StoredClaim,
+  TesseraError,
+} from "@tessera/core";
+import {
+  describeAuditSinkConformance,
+  describeClaimStoreConformance,
+  describeGrantStoreConformance,
+  describeUsageStoreConformance,
+} from "@tessera/testkit";
+
+const pause = () => new Promise<void>((resolve) => setImmediate(resolve));
+const pairKey = (a: string, b: string) => JSON.stringify([a, b]);
+
+class UsageStore implements GrantUsageStore {
+  readonly #used = new Map<string, number>();
+  constructor(
+    private readonly flaw: "none" | "yields-between-read-and-write" | "joins-keys-with-colon",
+  ) {}
+
+  #key(namespaceId: string, grantId: string): string {
+    return this.flaw === "joins-keys-with-colon"
+      ? `${namespaceId}:${grantId}`
+      : pairKey(namespaceId, grantId);
+  }
+
+  async getUsage(namespaceId: string, grantId: string): Promise<number> {
+    return this.#used.get(this.#key(namespaceId, grantId)) ?? 0;
+  }
+
+  async tryConsume(namespaceId: string, grantId: string, maxUses: number): Promise<ConsumeResult> {
+    if (!Number.isSafeInteger(maxUses) || maxUses < 1) {
+      throw new TesseraError("invalid_input", "maxUses must be a positive integer");
+    }
+    const key = this.#key(namespaceId, grantId);
+    const used = this.#used.get(key) ?? 0;
+    if (this.flaw === "yields-between-read-and-write") await pause();
+    if (used >= maxUses) return { consumed: false, used };
+    this.#used.set(key, used + 1);
+    return { consumed: true, used: used + 1 };
+  }
+}
+
+class ClaimMap implements ClaimStore {
+  readonly #claims = new Map<string, StoredClaim>();
+  constructor(private readonly flaw: "yields-between-check-and-insert" | "last-writer-wins") {}
+
+  async claim(key: ClaimKey, record: ClaimRecord): Promise<ClaimResult> {
+    const id = pairKey(key.session, key.functionCallId);
+    const existing = this.#claims.get(id);
+    if (this.flaw === "yields-between-check-and-insert") await pause();
+    const stored = { session: key.session, functionCallId: key.functionCallId, ...record };
+    if (existing && this.flaw === "last-writer-wins") {
+      this.#claims.set(id, stored);
+      return { status: "already_claimed", existing: stored };
+    }
+    if (existing) return { status: "already_claimed", existing };
+    this.#claims.set(id, stored);
+    return { status: "claimed" };
+  }
+
+  async settle(key: ClaimKey, receipt: ClaimReceipt): Promise<void> {
+    const id = pairKey(key.session, key.functionCallId);
+    const existing = this.#claims.get(id);
+    if (existing) this.#claims.set(id, { ...existing, receipt: { ...receipt } });
+  }
+
+  async get(key: ClaimKey): Promise<StoredClaim | undefined> {
+    return this.#claims.get(pairKey(key.session, key.functionCallId));
+  }
+
+  async listInDoubt(session?: string): Promise<StoredClaim[]> {
+    return [...this.#claims.values()].filter(
+      (claim) => !claim.receipt && (session === undefined || claim.session === session),
+    );
+  }
+
+  async endSession(session: string): Promise<void> {
+    for (const [id, claim] of this.#claims) if (claim.session === session) this.#claims.delete(id);
+  }
+
+  async close(): Promise<void> {}
+}
+
+class GrantMap implements GrantStore {
+  readonly #grants = new Map<string, Grant>();
+
+  async add(input: GrantInput): Promise<Grant> {
+    const parsed = GrantSchema.safeParse(input);
+    if (!parsed.success) throw new TesseraError("invalid_grant", "invalid grant");
+    this.#grants.set(pairKey(parsed.data.namespaceId, parsed.data.id), parsed.data);
+    return parsed.data;
+  }
+
+  /** The flaw: says a grant was revoked even when there was none to revoke. */
+  async revoke(namespaceId: string, grantId: string, at = new Date()): Promise<boolean> {
+    const key = pairKey(namespaceId, grantId);
+    const grant = this.#grants.get(key);
+    if (grant) this.#grants.set(key, { ...grant, revokedAt: at.toISOString() });
+    return true;
+  }
+
+  async listGrants(namespaceId: string, subject: string): Promise<readonly unknown[]> {
+    return (await this.listNamespace(namespaceId)).filter((grant) => grant.subject === subject);
+  }
+
+  async listNamespace(namespaceId: string): Promise<readonly Grant[]> {
+    return [...this.#grants.values()].filter((grant) => grant.namespaceId === namespaceId);
+  }
+}
+
+/** The flaw: answers newest first. */
+class NewestFirstAudit implements ReadableAuditSink {
+  readonly #events: string[] = [];
+
+  async append(event: AuditEvent): Promise<void> {
+    this.#events.push(JSON.stringify(event));
+  }
+
+  async read(filter: { callId?: string; traceId?: string; limit?: number } = {}) {
+    const events = this.#events
+      .map((json) => JSON.parse(json) as AuditEvent)
+      .filter((e) => filter.callId === undefined || e.callId === filter.callId)
+      .filter((e) => filter.traceId === undefined || e.traceId === filter.traceId)
+      .reverse();
+    return filter.limit === undefined ? events : events.slice(0, filter.limit);
+  }
+}
+
+const inMemory = <S>(make: () => S) => ({
+  open: async () => ({ store: make(), close: async () => {} }),
+});
+
+describeUsageStoreConformance(
+  "reference usage store (no flaw)",
+  inMemory(() => new UsageStore("none")),
+);
+
+describeUsageStoreConformance("usage store that yields between read and write", {
+  ...inMemory(() => new UsageStore("yields-between-read-and-write")),
+  knownFailures: ["64 concurrent callers in one process"],
+});
+
+describeUsageStoreConformance("usage store that joins keys with a colon", {
+  ...inMemory(() => new UsageStore("joins-keys-with-colon")),
+  knownFailures: ["hostile namespace and grant IDs are counted apart"],
+});
+
+const RACY_FILE_STORE = fileURLToPath(
+  new URL("./fixtures/racy-file-usage-store.mjs", import.meta.url),
+);
+
+describeUsageStoreConformance("file usage store without a lock", {
+  open: async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tessera-racy-"));
+    const path = join(dir, "counts.json");
+    const { openRacyFileUsageStore } = (await import(RACY_FILE_STORE)) as {
+      openRacyFileUsageStore(path: string): GrantUsageStore;
+    };
+    return {
+      store: openRacyFileUsageStore(path),
+      path,
+      close: async () => rmSync(dir, { recursive: true, force: true }),
+    };
+  },
+  processSpec: ({ path }) => ({
+    module: RACY_FILE_STORE,
+    exportName: "openRacyFileUsageStore",
+    arg: path,
+  }),
+  knownFailures: [
+    "64 concurrent callers in one process",
+    "64 concurrent callers on 64 grants",
+    "8 OS processes x 1000 consumes",
+  ],
+});
+
+describeClaimStoreConformance("claim store that yields between check and insert", {
+  ...inMemory(() => new ClaimMap("yields-between-check-and-insert")),
+  knownFailures: ["64 concurrent claims of one key"],
+});
+
+describeClaimStoreConformance("claim store where the last writer wins", {
+  ...inMemory(() => new ClaimMap("last-writer-wins")),
+  knownFailures: [
+    "claims once; a second claim is refused and carries the existing record",
+    "settle records the receipt",
+    "64 concurrent claims of one key",
+  ],
+});
+
+describeGrantStoreConformance("grant store whose revoke always says true", {
+  ...inMemory(() => new GrantMap()),
+  knownFailures: ["revoke marks the grant in that namespace only"],
+});
+
+describeAuditSinkConformance("audit sink that answers newest first", {
+  ...inMemory(() => new NewestFirstAudit()),
+  knownFailures: [
+    "reads back every event in append order",
+    "filters by callId and traceId; a limit keeps the first events",
+  ],
+});
