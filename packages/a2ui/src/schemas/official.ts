@@ -60,6 +60,10 @@ export function officialFiles(): OfficialFiles {
     const read = (name: string) =>
       JSON.parse(readFileSync(path.join(root, "src/v1_0/schemas", name), "utf8"));
     const version = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")).version;
+    if (version !== A2UI_PACKAGE_VERSION) {
+      // Pinned on purpose: a new schema release is adopted by a deliberate, tested upgrade.
+      throw new Error(`installed ${PACKAGE} ${version} is not the pinned ${A2UI_PACKAGE_VERSION}`);
+    }
     files = Object.freeze({
       version,
       commonTypes: read("common_types.json"),
