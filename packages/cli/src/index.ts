@@ -1,1 +1,2 @@
-export {};
+export { buildProgram } from "./program.js";
+export { type OpenedStores, openStoresByUrl } from "./stores.js";

@@ -1,0 +1,12 @@
+import { InvalidArgumentError } from "commander";
+
+/** Parses a whole number in [min, max] for an option, with a message that names the bound. */
+export function wholeNumber(min: number, max: number) {
+  return (raw: string): number => {
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < min || value > max) {
+      throw new InvalidArgumentError(`expected a whole number from ${min} to ${max}`);
+    }
+    return value;
+  };
+}
