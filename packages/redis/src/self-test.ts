@@ -9,7 +9,10 @@ import type { RedisUsageStore } from "./usage-store.js";
  * claim answers "OK" then null, the claim carries a TTL (PTTL > 0, within the configured
  * one), and a bounded consume stops at its bound. A client, proxy or server that ignores NX
  * or PX (some Redis-compatible layers do) makes the store refuse to open: the gate must
- * never stand open on a set-if-absent that is not one. Probe keys are removed afterwards.
+ * never stand open on a set-if-absent that is not one. A server that may evict keys under
+ * memory pressure (a `maxmemory` limit with any policy but `noeviction`) is refused too: an
+ * evicted claim or counter would let a call run again or a spent ticket be spent again.
+ * Probe keys are removed afterwards.
  */
 export async function selfTest(
   connection: Connection,
@@ -30,6 +33,13 @@ export async function selfTest(
       redis.pttl(claims.keyOf(key)),
     );
     if (!(pttl > 0 && pttl <= ttlMs)) failures.push(`the claim's TTL is not set (PTTL ${pttl})`);
+
+    const memory = await connection.run("store_unavailable", (redis) => redis.info("memory"));
+    const maxmemory = Number(/^maxmemory:(\d+)/m.exec(memory)?.[1] ?? "0");
+    const policy = /^maxmemory_policy:(\S+)/m.exec(memory)?.[1] ?? "noeviction";
+    if (maxmemory > 0 && policy !== "noeviction") {
+      failures.push(`maxmemory_policy is ${policy}: the server may evict claims and counters`);
+    }
 
     const bound = 2;
     const outcomes = [];

@@ -81,6 +81,26 @@ suite("redis backend", () => {
     });
   });
 
+  it("a server that may evict keys (maxmemory with an eviction policy) is refused", async () => {
+    const prefix = prefixToDelete();
+    const original = Redis.prototype.info;
+    const reportPolicy = (policy: string) =>
+      vi.spyOn(Redis.prototype, "info").mockImplementation(function (this: Redis, ...args) {
+        // Only the memory section is faked; the client's own ready check reads the rest.
+        if (args[0] !== "memory") return (original as (...a: unknown[]) => never).apply(this, args);
+        return Promise.resolve(
+          `# Memory\r\nmaxmemory:104857600\r\nmaxmemory_policy:${policy}\r\n`,
+        ) as never;
+      });
+    reportPolicy("allkeys-lru");
+    await expect(openStores(withParams(url as string, { prefix }))).rejects.toMatchObject({
+      code: "store_self_test_failed",
+    });
+    vi.restoreAllMocks();
+    reportPolicy("noeviction");
+    await (await openStores(withParams(url as string, { prefix }))).close();
+  });
+
   it("a claim reply that is neither a win nor a held key fails closed, never claimed", async () => {
     const { stores } = await opened();
     const key = { session: "s", functionCallId: "odd" };
