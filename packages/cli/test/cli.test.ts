@@ -1,0 +1,208 @@
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { DirectoryClaimStore } from "@tessera/a2ui";
+import { describe, expect, it } from "vitest";
+
+const BIN = fileURLToPath(new URL("../dist/bin.js", import.meta.url));
+
+/** Runs the built `tessera` binary as a user would, in its own process. */
+function tessera(...args: string[]) {
+  const run = spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", timeout: 120_000 });
+  return { code: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+
+function scratch(): string {
+  return mkdtempSync(join(tmpdir(), "tessera-cli-"));
+}
+
+const grant = {
+  id: "ticket-0",
+  namespaceId: "team",
+  issuer: "host",
+  subject: "asker",
+  capabilities: [
+    {
+      resource: { namespace: "messages", path: ["colleague-0"], owner: "alice" },
+      actions: ["messages.send"],
+      scope: "exact",
+    },
+  ],
+  constraints: { maxUses: 1 },
+  issuedAt: "2026-11-29T00:00:00.000Z",
+};
+
+describe("tessera demo fanout", () => {
+  it("prints the five scenes with figures from the run", () => {
+    const run = tessera("demo", "fanout", "--recipients", "4");
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain("deliveries: 4, all distinct: true");
+    expect(run.stdout.match(/^ {2}SENT {3}colleague-\d/gm)?.length).toBeGreaterThanOrEqual(4);
+  });
+
+  it("prints the same results as JSON", () => {
+    const run = tessera("demo", "fanout", "--recipients", "2", "--json");
+    expect(run.code).toBe(0);
+    const report = JSON.parse(run.stdout) as { recipients: number; scenes: unknown[] };
+    expect(report.recipients).toBe(2);
+    expect(report.scenes).toHaveLength(5);
+  });
+
+  it("counts tickets in a SQLite store given by URL", () => {
+    const run = tessera("demo", "fanout", "--store", `sqlite:${join(scratch(), "t.db")}`);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain("deliveries: 3, all distinct: true");
+  });
+
+  it.each([
+    [["demo", "fanout", "--recipients", "0"], "whole number"],
+    [["demo", "fanout", "--recipients", "many"], "whole number"],
+    [["demo", "fanout", "--store", "ftp://nowhere"], "unsupported_store_url"],
+    [["demo", "two-workers", "--store", "mysql://nowhere"], "unsupported_store_url"],
+    [["no-such-command"], "unknown command"],
+  ])("refuses %j with exit 2", (args, message) => {
+    const run = tessera(...args);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(message);
+  });
+});
+
+describe("tessera grants", () => {
+  it("adds, lists and revokes a grant in a SQLite store", () => {
+    const dir = scratch();
+    const store = `sqlite:${join(dir, "g.db")}`;
+    const file = join(dir, "grant.json");
+    writeFileSync(file, JSON.stringify(grant));
+
+    expect(tessera("grants", "add", "--store", store, "--file", file).code).toBe(0);
+    const listed = tessera("grants", "list", "--store", store, "--namespace", "team", "--json");
+    expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ id: "ticket-0" })]);
+
+    expect(
+      tessera("grants", "revoke", "--store", store, "--namespace", "team", "--id", "ticket-0").code,
+    ).toBe(0);
+    const after = JSON.parse(
+      tessera("grants", "list", "--store", store, "--namespace", "team", "--json").stdout,
+    ) as Array<{ revokedAt?: string }>;
+    expect(after[0]?.revokedAt).toEqual(expect.any(String));
+  });
+
+  it("refuses malformed grant files with a stable code and stores nothing", () => {
+    const dir = scratch();
+    const store = `sqlite:${join(dir, "g.db")}`;
+    const notJson = join(dir, "bad.json");
+    writeFileSync(notJson, "{not json");
+    const wrongShape = join(dir, "shape.json");
+    writeFileSync(wrongShape, JSON.stringify({ ...grant, capabilities: [] }));
+
+    const first = tessera("grants", "add", "--store", store, "--file", notJson);
+    expect([first.code, first.stderr]).toEqual([2, expect.stringContaining("invalid_input")]);
+    const second = tessera("grants", "add", "--store", store, "--file", wrongShape);
+    expect([second.code, second.stderr]).toEqual([2, expect.stringContaining("invalid_grant")]);
+    const listed = tessera("grants", "list", "--store", store, "--namespace", "team", "--json");
+    expect(JSON.parse(listed.stdout)).toEqual([]);
+  });
+
+  it("refuses to revoke a grant that does not exist", () => {
+    const store = `sqlite:${join(scratch(), "g.db")}`;
+    const run = tessera(
+      "grants",
+      "revoke",
+      "--store",
+      store,
+      "--namespace",
+      "team",
+      "--id",
+      "nope",
+    );
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("invalid_input");
+  });
+});
+
+describe("tessera claims --in-doubt", () => {
+  it("lists a claim whose outcome was never recorded, and not a settled one", async () => {
+    const dir = join(scratch(), "claims");
+    mkdirSync(dir, { mode: 0o700 });
+    const store = await DirectoryClaimStore.open(dir);
+    const record = { bodyHash: "h", claimedAt: Date.now() };
+    await store.claim({ session: "s-1", functionCallId: "died-here" }, record);
+    await store.claim({ session: "s-1", functionCallId: "finished" }, record);
+    await store.settle(
+      { session: "s-1", functionCallId: "finished" },
+      { status: "dispatched", settledAt: Date.now() },
+    );
+    await store.close();
+
+    const run = tessera("claims", "--in-doubt", "--dir", dir, "--json");
+    expect(run.code).toBe(0);
+    const listed = JSON.parse(run.stdout) as Array<{ functionCallId: string }>;
+    expect(listed.map((claim) => claim.functionCallId)).toEqual(["died-here"]);
+  });
+
+  it("refuses a missing directory and does not create it", () => {
+    const dir = join(scratch(), "never-made");
+    const run = tessera("claims", "--in-doubt", "--dir", dir);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("claim_dir_missing");
+    expect(spawnSync("test", ["-e", dir]).status).not.toBe(0);
+  });
+
+  it("refuses a directory open to other users", () => {
+    const dir = join(scratch(), "open");
+    mkdirSync(dir, { mode: 0o777 });
+    spawnSync("chmod", ["0777", dir]);
+    const run = tessera("claims", "--in-doubt", "--dir", dir);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("claim_dir_insecure");
+  });
+});
+
+describe("tessera audit", () => {
+  it("explains a refusal from a JSON-lines log: spent versus never granted", () => {
+    const dir = scratch();
+    const log = join(dir, "audit.jsonl");
+    const base = {
+      source: "kernel",
+      traceId: "t",
+      actor: "asker",
+      authority: "host",
+      namespaceId: "team",
+    };
+    const events = [
+      {
+        ...base,
+        at: "2026-11-29T00:00:00.000Z",
+        outcome: "denied",
+        code: "tool_unavailable",
+        reason: "grant_exhausted",
+        callId: "c-spent",
+        grantId: "ticket-0",
+      },
+      {
+        ...base,
+        at: "2026-11-29T00:00:01.000Z",
+        outcome: "denied",
+        code: "no_matching_grant",
+        reason: "no_capability",
+        callId: "c-never",
+      },
+    ];
+    writeFileSync(log, `${events.map((e) => JSON.stringify(e)).join("\n")}\n`);
+
+    const spent = tessera("audit", "explain", "c-spent", "--file", log, "--json");
+    expect(JSON.parse(spent.stdout)).toMatchObject({ verdict: "spent" });
+    const never = tessera("audit", "explain", "c-never", "--file", log, "--json");
+    expect(JSON.parse(never.stdout)).toMatchObject({ verdict: "never_granted" });
+    const listed = tessera("audit", "--file", log, "--call-id", "c-never", "--json");
+    expect(JSON.parse(listed.stdout)).toHaveLength(1);
+  });
+
+  it("refuses a log that does not exist instead of creating it", () => {
+    const run = tessera("audit", "--file", join(scratch(), "none.jsonl"));
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("audit_unavailable");
+  });
+});
