@@ -1,10 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { ctx, NS, OWNER, rig } from "../../test/fixtures.js";
+import { ctx, grant, NS, OWNER, rig } from "../../test/fixtures.js";
 import {
   explain,
+  findSharedBudgets,
   type GrantUsageStore,
   InMemoryGrantUsageStore,
   issueFanoutTickets,
+  messageSendCapability,
   type SendMessageResult,
 } from "../index.js";
 
@@ -105,6 +107,26 @@ describe("the five scenes", () => {
       "usage_store_unavailable",
     ]);
     expect(r.transport.delivered).toHaveLength(0);
+  });
+});
+
+describe("the shape the fan-out helper avoids", () => {
+  it("one bounded grant covering every recipient shares one budget: the first send spends it", async () => {
+    const r = rig();
+    const shared = await r.grants.add(
+      grant({
+        id: "shared",
+        constraints: { maxUses: 1 },
+        capabilities: colleagues(3).map((c) => messageSendCapability(c, OWNER)),
+      }),
+    );
+    expect(findSharedBudgets([shared])).toHaveLength(1);
+    await using turn = await r.kernel.openTurnAuthority(ctx());
+    const results = [];
+    for (const recipient of colleagues(3))
+      results.push(await turn.sendMessage({ recipient, payload: "q" }));
+    expect(results.map((x) => x.status)).toEqual(["delivered", "denied", "denied"]);
+    expect(r.transport.delivered).toHaveLength(1);
   });
 });
 
