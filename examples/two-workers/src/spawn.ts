@@ -8,7 +8,7 @@ const WORKER_SCRIPT = new URL("./worker.js", import.meta.url);
 export class DemoWorker {
   readonly #child: ChildProcess;
   readonly #lines: string[] = [];
-  #wake: (() => void) | undefined;
+  readonly #waiting: (() => void)[] = [];
   #stderr = "";
   #exitCode: number | null | undefined;
   readonly exited: Promise<number | null>;
@@ -20,7 +20,7 @@ export class DemoWorker {
     this.#child.stdin?.write(`${JSON.stringify(config)}\n`);
     createInterface({ input: this.#child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
       this.#lines.push(line);
-      this.#wake?.();
+      this.#wakeAll();
     });
     this.#child.stderr?.on("data", (chunk) => {
       this.#stderr += String(chunk);
@@ -28,7 +28,7 @@ export class DemoWorker {
     this.exited = new Promise((resolve) =>
       this.#child.on("exit", (code) => {
         this.#exitCode = code;
-        this.#wake?.();
+        this.#wakeAll();
         resolve(code);
       }),
     );
@@ -48,14 +48,16 @@ export class DemoWorker {
           `demo worker exited (${this.#exitCode}): ${this.#stderr.trim().slice(0, 1000)}`,
         );
       }
-      await new Promise<void>((resolve) => {
-        this.#wake = resolve;
-      });
+      await new Promise<void>((resolve) => this.#waiting.push(resolve));
     }
   }
 
   ready(): Promise<string> {
     return this.line((line) => line === "ready");
+  }
+
+  #wakeAll(): void {
+    for (const wake of this.#waiting.splice(0)) wake();
   }
 
   /** Releases the worker from the barrier. */
