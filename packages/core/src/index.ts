@@ -9,6 +9,12 @@ export type {
 } from "./contracts/claims.js";
 export { claimKeyDigest } from "./contracts/claims.js";
 export { isTesseraError, redact, TesseraError } from "./contracts/errors.js";
+export {
+  MESSAGE_NAMESPACE,
+  MESSAGE_SEND_ACTION,
+  messageResource,
+  messageSendCapability,
+} from "./contracts/messages.js";
 export type {
   AccessContext,
   AuditEvent,
@@ -65,12 +71,6 @@ export { fixedClock, ManualClock } from "./memory/clock.js";
 export { InMemoryGrantSource } from "./memory/grant-source.js";
 export { InProcessTransport, type ReplyHandler } from "./memory/transport.js";
 export { InMemoryGrantUsageStore } from "./memory/usage-store.js";
-export {
-  MESSAGE_NAMESPACE,
-  MESSAGE_SEND_ACTION,
-  messageResource,
-  messageSendCapability,
-} from "./messaging/capability.js";
 export { type FanoutTicketOptions, issueFanoutTickets } from "./messaging/fanout.js";
 export { findSharedBudgets, type SharedBudgetWarning } from "./messaging/shared-budget.js";
 export type { AuditSink, ReadableAuditSink } from "./ports/audit-sink.js";

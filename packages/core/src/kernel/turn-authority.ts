@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { redact } from "../contracts/errors.js";
+import { MESSAGE_SEND_ACTION, messageResource } from "../contracts/messages.js";
 import type { AccessContext } from "../contracts/schemas.js";
 import type { AuditReason, CallerCode } from "../contracts/vocabulary.js";
-import { MESSAGE_SEND_ACTION, messageResource } from "../messaging/capability.js";
 import type { Clock } from "../ports/clock.js";
 import type { MessageEnvelope, MessageTransport } from "../ports/transport.js";
 import type { AuditWriter } from "./audit-writer.js";
@@ -111,19 +111,19 @@ export class Lease implements TurnAuthority {
     let verdict = decide(this.#scope as DecisionScope, action, resource, now);
     if (verdict instanceof Promise) verdict = await verdict;
     const label = resourceLabel(resource.namespace, resource.path);
-    if (!verdict.allowed) return this.#refuseVerdict(now, callId as string, verdict, action, label);
+    if (!verdict.allowed) return this.#refuseVerdict(now, callId, verdict, action, label);
     const grantId = verdict.grant.id;
     const written = this.#audit.write({
       now,
       code: null,
       reason: "allowed",
-      callId: callId as string,
+      callId,
       action,
       resource: label,
       grantId,
     });
     if (written !== undefined) await written;
-    return Object.freeze({ status: "allowed", grantId, callId: callId as string });
+    return Object.freeze({ status: "allowed", grantId, callId: callId });
   }
 
   async sendMessage(request: SendMessageRequest): Promise<SendMessageResult> {
@@ -139,7 +139,7 @@ export class Lease implements TurnAuthority {
     let verdict = decide(this.#scope as DecisionScope, MESSAGE_SEND_ACTION, resource, now);
     if (verdict instanceof Promise) verdict = await verdict;
     if (!verdict.allowed) {
-      return this.#refuseVerdict(now, callId as string, verdict, MESSAGE_SEND_ACTION, label);
+      return this.#refuseVerdict(now, callId, verdict, MESSAGE_SEND_ACTION, label);
     }
     const grantId = verdict.grant.id;
     // Recorded before the effect: an act the audit sink refused to record does not happen.
@@ -147,7 +147,7 @@ export class Lease implements TurnAuthority {
       now,
       code: null,
       reason: "allowed",
-      callId: callId as string,
+      callId,
       action: MESSAGE_SEND_ACTION,
       resource: label,
       grantId,
@@ -159,7 +159,7 @@ export class Lease implements TurnAuthority {
       recipient,
       payload: request.payload,
       traceId: this.#ctx.traceId,
-      callId: callId as string,
+      callId,
       grantId,
     });
     const outcome = await this.#deliver(envelope);
@@ -176,7 +176,7 @@ export class Lease implements TurnAuthority {
       now: this.#now(),
       code: "delivery_failed",
       reason: "delivery_failed",
-      callId: callId as string,
+      callId,
       action: MESSAGE_SEND_ACTION,
       resource: label,
       grantId,

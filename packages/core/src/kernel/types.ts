@@ -1,3 +1,4 @@
+import type { ResourceRef } from "../contracts/messages.js";
 import type { AccessContext } from "../contracts/schemas.js";
 import type { CallerCode } from "../contracts/vocabulary.js";
 import type { AuditSink } from "../ports/audit-sink.js";
@@ -29,12 +30,7 @@ export interface Kernel {
   openTurnAuthority(ctx: AccessContext): Promise<TurnAuthority>;
 }
 
-/** A resource as a decision names it: `namespace:/seg/seg`, optionally owned. */
-export interface ResourceRef {
-  readonly namespace: string;
-  readonly path: readonly string[];
-  readonly owner?: string;
-}
+export type { ResourceRef } from "../contracts/messages.js";
 
 export interface AuthorizeRequest {
   readonly action: string;

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { TesseraError } from "../contracts/errors.js";
+import { messageSendCapability } from "../contracts/messages.js";
 import type { Grant } from "../contracts/schemas.js";
 import type { GrantStore } from "../ports/grant-source.js";
-import { messageSendCapability } from "./capability.js";
 
 export interface FanoutTicketOptions {
   readonly namespaceId: string;

@@ -1,5 +1,5 @@
+import { MESSAGE_NAMESPACE, MESSAGE_SEND_ACTION } from "../contracts/messages.js";
 import type { Grant } from "../contracts/schemas.js";
-import { MESSAGE_NAMESPACE, MESSAGE_SEND_ACTION } from "./capability.js";
 
 export interface SharedBudgetWarning {
   readonly grantId: string;

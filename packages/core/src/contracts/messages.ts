@@ -1,5 +1,17 @@
-import type { Capability } from "../contracts/schemas.js";
-import type { ResourceRef } from "../kernel/types.js";
+import type { Capability } from "./schemas.js";
+
+/**
+ * The `messages.send` tool as data: its action, its resource namespace, and the one shape of
+ * capability a recipient-scoped ticket carries. Contracts, so the kernel and the messaging
+ * helpers both read them without depending on each other.
+ */
+
+/** A resource as a decision names it: `namespace:/seg/seg`, optionally owned. */
+export interface ResourceRef {
+  readonly namespace: string;
+  readonly path: readonly string[];
+  readonly owner?: string;
+}
 
 /** The action of the `messages.send` tool. */
 export const MESSAGE_SEND_ACTION = "messages.send";
