@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { DirectoryClaimStore } from "@tessera/a2ui";
+import { serviceUrl } from "@tessera/testkit";
 import { afterAll, describe, expect, it } from "vitest";
 import { quoteCall } from "../dist/catalog.js";
 import { CASE_KEYS, formatTwoWorkersReport, runTwoWorkersDemo } from "../dist/index.js";
@@ -83,6 +84,22 @@ describe("two-workers demo, real OS processes", () => {
       // Each case used a fresh session namespace, so a second run does not collide with the first.
       const again = await runTwoWorkersDemo({ store: url, only: ["new-worker-old-id"] });
       expect(again["new-worker-old-id"]).toEqual(SEED_VERDICTS["new-worker-old-id"]);
+    },
+  );
+});
+
+/** The shared database stores, when their URLs are set (CI sets them; locally they skip). */
+describe.each([
+  ["PostgreSQL", "TESSERA_PG_URL"],
+  ["Redis", "TESSERA_REDIS_URL"],
+] as const)("--store with %s", (_label, variable) => {
+  const url = serviceUrl(variable);
+  it.runIf(url !== undefined)(
+    "a duplicate is refused across processes; sessions stay independent",
+    async () => {
+      const only = ["two-workers-one-id", "two-trusted-sessions"] as const;
+      const report = await runTwoWorkersDemo({ store: url, only });
+      for (const key of only) expect(report[key]).toEqual(SEED_VERDICTS[key]);
     },
   );
 });
