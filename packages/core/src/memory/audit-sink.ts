@@ -10,8 +10,12 @@ export class InMemoryAuditSink implements ReadableAuditSink {
     return this.#events;
   }
 
+  /**
+   * Stores a frozen event: readers can never rewrite history. Events are flat, so a frozen
+   * event (the kernel's are) is kept as is and any other is copied first.
+   */
   append(event: AuditEvent): void {
-    this.#events.push(event);
+    this.#events.push(Object.isFrozen(event) ? event : Object.freeze({ ...event }));
   }
 
   async read(filter: { callId?: string; traceId?: string; limit?: number } = {}) {
@@ -29,11 +33,12 @@ export function selectEvents(
   filter: { callId?: string; traceId?: string; limit?: number },
 ): readonly AuditEvent[] {
   const selected: AuditEvent[] = [];
+  const limit = filter.limit ?? Number.POSITIVE_INFINITY;
   for (const event of events) {
+    if (selected.length >= limit) break;
     if (filter.callId !== undefined && event.callId !== filter.callId) continue;
     if (filter.traceId !== undefined && event.traceId !== filter.traceId) continue;
     selected.push(event);
-    if (filter.limit !== undefined && selected.length >= filter.limit) break;
   }
   return Object.freeze(selected);
 }

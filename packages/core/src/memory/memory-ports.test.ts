@@ -59,6 +59,16 @@ describe("InMemoryGrantUsageStore", () => {
     expect(await store.getUsage("ab", "c")).toBe(0);
   });
 
+  it.each([0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY])(
+    "refuses a bound that is not a positive whole number (%s) and counts nothing",
+    async (bad) => {
+      const store = new InMemoryGrantUsageStore();
+      const error = await store.tryConsume("ns", "g", bad).catch((e: unknown) => e);
+      expect(isTesseraError(error, "invalid_input")).toBe(true);
+      expect(await store.getUsage("ns", "g")).toBe(0);
+    },
+  );
+
   it("is atomic against concurrent callers in this process", async () => {
     const store = new InMemoryGrantUsageStore();
     const results = await Promise.all(
@@ -87,6 +97,12 @@ describe("InMemoryAuditSink", () => {
     expect(await sink.read({ callId: "c1" })).toHaveLength(2);
     expect(await sink.read({ traceId: "t1" })).toHaveLength(2);
     expect(await sink.read({ limit: 1 })).toEqual([event("c1", "t1")]);
+    expect(await sink.read({ limit: 0 })).toEqual([]);
+    // What read returns cannot rewrite what is stored.
+    const [first] = await sink.read();
+    expect(() => {
+      (first as { callId: string }).callId = "tampered";
+    }).toThrow();
     sink.clear();
     expect(sink.events).toHaveLength(0);
   });

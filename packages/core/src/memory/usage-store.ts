@@ -1,3 +1,4 @@
+import { TesseraError } from "../contracts/errors.js";
 import type { ConsumeResult, GrantUsageStore } from "../ports/usage-store.js";
 
 /**
@@ -14,6 +15,9 @@ export class InMemoryGrantUsageStore implements GrantUsageStore {
   }
 
   async tryConsume(namespaceId: string, grantId: string, maxUses: number): Promise<ConsumeResult> {
+    if (!Number.isSafeInteger(maxUses) || maxUses < 1) {
+      throw new TesseraError("invalid_input", "maxUses must be a positive whole number");
+    }
     let grants = this.#used.get(namespaceId);
     if (grants === undefined) {
       grants = new Map();
