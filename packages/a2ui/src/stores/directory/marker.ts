@@ -46,7 +46,8 @@ export function decodeMarker(text: string): StoredClaim | undefined {
   ) {
     return undefined;
   }
-  // The first complete receipt line counts; a torn (partial) line is ignored.
+  // The last complete receipt line counts (as a second settle replaces the first in every
+  // store); a torn (partial) line is ignored.
   let receipt: ClaimReceipt | undefined;
   for (const line of rest) {
     const parsed = parseLine(line);
@@ -55,7 +56,6 @@ export function decodeMarker(text: string): StoredClaim | undefined {
         status: parsed.status as ClaimReceipt["status"],
         settledAt: parsed.settledAt,
       });
-      break;
     }
   }
   return Object.freeze({
