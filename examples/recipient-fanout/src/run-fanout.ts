@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { type GrantUsageStore, TesseraError } from "@tessera/core";
 import type { FanoutLine, FanoutReport, FanoutScene } from "./report.js";
-import { ask, colleague, makeUsage, sceneWorld, ticketState } from "./scenes.js";
+import { ask, colleague, makeUsage, sceneWorld, ticketStates, withTickets } from "./scenes.js";
 
 export interface FanoutOptions {
   /** How many colleagues scene 1 asks (default 3). */
@@ -38,9 +38,7 @@ async function sceneOne(runId: string, n: number, options: FanoutOptions): Promi
     await using turn = await world.openTurn();
     for (const name of names) lines.push((await ask(world, turn, name)).line);
   }
-  const withTickets = await Promise.all(
-    lines.map(async (line) => ({ ...line, ticket: await ticketState(world, line.recipient) })),
-  );
+  const ticketed = await withTickets(world, lines);
   const delivered = world.transport.delivered;
   const allDistinct =
     new Set(delivered.map((e) => e.recipient)).size === delivered.length &&
@@ -48,11 +46,11 @@ async function sceneOne(runId: string, n: number, options: FanoutOptions): Promi
   return {
     number: 1,
     title: `${count(n, "colleague")}, ${count(n, "single-use ticket")}, one turn`,
-    lines: withTickets,
+    lines: ticketed,
     deliveries: delivered.length,
     allDistinct,
     asExpected:
-      delivered.length === n && allDistinct && withTickets.every((l) => l.ticket?.used === 1),
+      delivered.length === n && allDistinct && ticketed.every((l) => l.ticket?.used === 1),
   };
 }
 
@@ -66,7 +64,7 @@ async function sceneTwo(runId: string, options: FanoutOptions): Promise<FanoutSc
     lines.push((await ask(world, turn, colleague(0))).line);
   }
   const replay = lines[1];
-  const ticket = await ticketState(world, colleague(0));
+  const ticket = (await ticketStates(world, [colleague(0)])).get(colleague(0));
   return {
     number: 2,
     title: "the same question asked twice of one colleague",
@@ -87,7 +85,7 @@ async function sceneThree(runId: string, options: FanoutOptions): Promise<Fanout
     await using turn = await world.openTurn();
     line = (await ask(world, turn, colleague(1))).line;
   }
-  const ticket = await ticketState(world, colleague(0));
+  const ticket = (await ticketStates(world, [colleague(0)])).get(colleague(0));
   return {
     number: 3,
     title: "a colleague nobody issued a ticket for",
@@ -111,14 +109,12 @@ async function sceneFour(runId: string, options: FanoutOptions): Promise<FanoutS
     await using turn = await world.openTurn();
     for (const name of names) lines.push((await ask(world, turn, name)).line);
   }
-  const withTickets = await Promise.all(
-    lines.map(async (line) => ({ ...line, ticket: await ticketState(world, line.recipient) })),
-  );
-  const [revoked, kept] = withTickets;
+  const ticketed = await withTickets(world, lines);
+  const [revoked, kept] = ticketed;
   return {
     number: 4,
     title: "the owner revokes one ticket; the other is untouched",
-    lines: withTickets,
+    lines: ticketed,
     deliveries: world.transport.delivered.length,
     asExpected:
       world.transport.delivered.length === 1 &&

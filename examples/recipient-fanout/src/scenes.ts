@@ -84,8 +84,16 @@ export async function ask(
     payload: { question: "can we ship?" },
     callId,
   });
-  const events = await world.audit.read({ callId });
-  const reason = events[events.length - 1]?.reason ?? "invalid_request";
+  // The call's events are the newest ones: look from the end, not through the whole log.
+  const events = world.audit.events;
+  let reason: FanoutLine["reason"] = "invalid_request";
+  for (let i = events.length - 1; i >= 0; i--) {
+    const event = events[i];
+    if (event?.callId === callId) {
+      reason = event.reason;
+      break;
+    }
+  }
   if (result.status === "delivered") {
     const reply = typeof result.reply === "string" ? result.reply : JSON.stringify(result.reply);
     return { result, line: { verdict: "SENT", recipient, reason, reply } };
@@ -93,21 +101,43 @@ export async function ask(
   return { result, line: { verdict: "DENY", recipient, code: result.code, reason } };
 }
 
-/** The ticket issued for `recipient`: its uses from the usage store, its revocation from the source. */
-export async function ticketState(
+/**
+ * The tickets issued for `recipients`: uses from the usage store, revocation from the grant
+ * source (read once, so a large scene 1 stays linear).
+ */
+export async function ticketStates(
   world: SceneWorld,
-  recipient: string,
-): Promise<FanoutLine["ticket"]> {
-  const id = world.ticketIds.get(recipient);
-  if (id === undefined) return undefined;
-  const [grant] = (await world.grants.listNamespace(world.namespaceId)).filter((g) => g.id === id);
-  const used = world.usage ? await world.usage.getUsage(world.namespaceId, id) : 0;
-  return {
-    of: recipient,
-    used,
-    maxUses: grant?.constraints.maxUses ?? 0,
-    revoked: grant?.revokedAt !== undefined,
-  };
+  recipients: readonly string[],
+): Promise<Map<string, NonNullable<FanoutLine["ticket"]>>> {
+  const byId = new Map((await world.grants.listNamespace(world.namespaceId)).map((g) => [g.id, g]));
+  const states = new Map<string, NonNullable<FanoutLine["ticket"]>>();
+  for (const recipient of recipients) {
+    const id = world.ticketIds.get(recipient);
+    const grant = id === undefined ? undefined : byId.get(id);
+    if (id === undefined || grant === undefined) continue;
+    states.set(recipient, {
+      of: recipient,
+      used: world.usage ? await world.usage.getUsage(world.namespaceId, id) : 0,
+      maxUses: grant.constraints.maxUses ?? 0,
+      revoked: grant.revokedAt !== undefined,
+    });
+  }
+  return states;
+}
+
+/** Adds each line's own ticket state to it. */
+export async function withTickets(
+  world: SceneWorld,
+  lines: readonly FanoutLine[],
+): Promise<FanoutLine[]> {
+  const states = await ticketStates(
+    world,
+    lines.map((l) => l.recipient),
+  );
+  return lines.map((line) => {
+    const ticket = states.get(line.recipient);
+    return ticket ? { ...line, ticket } : line;
+  });
 }
 
 export async function makeUsage(
