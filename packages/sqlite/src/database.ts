@@ -1,3 +1,4 @@
+import { statSync } from "node:fs";
 import { type ErrorCode, isTesseraError, TesseraError } from "@tessera/core";
 import BetterSqlite3 from "better-sqlite3";
 import type { SqliteConfig } from "./config.js";
@@ -15,15 +16,23 @@ export type UnavailableCode =
  * through `run`, which turns any driver failure (locked past the busy timeout, I/O error,
  * closed connection) into the calling port's `*_unavailable` error, so the kernel and the
  * gate fail closed. Statements are prepared once and always parameterised.
+ *
+ * Before every operation the path is checked to still name the file this connection opened
+ * (same device and inode). An open connection keeps writing to a file that was deleted,
+ * moved or replaced, while every process that opens the path afterwards gets another file:
+ * claims and spends would silently split in two. So a missing or replaced file fails closed,
+ * as a missing claim directory does, and is never recreated under a running connection.
  */
 export class SqliteDatabase {
   readonly config: SqliteConfig;
   readonly #db: BetterSqlite3.Database;
   readonly #statements = new Map<string, BetterSqlite3.Statement>();
+  readonly #identity: FileIdentity | undefined;
 
   private constructor(config: SqliteConfig, db: BetterSqlite3.Database) {
     this.config = config;
     this.#db = db;
+    this.#identity = config.path === ":memory:" ? undefined : identify(config.path);
   }
 
   /** Opens the file and sets the pragmas; creating the file if it does not exist yet. */
@@ -52,6 +61,7 @@ export class SqliteDatabase {
   /** Runs `work`; a driver error becomes `TesseraError(code)`, Tessera's own errors pass. */
   run<T>(code: UnavailableCode, work: () => T): T {
     try {
+      this.#checkSameFile();
       return work();
     } catch (error) {
       throw unavailable(code, error);
@@ -83,6 +93,32 @@ export class SqliteDatabase {
   close(): void {
     if (this.#db.open) this.#db.close();
   }
+
+  #checkSameFile(): void {
+    if (!this.#identity) return;
+    let now: FileIdentity;
+    try {
+      now = identify(this.config.path);
+    } catch {
+      throw new FileMoved();
+    }
+    if (now.dev !== this.#identity.dev || now.ino !== this.#identity.ino) throw new FileMoved();
+  }
+}
+
+interface FileIdentity {
+  readonly dev: number;
+  readonly ino: number;
+}
+
+function identify(path: string): FileIdentity {
+  const { dev, ino } = statSync(path);
+  return { dev, ino };
+}
+
+/** The path no longer names the file this connection has open. */
+class FileMoved extends Error {
+  readonly code = "database file missing or replaced";
 }
 
 /**

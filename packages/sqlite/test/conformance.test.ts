@@ -1,6 +1,8 @@
 /**
  * Every conformance suite against the SQLite backend, with 8 real OS processes sharing the
- * file and a write-lock outage held by another connection.
+ * file, and an outage in which the file disappears from its path and comes back (the
+ * write-lock outage, where reads keep working, is run under the kernel and the gate in
+ * fail-closed.test.ts).
  */
 
 import type { SqliteStores } from "@tessera/sqlite";
@@ -11,7 +13,7 @@ import {
   describeUsageStoreConformance,
   type StoreFactory,
 } from "@tessera/testkit";
-import { type OpenedSqlite, openFresh, writeLockOutage } from "./helpers.js";
+import { fileMovedOutage, type OpenedSqlite, openFresh } from "./helpers.js";
 
 type Port = "usage" | "claims" | "grants" | "audit";
 
@@ -30,7 +32,7 @@ function sqliteFactory<P extends Port>(
       arg: opened.url,
       pick: port,
     }),
-    outage: (opened) => writeLockOutage(opened.url),
+    outage: (opened) => fileMovedOutage(opened.url),
   };
 }
 

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, renameSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openStores, type SqliteStores } from "@tessera/sqlite";
@@ -60,6 +60,26 @@ export function writeLockOutage(url: string): OutageControl {
       holder?.exec("ROLLBACK");
       holder?.close();
       holder = undefined;
+    },
+  };
+}
+
+/**
+ * The database file disappears from its path (moved away by an operator, a restore, a bad
+ * deploy) and later comes back. While it is away every operation, reads included, must fail
+ * with the port's code: the connection still has the old file open, but anything it did
+ * there would be invisible to every process that opens the path meanwhile.
+ */
+export function fileMovedOutage(url: string): OutageControl {
+  const path = url.slice("sqlite:".length);
+  const away = `${path}.away`;
+  return {
+    kind: "down",
+    async interrupt() {
+      renameSync(path, away);
+    },
+    async restore() {
+      renameSync(away, path);
     },
   };
 }

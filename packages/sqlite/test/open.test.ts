@@ -3,7 +3,7 @@
  * opened, when it is closed under the kernel, when its schema is newer than the code, and
  * when its primitives do not hold (the self-test).
  */
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import {
   openAuditSink,
@@ -166,6 +166,33 @@ describe("a closed store fails closed", () => {
       [() => stores.audit.read(), "audit_unavailable"],
     ];
     for (const [action, code] of refusals) expect(await codeOf(action)).toBe(code);
+  });
+
+  it("a deleted file fails closed and is not recreated under the running connection", async () => {
+    const path = file();
+    const stores = await openStores(`sqlite:${path}`);
+    await stores.claims.claim(key, record);
+    for (const suffix of ["", "-wal", "-shm"]) rmSync(`${path}${suffix}`, { force: true });
+    expect(await codeOf(() => stores.claims.claim(key, record))).toBe("claim_store_unavailable");
+    expect(await codeOf(() => stores.usage.tryConsume("ns", "g", 1))).toBe(
+      "usage_store_unavailable",
+    );
+    expect(await codeOf(() => stores.audit.read())).toBe("audit_unavailable");
+    expect(existsSync(path)).toBe(false);
+    await stores.close();
+  });
+
+  it("a file replaced at its path fails closed: the new file's claims are not mixed in", async () => {
+    const path = file();
+    const stores = await openStores(`sqlite:${path}`);
+    await stores.claims.claim(key, record);
+    for (const suffix of ["", "-wal", "-shm"]) rmSync(`${path}${suffix}`, { force: true });
+    const replacement = await openStores(`sqlite:${path}`);
+    expect(await replacement.claims.claim(key, record)).toEqual({ status: "claimed" });
+    expect(await codeOf(() => stores.claims.get(key))).toBe("claim_store_unavailable");
+    expect(await codeOf(() => stores.claims.claim(key, record))).toBe("claim_store_unavailable");
+    await replacement.close();
+    await stores.close();
   });
 
   it("a claim store's own close() refuses further claims; its file keeps the claim", async () => {
