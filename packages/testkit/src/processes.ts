@@ -95,7 +95,18 @@ export async function raceInProcesses(
   count: number,
   taskFor: (index: number) => WorkerTask,
 ): Promise<WorkerResult[]> {
-  const workers = await Promise.all(Array.from({ length: count }, () => WorkerProcess.start(spec)));
+  const started = await Promise.allSettled(
+    Array.from({ length: count }, () => WorkerProcess.start(spec)),
+  );
+  const workers = started.flatMap((outcome) =>
+    outcome.status === "fulfilled" ? [outcome.value] : [],
+  );
+  const failed = started.find((outcome) => outcome.status === "rejected");
+  if (failed) {
+    // One worker could not open the store: stop the others rather than leave them waiting.
+    await Promise.all(workers.map((worker) => worker.killHard()));
+    throw failed.reason;
+  }
   try {
     workers.forEach((worker, index) => {
       worker.run(taskFor(index));
