@@ -105,6 +105,9 @@ function failure(error: unknown): FromWorker {
   };
 }
 
+// The parent is gone (test runner killed or timed out): never outlive it as an orphan.
+process.on("disconnect", () => process.exit(1));
+
 process.on("message", (message: ToWorker) => {
   void (async () => {
     try {
