@@ -13,6 +13,8 @@ describe("the recipient fan-out demo", () => {
       [4, true, 1],
       [5, true, 0],
     ]);
+    // Each scene ran as one turn of a scripted driver under a TurnExecutor, to completion.
+    expect(report.scenes.map((s) => s.turn)).toEqual(Array(5).fill("completed"));
     const [one, two, three, four, five] = report.scenes;
     expect(one?.allDistinct).toBe(true);
     expect(one?.lines.map((l) => l.ticket?.used)).toEqual([1, 1, 1]);

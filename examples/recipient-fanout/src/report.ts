@@ -27,6 +27,8 @@ export interface FanoutScene {
   readonly deliveries: number;
   /** Scene 1: every delivery went to a different recipient, with a different message ID. */
   readonly allDistinct?: boolean;
+  /** How the scene's one turn ended (TurnExecutor): `completed` when every step ran. */
+  readonly turn: "completed" | "step_budget_exhausted" | "timed_out" | "aborted";
   /** Whether the run showed what the scene is meant to show; the text says so if not. */
   readonly asExpected: boolean;
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { type GrantUsageStore, TesseraError } from "@tessera/core";
-import type { FanoutLine, FanoutReport, FanoutScene } from "./report.js";
-import { ask, colleague, makeUsage, sceneWorld, ticketStates, withTickets } from "./scenes.js";
+import type { FanoutReport, FanoutScene } from "./report.js";
+import { colleague, makeUsage, sceneWorld, ticketStates, withTickets } from "./scenes.js";
 
 export interface FanoutOptions {
   /** How many colleagues scene 1 asks (default 3). */
@@ -33,11 +33,7 @@ const count = (n: number, noun: string) =>
 async function sceneOne(runId: string, n: number, options: FanoutOptions): Promise<FanoutScene> {
   const names = Array.from({ length: n }, (_, i) => colleague(i));
   const world = await sceneWorld(runId, 1, names, await makeUsage(options.usage));
-  const lines: FanoutLine[] = [];
-  {
-    await using turn = await world.openTurn();
-    for (const name of names) lines.push((await ask(world, turn, name)).line);
-  }
+  const { lines, turn } = await world.askInOneTurn(names);
   const ticketed = await withTickets(world, lines);
   const delivered = world.transport.delivered;
   const allDistinct =
@@ -49,20 +45,19 @@ async function sceneOne(runId: string, n: number, options: FanoutOptions): Promi
     lines: ticketed,
     deliveries: delivered.length,
     allDistinct,
+    turn: turn.status,
     asExpected:
-      delivered.length === n && allDistinct && ticketed.every((l) => l.ticket?.used === 1),
+      turn.status === "completed" &&
+      delivered.length === n &&
+      allDistinct &&
+      ticketed.every((l) => l.ticket?.used === 1),
   };
 }
 
 /** 2. The same question twice of one colleague: the replay is refused at discovery. */
 async function sceneTwo(runId: string, options: FanoutOptions): Promise<FanoutScene> {
   const world = await sceneWorld(runId, 2, [colleague(0)], await makeUsage(options.usage));
-  const lines: FanoutLine[] = [];
-  {
-    await using turn = await world.openTurn();
-    lines.push((await ask(world, turn, colleague(0))).line);
-    lines.push((await ask(world, turn, colleague(0))).line);
-  }
+  const { lines, turn } = await world.askInOneTurn([colleague(0), colleague(0)]);
   const replay = lines[1];
   const ticket = (await ticketStates(world, [colleague(0)])).get(colleague(0));
   return {
@@ -70,7 +65,9 @@ async function sceneTwo(runId: string, options: FanoutOptions): Promise<FanoutSc
     title: "the same question asked twice of one colleague",
     lines: lines.map((line) => (line.verdict === "SENT" && ticket ? { ...line, ticket } : line)),
     deliveries: world.transport.delivered.length,
+    turn: turn.status,
     asExpected:
+      turn.status === "completed" &&
       world.transport.delivered.length === 1 &&
       replay?.code === "tool_unavailable" &&
       replay.reason === "grant_exhausted",
@@ -80,20 +77,21 @@ async function sceneTwo(runId: string, options: FanoutOptions): Promise<FanoutSc
 /** 3. A colleague nobody issued a ticket for: refused on the recipient, nothing spent. */
 async function sceneThree(runId: string, options: FanoutOptions): Promise<FanoutScene> {
   const world = await sceneWorld(runId, 3, [colleague(0)], await makeUsage(options.usage));
-  let line: FanoutLine;
-  {
-    await using turn = await world.openTurn();
-    line = (await ask(world, turn, colleague(1))).line;
-  }
+  const {
+    lines: [line],
+    turn,
+  } = await world.askInOneTurn([colleague(1)]);
   const ticket = (await ticketStates(world, [colleague(0)])).get(colleague(0));
   return {
     number: 3,
     title: "a colleague nobody issued a ticket for",
-    lines: [{ ...line, ...(ticket ? { ticket } : {}) }],
+    lines: line ? [{ ...line, ...(ticket ? { ticket } : {}) }] : [],
     deliveries: world.transport.delivered.length,
+    turn: turn.status,
     asExpected:
+      turn.status === "completed" &&
       world.transport.delivered.length === 0 &&
-      line.code === "no_matching_grant" &&
+      line?.code === "no_matching_grant" &&
       ticket?.used === 0,
   };
 }
@@ -104,11 +102,7 @@ async function sceneFour(runId: string, options: FanoutOptions): Promise<FanoutS
   const world = await sceneWorld(runId, 4, names, await makeUsage(options.usage));
   // Revoked before the turn opens: a store edit made during a turn lands on the next one.
   await world.grants.revoke(world.namespaceId, world.ticketIds.get(colleague(0)) as string);
-  const lines: FanoutLine[] = [];
-  {
-    await using turn = await world.openTurn();
-    for (const name of names) lines.push((await ask(world, turn, name)).line);
-  }
+  const { lines, turn } = await world.askInOneTurn(names);
   const ticketed = await withTickets(world, lines);
   const [revoked, kept] = ticketed;
   return {
@@ -116,7 +110,9 @@ async function sceneFour(runId: string, options: FanoutOptions): Promise<FanoutS
     title: "the owner revokes one ticket; the other is untouched",
     lines: ticketed,
     deliveries: world.transport.delivered.length,
+    turn: turn.status,
     asExpected:
+      turn.status === "completed" &&
       world.transport.delivered.length === 1 &&
       revoked?.reason === "revoked" &&
       revoked.code === "no_matching_grant" &&
@@ -129,17 +125,15 @@ async function sceneFour(runId: string, options: FanoutOptions): Promise<FanoutS
 async function sceneFive(runId: string): Promise<FanoutScene> {
   const names = [colleague(0), colleague(1)];
   const world = await sceneWorld(runId, 5, names, undefined);
-  const lines: FanoutLine[] = [];
-  {
-    await using turn = await world.openTurn();
-    for (const name of names) lines.push((await ask(world, turn, name)).line);
-  }
+  const { lines, turn } = await world.askInOneTurn(names);
   return {
     number: 5,
     title: "no usage store, so a single-use ticket cannot be counted",
     lines,
     deliveries: world.transport.delivered.length,
+    turn: turn.status,
     asExpected:
+      turn.status === "completed" &&
       world.transport.delivered.length === 0 &&
       lines.every((l) => l.code === "tool_unavailable" && l.reason === "usage_store_unavailable"),
   };

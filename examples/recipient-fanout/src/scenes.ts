@@ -8,8 +8,10 @@ import {
   InMemoryGrantUsageStore,
   InProcessTransport,
   issueFanoutTickets,
+  ScriptedDriver,
   type SendMessageResult,
-  type TurnAuthority,
+  TurnExecutor,
+  type TurnOutcome,
 } from "@tessera/core";
 import type { FanoutLine } from "./report.js";
 
@@ -25,8 +27,16 @@ export interface SceneWorld {
   readonly audit: InMemoryAuditSink;
   readonly transport: InProcessTransport;
   readonly ticketIds: ReadonlyMap<string, string>;
-  openTurn(): Promise<TurnAuthority>;
+  /**
+   * Runs one turn in which the asker sends one question to each of `recipients`, in order:
+   * a scripted driver inside one authority lease, run by a TurnExecutor (which closes the
+   * lease however the turn ends). Each attempt is described from its result and its audit.
+   */
+  askInOneTurn(recipients: readonly string[]): Promise<{ lines: FanoutLine[]; turn: TurnOutcome }>;
 }
+
+/** Generous: the demo's turns take milliseconds; the budget only bounds a broken run. */
+const TURN_DEADLINE_MS = 60_000;
 
 export const HOST = "host";
 export const ASKER = "asker";
@@ -61,44 +71,63 @@ export async function sceneWorld(
     owner: OWNER,
     traceId: `fanout-${runId}-${scene}`,
   };
-  return {
+  const world: SceneWorld = {
     namespaceId,
     grants,
     usage,
     audit,
     transport,
     ticketIds,
-    openTurn: () => kernel.openTurnAuthority(ctx),
+    askInOneTurn: async (asked) => {
+      const callIds = asked.map(() => randomUUID());
+      const driver = new ScriptedDriver(
+        asked.map((recipient, i) => ({
+          tool: "messages.send" as const,
+          recipient,
+          payload: { question: "can we ship?" },
+          callId: callIds[i] as string,
+        })),
+      );
+      const executor = new TurnExecutor(kernel, {
+        deadlineMs: TURN_DEADLINE_MS,
+        maxSteps: Math.max(1, asked.length),
+      });
+      const turn = await executor.run(ctx, driver);
+      const reasons = lastReasons(audit);
+      const lines = asked.map((recipient, i) =>
+        describe(
+          recipient,
+          driver.results[i] as SendMessageResult | undefined,
+          reasons.get(callIds[i] as string),
+        ),
+      );
+      return { lines, turn };
+    },
   };
+  return world;
 }
 
-/** Sends one question and describes the attempt from its result and its audit event. */
-export async function ask(
-  world: SceneWorld,
-  turn: TurnAuthority,
+/** The reason of each call's newest audit event, in one pass over the log. */
+function lastReasons(audit: InMemoryAuditSink): Map<string, FanoutLine["reason"]> {
+  const reasons = new Map<string, FanoutLine["reason"]>();
+  for (const event of audit.events) reasons.set(event.callId, event.reason);
+  return reasons;
+}
+
+function describe(
   recipient: string,
-): Promise<{ result: SendMessageResult; line: Omit<FanoutLine, "ticket"> }> {
-  const callId = randomUUID();
-  const result = await turn.sendMessage({
-    recipient,
-    payload: { question: "can we ship?" },
-    callId,
-  });
-  // The call's events are the newest ones: look from the end, not through the whole log.
-  const events = world.audit.events;
-  let reason: FanoutLine["reason"] = "invalid_request";
-  for (let i = events.length - 1; i >= 0; i--) {
-    const event = events[i];
-    if (event?.callId === callId) {
-      reason = event.reason;
-      break;
-    }
+  result: SendMessageResult | undefined,
+  reason: FanoutLine["reason"] | undefined,
+): FanoutLine {
+  if (result === undefined) {
+    // The turn ended before this step ran; the scene will not be as expected.
+    return { verdict: "DENY", recipient, code: "turn_closed", reason: reason ?? "turn_closed" };
   }
   if (result.status === "delivered") {
     const reply = typeof result.reply === "string" ? result.reply : JSON.stringify(result.reply);
-    return { result, line: { verdict: "SENT", recipient, reason, reply } };
+    return { verdict: "SENT", recipient, reason: reason ?? "allowed", reply };
   }
-  return { result, line: { verdict: "DENY", recipient, code: result.code, reason } };
+  return { verdict: "DENY", recipient, code: result.code, reason: reason ?? "invalid_request" };
 }
 
 /**
