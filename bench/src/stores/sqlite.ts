@@ -1,11 +1,12 @@
 /**
  * SQLite store throughput beside the raw primitive, same pragmas, same run:
- * - claims/s: `SqliteClaimStore.claim` vs `INSERT OR IGNORE` of one key with better-sqlite3;
+ * - claims/s: `SqliteClaimStore.claim` vs `INSERT OR IGNORE` of the same row with better-sqlite3;
  * - bounded consumes/s: `SqliteUsageStore.tryConsume` over 100 grants vs the conditional
  *   `UPDATE … SET used = used + 1 WHERE … AND used < ?` on 100 counter rows;
  * at concurrency 1 (one process, awaited one by one) and 8 (8 OS processes on one file:
  * better-sqlite3 is synchronous, so 8 in-flight async callers in one process would just run
- * one after another). Every operation is a committed write.
+ * one after another). Every operation is a committed write. Plus two end-to-end rows:
+ * `gate.handle` and `sendMessage` over the SQLite stores.
  *
  * This file is also the worker of the 8-process runs: forked with WORKER_FLAG it measures
  * one mode on one file for a fixed time and reports its count.
