@@ -167,9 +167,9 @@ function atLeast(value: number, target: number, text: string) {
   return { target: text, met: value >= target };
 }
 
-export async function run(): Promise<BenchSection> {
+/** Decisions per second with 10 and 10,000 grants held, and the ratio between the two. */
+async function decisionRows(): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
-  const notes: string[] = [];
   const rates = new Map<string, number>();
 
   for (const grants of [10, 10_000]) {
@@ -217,7 +217,12 @@ export async function run(): Promise<BenchSection> {
       }),
     );
   }
+  return rows;
+}
 
+/** The 10,000-recipient fan-out end to end, its phases, and the heap grants take. */
+async function fanoutRows(): Promise<BenchRow[]> {
+  const rows: BenchRow[] = [];
   const fanout = await fanoutMs(10_000, false);
   rows.push(
     row(
@@ -245,8 +250,11 @@ export async function run(): Promise<BenchSection> {
     row("heap per 10,000 grants held: grant source (validated, frozen)", heap.source, {}, "MB"),
   );
   rows.push(row("heap per 10,000 grants held: one open lease (index)", heap.lease, {}, "MB"));
+  return rows;
+}
 
-  // Peers: the same decision with 100 policies / grants, one per recipient.
+/** The same decision by Cedar and casbin, 100 policies / grants, one per recipient. */
+async function peerRows(): Promise<BenchRow[]> {
   const ours = await kernelRate(PEER_POLICIES, false, true);
   const cedar = await syncRate(cedarDecision(PEER_POLICIES - 1), true);
   const casbinLast = await syncRate(await casbinDecision(PEER_POLICIES - 1), true);
@@ -258,9 +266,16 @@ export async function run(): Promise<BenchSection> {
       ratioMeaning: "our decisions/s over the peer's",
       ...(target === undefined ? {} : { target: `≥ ${target}×`, met: ours / value >= target }),
     });
-  rows.push(peer("cedar-wasm 4.13 statefulIsAuthorized", cedar, 100));
-  rows.push(peer("casbin enforceSync, matching line last", casbinLast, 20));
-  rows.push(peer("casbin enforceSync, matching line first", casbinFirst));
+  return [
+    peer("cedar-wasm 4.13 statefulIsAuthorized", cedar, 100),
+    peer("casbin enforceSync, matching line last", casbinLast, 20),
+    peer("casbin enforceSync, matching line first", casbinFirst),
+  ];
+}
+
+export async function run(): Promise<BenchSection> {
+  const rows = [...(await decisionRows()), ...(await fanoutRows()), ...(await peerRows())];
+  const notes: string[] = [];
 
   const load = loadavg()
     .map((l) => l.toFixed(1))
