@@ -25,13 +25,16 @@ describe("parseSqliteUrl", () => {
       synchronous: "FULL",
       busyTimeoutMs: 5000,
       selfTest: true,
+      create: true,
     });
   });
 
   it("takes synchronous, busyTimeoutMs and selfTest from the query", () => {
     expect(
-      parseSqliteUrl("sqlite:./t.db?synchronous=normal&busyTimeoutMs=250&selfTest=false"),
-    ).toMatchObject({ synchronous: "NORMAL", busyTimeoutMs: 250, selfTest: false });
+      parseSqliteUrl(
+        "sqlite:./t.db?synchronous=normal&busyTimeoutMs=250&selfTest=false&create=false",
+      ),
+    ).toMatchObject({ synchronous: "NORMAL", busyTimeoutMs: 250, selfTest: false, create: false });
   });
 
   it("refuses another scheme with unsupported_store_url", () => {
@@ -48,6 +51,7 @@ describe("parseSqliteUrl", () => {
       "sqlite:./t.db?busyTimeoutMs=1e3",
       "sqlite:./t.db?busyTimeoutMs=600001",
       "sqlite:./t.db?selfTest=no",
+      "sqlite:./t.db?create=1",
       "sqlite:./t.db?journal_mode=delete",
     ]) {
       expect(

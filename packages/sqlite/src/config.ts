@@ -16,14 +16,20 @@ export interface SqliteConfig {
   readonly busyTimeoutMs: number;
   /** Prove the store's primitives at open (default true). */
   readonly selfTest: boolean;
+  /**
+   * Create the file when it does not exist (default true, for the embedded default). Workers
+   * of a provisioned host should say `create=false`: a worker restarting after the file was
+   * lost must fail closed, not start a fresh, empty claim history in which replays run again.
+   */
+  readonly create: boolean;
 }
 
-const OPTIONS = new Set(["synchronous", "busyTimeoutMs", "selfTest"]);
+const OPTIONS = new Set(["synchronous", "busyTimeoutMs", "selfTest", "create"]);
 
 /**
  * Parses `sqlite:./relative.db`, `sqlite:/absolute.db`, `sqlite:///absolute.db` and
  * `sqlite::memory:`, with options as a query string:
- * `?synchronous=normal&busyTimeoutMs=2000&selfTest=false`.
+ * `?synchronous=normal&busyTimeoutMs=2000&selfTest=false&create=false`.
  */
 export function parseSqliteUrl(url: string): SqliteConfig {
   if (typeof url !== "string" || !url.startsWith("sqlite:")) {
@@ -42,7 +48,8 @@ export function parseSqliteUrl(url: string): SqliteConfig {
     path: location === ":memory:" ? location : resolve(decodeURIComponent(location)),
     synchronous: synchronous(query.get("synchronous")),
     busyTimeoutMs: busyTimeout(query.get("busyTimeoutMs")),
-    selfTest: flag(query.get("selfTest")),
+    selfTest: flag(query.get("selfTest"), "selfTest"),
+    create: flag(query.get("create"), "create"),
   };
 }
 
@@ -62,8 +69,8 @@ function busyTimeout(value: string | null): number {
   return ms;
 }
 
-function flag(value: string | null): boolean {
+function flag(value: string | null, name: string): boolean {
   if (value === null || value === "true") return true;
   if (value === "false") return false;
-  throw new TesseraError("invalid_config", "selfTest must be true or false");
+  throw new TesseraError("invalid_config", `${name} must be true or false`);
 }

@@ -35,11 +35,11 @@ export class SqliteDatabase {
     this.#identity = config.path === ":memory:" ? undefined : identify(config.path);
   }
 
-  /** Opens the file and sets the pragmas; creating the file if it does not exist yet. */
+  /** Opens the file (creating it only when `config.create`) and sets the pragmas. */
   static open(config: SqliteConfig, failCode: UnavailableCode): SqliteDatabase {
     let db: BetterSqlite3.Database | undefined;
     try {
-      db = new BetterSqlite3(config.path);
+      db = new BetterSqlite3(config.path, { fileMustExist: !config.create });
       db.pragma(`busy_timeout = ${config.busyTimeoutMs}`);
       if (config.path !== ":memory:") {
         const handle = db;

@@ -94,6 +94,19 @@ describe("opening", () => {
     expect(await codeOf(() => openStores(`sqlite:${directory}`))).toBe("store_unavailable");
   });
 
+  it("create=false refuses a missing file and creates nothing; it opens a provisioned one", async () => {
+    const path = file();
+    expect(await codeOf(() => openStores(`sqlite:${path}?create=false`))).toBe("store_unavailable");
+    expect(await codeOf(() => openClaimStore(`sqlite:${path}?create=false`))).toBe(
+      "claim_store_unavailable",
+    );
+    expect(existsSync(path)).toBe(false);
+    await (await openStores(`sqlite:${path}`)).close();
+    const claims = await openClaimStore(`sqlite:${path}?create=false`);
+    expect(await claims.claim(key, record)).toEqual({ status: "claimed" });
+    await claims.close();
+  });
+
   it("refuses a schema newer than this code with schema_unavailable", async () => {
     const path = file();
     await (await openStores(`sqlite:${path}`)).close();
