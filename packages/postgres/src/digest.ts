@@ -1,14 +1,26 @@
 import { createHash } from "node:crypto";
 
 /**
- * SHA-256 hex over length-prefixed parts, the same construction as `claimKeyDigest`: no two
- * different tuples can collide by concatenation, and the result is a fixed-size, inert key.
+ * SHA-256 hex over length-prefixed parts: no two different tuples can collide by
+ * concatenation, and the result is a fixed-size, inert key.
  */
 export function digest(...parts: readonly string[]): string {
-  const hash = createHash("sha256");
-  for (const part of parts) {
-    hash.update(`${Buffer.byteLength(part)}:`);
-    hash.update(part);
+  let preimage = "";
+  for (const part of parts) preimage += `${part.length}:${part}`;
+  // Lengths in UTF-16 units keep the tuple unambiguous, and hashing the UTF-16 code units
+  // (not UTF-8) keeps lone surrogates apart: UTF-8 would turn them all into U+FFFD.
+  const cached = recent.get(preimage);
+  if (cached !== undefined) return cached;
+  const hex = createHash("sha256").update(Buffer.from(preimage, "utf16le")).digest("hex");
+  if (preimage.length <= CACHEABLE_LENGTH) {
+    // Namespaces, grants and sessions repeat on every decision: remember the last few
+    // thousand digests instead of hashing again. Cleared wholesale when full (bounded memory).
+    if (recent.size >= CACHE_ENTRIES) recent.clear();
+    recent.set(preimage, hex);
   }
-  return hash.digest("hex");
+  return hex;
 }
+
+const CACHE_ENTRIES = 4096;
+const CACHEABLE_LENGTH = 512;
+const recent = new Map<string, string>();

@@ -7,10 +7,10 @@ import { digest } from "./digest.js";
  * `UPDATE … SET used = used + 1 WHERE key = $1 AND used < $2`: PostgreSQL takes the row lock
  * and re-checks the guard on the latest row version, so racing callers across any number of
  * processes get exactly `max` successes, with no read-then-write in between. When the
- * update matches nothing (the counter row does not exist yet, or the bound is reached) the
- * same guarded increment is retried as one `INSERT … ON CONFLICT DO UPDATE … WHERE used <
- * max`, which also creates the row; it is atomic on its own, so first uses racing from many
- * callers still count exactly. In steady state a consume is the single UPDATE, the same
+ * update matches nothing and the row is not already at its bound (it does not exist yet),
+ * the same guarded increment is retried as one `INSERT … ON CONFLICT DO UPDATE … WHERE used
+ * < max`, which also creates the row; it is atomic on its own, so first uses racing from
+ * many callers still count exactly. In steady state a consume is the single UPDATE, the same
  * statement as the raw primitive.
  */
 export class PostgresUsageStore implements GrantUsageStore {
@@ -44,10 +44,14 @@ export class PostgresUsageStore implements GrantUsageStore {
     if (maxUses === 0) return { consumed: false, used: await this.#read(key) };
     const consumed = await this.#consume(this.#sql.consume, [key, maxUses]);
     if (consumed !== undefined) return { consumed: true, used: consumed };
+    // Nothing matched: the bound is reached, or the counter row does not exist yet. Counts
+    // never go down, so a row read now at or above the bound means a refusal; this read only
+    // reports it, the decision was the guarded UPDATE above.
+    const current = await this.#readRow(key);
+    if (current !== undefined && current >= maxUses) return { consumed: false, used: current };
     const ids = JSON.stringify([namespaceId, grantId]);
     const upserted = await this.#consume(this.#sql.upsert, [key, maxUses, ids]);
     if (upserted !== undefined) return { consumed: true, used: upserted };
-    // Refused by the guard. This read only reports the count; the decision was taken above.
     return { consumed: false, used: await this.#read(key) };
   }
 
@@ -57,12 +61,16 @@ export class PostgresUsageStore implements GrantUsageStore {
   }
 
   async #read(key: string): Promise<number> {
+    return (await this.#readRow(key)) ?? 0;
+  }
+
+  async #readRow(key: string): Promise<number | undefined> {
     const { rows } = await this.#db.query<{ used: string }>(
       "usage_store_unavailable",
       this.#sql.read,
       [key],
     );
-    return rows[0] ? Number(rows[0].used) : 0;
+    return rows[0] ? Number(rows[0].used) : undefined;
   }
 }
 

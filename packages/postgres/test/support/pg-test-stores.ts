@@ -36,7 +36,14 @@ export async function openTestStores(baseUrl: string): Promise<TestStores> {
   const proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
   const viaProxy = new URL(baseUrl);
   viaProxy.host = proxy.address;
-  const params = { schema, application_name: applicationName, connectTimeoutMs: "2000" };
+  // Generous timeouts: CI machines are shared, and a pool wait counts against the connect
+  // timeout. Outages in these tests are cut by the proxy, not left to time out.
+  const params = {
+    schema,
+    application_name: applicationName,
+    connectTimeoutMs: "20000",
+    statementTimeoutMs: "30000",
+  };
   try {
     const stores = await openStores(withParams(viaProxy.toString(), params));
     return {
@@ -44,7 +51,11 @@ export async function openTestStores(baseUrl: string): Promise<TestStores> {
       schema,
       applicationName,
       proxy,
-      directUrl: withParams(baseUrl, { schema }),
+      directUrl: withParams(baseUrl, {
+        schema,
+        connectTimeoutMs: "20000",
+        statementTimeoutMs: "30000",
+      }),
       close: async () => {
         await stores.close();
         await proxy.close();

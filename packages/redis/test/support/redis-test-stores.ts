@@ -18,6 +18,9 @@ export interface TestStores {
   close(): Promise<void>;
 }
 
+/** Generous: CI machines are shared. Outages in these tests are cut by the proxy. */
+const TIMEOUTS = { connectTimeoutMs: "20000", commandTimeoutMs: "20000" };
+
 export function freshPrefix(): string {
   return `tessera_test:${process.pid}:${randomBytes(4).toString("hex")}:`;
 }
@@ -37,14 +40,14 @@ export async function openTestStores(baseUrl: string, extra: Record<string, stri
   viaProxy.host = proxy.address;
   try {
     const stores = await openStores(
-      withParams(viaProxy.toString(), { prefix, name: connectionName, ...extra }),
+      withParams(viaProxy.toString(), { prefix, name: connectionName, ...TIMEOUTS, ...extra }),
     );
     return {
       stores,
       prefix,
       connectionName,
       proxy,
-      directUrl: withParams(baseUrl, { prefix, ...extra }),
+      directUrl: withParams(baseUrl, { prefix, ...TIMEOUTS, ...extra }),
       close: async () => {
         await stores.close();
         await proxy.close();
