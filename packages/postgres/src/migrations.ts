@@ -63,7 +63,7 @@ const LOCK_CLASS = 0x7e55e7a;
  * A database migrated by a newer Tessera is refused rather than half understood.
  */
 export async function migrate(db: Database): Promise<void> {
-  await db.transaction("grant_store_unavailable", async (client) => {
+  await db.transaction("store_unavailable", async (client) => {
     await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [LOCK_CLASS, db.schema]);
     await client.query(`CREATE SCHEMA IF NOT EXISTS "${db.schema}"`);
     await client.query(
