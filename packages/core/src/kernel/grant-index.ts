@@ -112,8 +112,12 @@ function nodeFor(
   let node: PathNode;
   if (owner === undefined) node = roots.anyOwner ??= newNode();
   else {
-    node = roots.owned.get(owner) ?? newNode();
-    roots.owned.set(owner, node);
+    let owned = roots.owned.get(owner);
+    if (owned === undefined) {
+      owned = newNode();
+      roots.owned.set(owner, owned);
+    }
+    node = owned;
   }
   for (const segment of path) {
     node.children ??= new Map();
@@ -166,7 +170,9 @@ export function buildGrantIndex(grants: readonly Grant[], ctx: AccessContext): G
       fixedReason: fixedReasonOf(grant, ctx),
       spent: false,
     };
-    const seenActions = new Set<string>();
+    // Actions this grant was already counted under (most grants carry one capability, one
+    // action: the set is only made when a second one shows up).
+    let counted: string | Set<string> | undefined;
     for (const capability of grant.capabilities) {
       const { namespace, path, owner } = capability.resource;
       for (const action of capability.actions) {
@@ -174,8 +180,10 @@ export function buildGrantIndex(grants: readonly Grant[], ctx: AccessContext): G
         const node = nodeFor(entry, namespace, owner, path);
         if (capability.scope === "exact") node.exact = addTo(node.exact, indexed);
         else node.descendants = addTo(node.descendants, indexed);
-        if (seenActions.has(action)) continue;
-        seenActions.add(action);
+        if (counted === action || (typeof counted === "object" && counted.has(action))) continue;
+        if (counted === undefined) counted = action;
+        else if (typeof counted === "string") counted = new Set([counted, action]);
+        else counted.add(action);
         if (indexed.fixedReason !== undefined) {
           entry.fixedReason = strongerReason(entry.fixedReason, indexed.fixedReason);
         } else if (indexed.maxUses === undefined) entry.unbounded.push(indexed);
