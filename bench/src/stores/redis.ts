@@ -10,7 +10,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { openStores } from "@tessera/redis";
 import { Redis } from "ioredis";
-import { concurrent } from "../measure.js";
 import type { BenchRow } from "../report.js";
 import { endToEndRows, interleaved, SLICES } from "./postgres.js";
 
@@ -34,18 +33,14 @@ return {0, used}
 const CLAIM = `
 redis.call('SADD', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-local reply = redis.call('SET', KEYS[4], ARGV[3], 'NX', 'PX', ARGV[2])
-if reply == false then return {0, redis.call('GET', KEYS[4])} end
+local reply = redis.call('SET', KEYS[3], ARGV[3], 'NX', 'PX', ARGV[2])
+if reply == false then return {0, redis.call('GET', KEYS[3])} end
 if type(reply) == 'table' and reply['ok'] == 'OK' then
   redis.call('SADD', KEYS[2], ARGV[1])
-  redis.call('PEXPIRE', KEYS[2], ARGV[2])
-  redis.call('SADD', KEYS[3], ARGV[1])
   return {1}
 end
 return redis.error_reply('unexpected reply to SET NX')
 `;
-
-type Concurrency = keyof typeof OPS;
 
 function row(name: string, value: number, baselineName: string, baseline: number): BenchRow {
   const ratio = value / baseline;
@@ -118,9 +113,8 @@ export async function rows(): Promise<{ rows: BenchRow[]; notes: string[] }> {
         (i) =>
           raw.evalsha(
             claimSha,
-            4,
+            3,
             `${prefix}raw-session:${session}`,
-            `${prefix}raw-in-doubt:${session}`,
             `${prefix}raw-in-doubt`,
             `${prefix}raw-script-claim:${tag}-${i}`,
             `${tag}-${i}`,

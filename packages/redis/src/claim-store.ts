@@ -15,35 +15,31 @@ import { checkClaimKey, checkReceipt, checkRecord } from "./validate.js";
 /**
  * A claim is one string key, `<prefix>claim:<claimKeyDigest>`, holding the JSON record; once
  * settled, a newline and the JSON receipt are appended (JSON never contains a raw newline).
- * Settling only ever appends to an existing claim (`KEEPTTL`), never creates one.
- */
-/**
+ *
  * The claim, as one atomic server-side step: `SET key value NX PX ttl`, its reply checked to
  * be exactly the status "OK" (won) or nil (already held; the holder's record is returned in
  * the same step, so it cannot expire or be deleted in between). Any other reply is an
  * error, never a win. The session index (for `endSession`) is written first and the in-doubt
- * indexes on a win, in the same script: a worker killed right after its claim leaves the
+ * index on a win, in the same script: a worker killed right after its claim leaves the
  * claim listed in doubt, and no SCAN is ever needed.
  */
 const CLAIM = script(`
 redis.call('SADD', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-local reply = redis.call('SET', KEYS[4], ARGV[3], 'NX', 'PX', ARGV[2])
-if reply == false then return {0, redis.call('GET', KEYS[4])} end
+local reply = redis.call('SET', KEYS[3], ARGV[3], 'NX', 'PX', ARGV[2])
+if reply == false then return {0, redis.call('GET', KEYS[3])} end
 if type(reply) == 'table' and reply['ok'] == 'OK' then
   redis.call('SADD', KEYS[2], ARGV[1])
-  redis.call('PEXPIRE', KEYS[2], ARGV[2])
-  redis.call('SADD', KEYS[3], ARGV[1])
   return {1}
 end
 return redis.error_reply('unexpected reply to SET NX')
 `);
 
+/** Only ever appends to an existing, unsettled claim (`KEEPTTL`), never creates one. */
 const SETTLE = script(`
 local value = redis.call('GET', KEYS[1])
 if not value then return 0 end
 redis.call('SREM', KEYS[2], ARGV[2])
-redis.call('SREM', KEYS[3], ARGV[2])
 if string.find(value, '\\n', 1, true) then return 2 end
 redis.call('SET', KEYS[1], value .. '\\n' .. ARGV[1], 'KEEPTTL')
 return 1
@@ -54,9 +50,9 @@ const END_SESSION = script(`
 local digests = redis.call('SMEMBERS', KEYS[1])
 for _, d in ipairs(digests) do
   redis.call('DEL', ARGV[1] .. 'claim:' .. d)
-  redis.call('SREM', KEYS[3], d)
+  redis.call('SREM', KEYS[2], d)
 end
-redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('DEL', KEYS[1])
 return #digests
 `);
 
@@ -104,7 +100,6 @@ export class RedisClaimStore implements ClaimStore {
       CLAIM,
       [
         this.#connection.key("session", session),
-        this.#connection.key("in-doubt", session),
         this.#connection.key("in-doubt"),
         this.#connection.key("claim", id),
       ],
@@ -128,15 +123,10 @@ export class RedisClaimStore implements ClaimStore {
     checkClaimKey(key);
     checkReceipt(receipt);
     const id = claimKeyDigest(key);
-    const session = digest(key.session);
     const outcome = await this.#connection.eval(
       "claim_store_unavailable",
       SETTLE,
-      [
-        this.#connection.key("claim", id),
-        this.#connection.key("in-doubt", session),
-        this.#connection.key("in-doubt"),
-      ],
+      [this.#connection.key("claim", id), this.#connection.key("in-doubt")],
       [JSON.stringify({ status: receipt.status, settledAt: receipt.settledAt }), id],
     );
     if (outcome === 0)
@@ -155,10 +145,9 @@ export class RedisClaimStore implements ClaimStore {
     if (session !== undefined && typeof session !== "string") {
       throw new TesseraError("invalid_input", "session must be a string");
     }
-    const index =
-      session === undefined
-        ? this.#connection.key("in-doubt")
-        : this.#connection.key("in-doubt", digest(session));
+    // One index of every unsettled claim: it holds only claims in flight or in doubt, so a
+    // per-session listing filters it rather than paying a second index on every claim.
+    const index = this.#connection.key("in-doubt");
     return this.#connection.run("claim_store_unavailable", async (redis) => {
       const ids = await redis.smembers(index);
       if (ids.length === 0) return [];
@@ -167,8 +156,8 @@ export class RedisClaimStore implements ClaimStore {
       const stale: string[] = [];
       values.forEach((value, i) => {
         const claim = value === null ? undefined : parse(value);
-        if (claim && !claim.receipt) inDoubt.push(claim);
-        else stale.push(ids[i] as string);
+        if (!claim || claim.receipt) stale.push(ids[i] as string);
+        else if (session === undefined || claim.session === session) inDoubt.push(claim);
       });
       if (stale.length > 0) await redis.srem(index, ...stale);
       return inDoubt.sort((a, b) => a.claimedAt - b.claimedAt);
@@ -183,11 +172,7 @@ export class RedisClaimStore implements ClaimStore {
     await this.#connection.eval(
       "claim_store_unavailable",
       END_SESSION,
-      [
-        this.#connection.key("session", sessionId),
-        this.#connection.key("in-doubt", sessionId),
-        this.#connection.key("in-doubt"),
-      ],
+      [this.#connection.key("session", sessionId), this.#connection.key("in-doubt")],
       [this.#connection.prefix],
     );
   }
