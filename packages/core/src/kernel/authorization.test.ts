@@ -192,6 +192,35 @@ describe("authorization: each condition allowed and denied", () => {
   });
 });
 
+describe("authorization: grants with several capabilities and actions", () => {
+  it("covers each action on each named path, and one budget spans them all", async () => {
+    const r = rig();
+    await r.grants.add(
+      grant({
+        id: "multi",
+        constraints: { maxUses: 2 },
+        capabilities: [
+          cap(["docs", "cell-3"], { actions: ["files.read", "files.write"] }),
+          cap(["docs", "cell-4"], { actions: ["files.read"] }),
+        ],
+      }),
+    );
+    const turn = await r.kernel.openTurnAuthority(ctx());
+    const at = (action: string, leaf: string) =>
+      turn.authorize({ action, resource: { namespace: "files", path: ["docs", leaf] } });
+    expect(await turn.listTools()).toEqual(["files.read", "files.write"]);
+    expect((await at("files.write", "cell-4")).status).toBe("denied"); // not granted there
+    expect((await at("files.write", "cell-3")).status).toBe("allowed");
+    expect((await at("files.read", "cell-4")).status).toBe("allowed");
+    expect(await at("files.read", "cell-3")).toEqual({
+      status: "denied",
+      code: "tool_unavailable",
+    });
+    expect(r.audit.events.at(-1)?.reason).toBe("grant_exhausted");
+    expect(await r.usage.getUsage("ns-test", "multi")).toBe(2);
+  });
+});
+
 describe("authorization: bounded grants and usage", () => {
   it("consumes one use per allowed decision, then refuses grant_exhausted", async () => {
     const r = rig();
