@@ -146,6 +146,44 @@ describe("closing a turn", () => {
   });
 });
 
+describe("closing while a decision is in flight", () => {
+  it("refuses the send turn_closed and delivers nothing; the consumed use stays spent", async () => {
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const inner = new InMemoryGrantUsageStore();
+    const slow = {
+      getUsage: (ns: string, id: string) => inner.getUsage(ns, id),
+      tryConsume: async (ns: string, id: string, max: number) => {
+        await gate;
+        return inner.tryConsume(ns, id, max);
+      },
+    };
+    const r = rig({ usage: slow });
+    await r.grants.add(
+      grant({
+        id: "t",
+        constraints: { maxUses: 1 },
+        capabilities: [messageSendCapability("bob", "alice")],
+      }),
+    );
+    const turn = await r.kernel.openTurnAuthority(ctx());
+    const pending = turn.sendMessage({ recipient: "bob", payload: "hi", callId: "late" });
+    await turn.close();
+    release();
+    expect(await pending).toEqual({ status: "denied", code: "turn_closed" });
+    expect(r.transport.delivered).toHaveLength(0);
+    expect(await inner.getUsage(NS, "t")).toBe(1);
+    expect(r.audit.events).toHaveLength(1);
+    expect(r.audit.events[0]).toMatchObject({
+      callId: "late",
+      reason: "turn_closed",
+      grantId: "t",
+    });
+  });
+});
+
 describe("revocation during a turn", () => {
   it("applies from the next turn: the open lease keeps the grant set it read", async () => {
     const r = rig();

@@ -51,7 +51,8 @@ const NO_TRANSPORT: Gate = { code: "tool_unavailable", reason: "delivery_failed"
  * One authority lease. It holds the turn's indexed grant set and nothing else: usage is read
  * and consumed per decision, so a ticket cannot be spent twice even inside one turn. A grant
  * revoked while the lease is open still counts until the turn ends — the lease read the source
- * once — and the revocation applies from the next turn.
+ * once — and the revocation applies from the next turn. Once closed, nothing more happens
+ * under it: new calls are refused, and a call still deciding when it closed is refused too.
  */
 export class Lease implements TurnAuthority {
   readonly #ctx: AccessContext;
@@ -113,6 +114,7 @@ export class Lease implements TurnAuthority {
     const label = resourceLabel(resource.namespace, resource.path);
     if (!verdict.allowed) return this.#refuseVerdict(now, callId, verdict, action, label);
     const grantId = verdict.grant.id;
+    if (this.#closed) return this.#closedWhileDeciding(now, callId, action, label, grantId);
     const written = this.#audit.write({
       now,
       code: null,
@@ -142,6 +144,9 @@ export class Lease implements TurnAuthority {
       return this.#refuseVerdict(now, callId, verdict, MESSAGE_SEND_ACTION, label);
     }
     const grantId = verdict.grant.id;
+    if (this.#closed) {
+      return this.#closedWhileDeciding(now, callId, MESSAGE_SEND_ACTION, label, grantId);
+    }
     // Recorded before the effect: an act the audit sink refused to record does not happen.
     const written = this.#audit.write({
       now,
@@ -247,6 +252,32 @@ export class Lease implements TurnAuthority {
     });
     if (written !== undefined) await written;
     return refused(gate.code);
+  }
+
+  /**
+   * The lease closed (a deadline, an abort) while this decision awaited the usage store. No
+   * act happens after a lease closes, so the call is refused; the use it consumed stays spent
+   * — failing closed costs a ticket, never an unauthorized effect — and audit says so.
+   */
+  async #closedWhileDeciding(
+    now: number,
+    callId: string,
+    action: string,
+    resource: string,
+    grantId: string,
+  ): Promise<Refusal> {
+    const written = this.#audit.write({
+      now,
+      code: "turn_closed",
+      reason: "turn_closed",
+      callId,
+      action,
+      resource,
+      grantId,
+      detail: "lease closed while deciding: the use is spent, nothing was done",
+    });
+    if (written !== undefined) await written;
+    return refused("turn_closed");
   }
 
   async #refuseVerdict(
