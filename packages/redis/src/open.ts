@@ -11,6 +11,7 @@ import { RedisClaimStore } from "./claim-store.js";
 import { parseRedisUrl, type RedisConfig } from "./config.js";
 import { Connection, type UnavailableCode } from "./connection.js";
 import { RedisGrantStore } from "./grant-store.js";
+import { checkLayout } from "./layout.js";
 import { selfTest } from "./self-test.js";
 import { RedisUsageStore } from "./usage-store.js";
 
@@ -77,6 +78,7 @@ async function openConnection(
   const connection = new Connection(config);
   await connection.connect(failCode);
   try {
+    await checkLayout(connection);
     if (config.selfTest) {
       await selfTest(
         connection,
@@ -88,7 +90,12 @@ async function openConnection(
     return { connection, config };
   } catch (error) {
     await connection.close();
-    if (isTesseraError(error, "store_self_test_failed")) throw error;
+    if (
+      isTesseraError(error, "store_self_test_failed") ||
+      isTesseraError(error, "schema_unavailable")
+    ) {
+      throw error;
+    }
     throw new TesseraError(failCode, "could not open the Redis store", { cause: error });
   }
 }

@@ -101,6 +101,16 @@ suite("redis backend", () => {
     await (await openStores(withParams(url as string, { prefix }))).close();
   });
 
+  it("records its key layout version once, and refuses a prefix written by a newer build", async () => {
+    const { prefix } = await opened();
+    expect(await admin(url as string, (redis) => redis.get(`${prefix}layout-version`))).toBe("1");
+    const newer = prefixToDelete();
+    await admin(url as string, (redis) => redis.set(`${newer}layout-version`, "99"));
+    await expect(openStores(withParams(url as string, { prefix: newer }))).rejects.toMatchObject({
+      code: "schema_unavailable",
+    });
+  });
+
   it("a claim reply that is neither a win nor a held key fails closed, never claimed", async () => {
     const { stores } = await opened();
     const key = { session: "s", functionCallId: "odd" };
@@ -121,7 +131,7 @@ suite("redis backend", () => {
   it("the same client, honest, opens; the self-test leaves no keys behind", async () => {
     const { prefix } = await opened();
     const keys = await admin(url as string, (redis) => redis.keys(`${prefix}*`));
-    expect(keys).toEqual([]);
+    expect(keys).toEqual([`${prefix}layout-version`]);
   });
 
   it("a claim carries the configured TTL, and an expired claim leaves the in-doubt list", async () => {
@@ -236,8 +246,8 @@ suite("redis backend", () => {
     expect(await stores.claims.get({ session: "a", functionCallId: "1" })).toBeUndefined();
     expect(await stores.claims.listInDoubt()).toHaveLength(1);
     const keys = await admin(url as string, (redis) => redis.keys(`${prefix}*`));
-    // b's claim, b's session set, the in-doubt set.
-    expect(keys).toHaveLength(3);
+    // b's claim, b's session set, the in-doubt set, the layout version.
+    expect(keys).toHaveLength(4);
   });
 
   it("settle keeps the first outcome and refuses a key that was never claimed", async () => {
