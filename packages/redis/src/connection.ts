@@ -65,19 +65,28 @@ export class Connection {
     }
   }
 
-  async eval(
+  /**
+   * EVALSHA, falling back to EVAL when the server does not know the script (after a restart
+   * or a SCRIPT FLUSH). One promise chain, no extra async frames: this is every claim's and
+   * every consume's path.
+   */
+  eval(
     failCode: UnavailableCode,
     code: Script,
     keys: readonly string[],
     args: readonly (string | number)[],
   ): Promise<unknown> {
-    return this.run(failCode, async (redis) => {
-      try {
-        return await redis.evalsha(code.sha, keys.length, ...keys, ...args);
-      } catch (error) {
-        if (!(error instanceof Error) || !error.message.startsWith("NOSCRIPT")) throw error;
-        return await redis.eval(code.source, keys.length, ...keys, ...args);
-      }
+    if (this.#closed) {
+      return Promise.reject(new TesseraError(failCode, "the Redis store is closed"));
+    }
+    const fail = (error: unknown): never => {
+      throw new TesseraError(failCode, `Redis did not answer (${errorName(error)})`, {
+        cause: error,
+      });
+    };
+    return this.redis.evalsha(code.sha, keys.length, ...keys, ...args).catch((error: unknown) => {
+      if (!(error instanceof Error) || !error.message.startsWith("NOSCRIPT")) return fail(error);
+      return this.redis.eval(code.source, keys.length, ...keys, ...args).catch(fail);
     });
   }
 
