@@ -191,6 +191,24 @@ suite("postgres backend", () => {
     expect(await stores.claims.listInDoubt()).toHaveLength(hostile.length);
   });
 
+  it("listInDoubt(session) lists that session's unsettled claims only", async () => {
+    const { stores } = await opened();
+    const record = (claimedAt: number) => ({ bodyHash: "h", claimedAt });
+    await stores.claims.claim({ session: "a", functionCallId: "1" }, record(1));
+    await stores.claims.claim({ session: "b", functionCallId: "1" }, record(2));
+    await stores.claims.claim({ session: "a", functionCallId: "2" }, record(3));
+    await stores.claims.settle(
+      { session: "a", functionCallId: "2" },
+      { status: "failed", settledAt: 4 },
+    );
+    const ids = (claims: { session: string; functionCallId: string }[]) =>
+      claims.map((claim) => `${claim.session}/${claim.functionCallId}`);
+    expect(ids(await stores.claims.listInDoubt("a"))).toEqual(["a/1"]);
+    expect(ids(await stores.claims.listInDoubt("b"))).toEqual(["b/1"]);
+    expect(ids(await stores.claims.listInDoubt("nobody"))).toEqual([]);
+    expect(ids(await stores.claims.listInDoubt())).toEqual(["a/1", "b/1"]);
+  });
+
   it("settle keeps the first outcome and refuses a key that was never claimed", async () => {
     const { stores } = await opened();
     const key = { session: "s", functionCallId: "f" };
