@@ -1,5 +1,6 @@
 export type { RedisConfig } from "./config.js";
 export { parseRedisUrl } from "./config.js";
+export { LAYOUT_VERSION } from "./layout.js";
 export type { Closable, RedisStores } from "./open.js";
 export {
   openAuditSink,
