@@ -54,12 +54,14 @@ export interface ClaimStore {
 /**
  * The storage key every store derives from (session, ID): SHA-256 over both, length-prefixed
  * so no pair of inputs can collide by concatenation, hex so it is safe as a file name or key.
+ * The strings are hashed as UTF-16 code units, not UTF-8: UTF-8 encoding turns every lone
+ * surrogate into U+FFFD, so two IDs differing only there would share one claim.
  */
 export function claimKeyDigest(key: ClaimKey): string {
   const hash = createHash("sha256");
-  hash.update(`${Buffer.byteLength(key.session)}:`);
-  hash.update(key.session);
-  hash.update(`${Buffer.byteLength(key.functionCallId)}:`);
-  hash.update(key.functionCallId);
+  hash.update(`${key.session.length}:`);
+  hash.update(key.session, "utf16le");
+  hash.update(`${key.functionCallId.length}:`);
+  hash.update(key.functionCallId, "utf16le");
   return hash.digest("hex");
 }
