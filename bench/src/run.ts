@@ -35,5 +35,9 @@ const dir = new URL("../results/", import.meta.url);
 mkdirSync(dir, { recursive: true });
 const json = `${JSON.stringify(report, null, 2)}\n`;
 writeFileSync(new URL("latest.json", dir), json);
+writeFileSync(
+  new URL("latest.md", dir),
+  `# Benchmark results\n\n${report.at}, ${report.machine.cpus} CPUs (${report.machine.model}), Node ${report.machine.node}\n\n\`\`\`\n${results.map(formatSection).join("\n")}\`\`\`\n`,
+);
 writeFileSync(new URL(`${report.at.slice(0, 10)}-${wanted.join("-")}.json`, dir), json);
-process.stdout.write(`results written to bench/results/latest.json\n`);
+process.stdout.write("results written to bench/results/latest.json and latest.md\n");
