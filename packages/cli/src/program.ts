@@ -3,6 +3,7 @@ import { auditCommand } from "./commands/audit.js";
 import { claimsCommand } from "./commands/claims.js";
 import { demoCommand } from "./commands/demo.js";
 import { grantsCommand } from "./commands/grants.js";
+import { serveCommand } from "./commands/serve.js";
 
 export function buildProgram(): Command {
   const program = new Command("tessera")
@@ -11,7 +12,8 @@ export function buildProgram(): Command {
     .addCommand(demoCommand())
     .addCommand(claimsCommand())
     .addCommand(grantsCommand())
-    .addCommand(auditCommand());
+    .addCommand(auditCommand())
+    .addCommand(serveCommand());
   // addCommand does not pass settings down, so each command gets them here: usage errors
   // throw (bin.ts maps them to exit 2) instead of exiting from inside commander.
   const configure = (command: Command): void => {

@@ -1,4 +1,4 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -204,5 +204,59 @@ describe("tessera audit", () => {
     const run = tessera("audit", "--file", join(scratch(), "none.jsonl"));
     expect(run.code).toBe(2);
     expect(run.stderr).toContain("audit_unavailable");
+  });
+});
+
+describe("tessera serve", () => {
+  it("listens, answers, and stops cleanly on SIGTERM", async () => {
+    const dir = scratch();
+    const principals = join(dir, "principals.json");
+    writeFileSync(
+      principals,
+      JSON.stringify({
+        principals: [
+          { tokenSha256: "a".repeat(64), namespaceId: "team", actor: "asker", authority: "host" },
+        ],
+      }),
+    );
+    const child = spawn(process.execPath, [
+      BIN,
+      "serve",
+      "--store",
+      `sqlite:${join(dir, "s.db")}`,
+      "--principals",
+      principals,
+      "--port",
+      "0",
+    ]);
+    let output = "";
+    const url = await new Promise<string>((resolve, reject) => {
+      child.stdout.on("data", (chunk: Buffer) => {
+        output += chunk.toString();
+        const found = /listening on (http:\S+)/.exec(output)?.[1];
+        if (found) resolve(found);
+      });
+      child.once("exit", (code) => reject(new Error(`serve exited early with ${code}`)));
+    });
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    expect(output).toContain("tessera serve: stopped");
+  });
+
+  it("refuses a principals file that does not match its schema", () => {
+    const dir = scratch();
+    const principals = join(dir, "principals.json");
+    writeFileSync(principals, JSON.stringify({ principals: [{ token: "plain-text" }] }));
+    const run = tessera(
+      "serve",
+      "--store",
+      `sqlite:${join(dir, "s.db")}`,
+      "--principals",
+      principals,
+    );
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("invalid_config");
   });
 });
