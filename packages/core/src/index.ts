@@ -1,4 +1,5 @@
 export { JsonlAuditSink, type JsonlAuditSinkOptions } from "./audit/jsonl-audit-sink.js";
+export { checkClaimKey, checkReceipt, checkRecord } from "./contracts/claim-input.js";
 export type {
   ClaimKey,
   ClaimReceipt,
@@ -8,6 +9,7 @@ export type {
   StoredClaim,
 } from "./contracts/claims.js";
 export { claimKeyDigest } from "./contracts/claims.js";
+export { storageDigest } from "./contracts/digest.js";
 export { isTesseraError, redact, TesseraError } from "./contracts/errors.js";
 export {
   MESSAGE_NAMESPACE,

@@ -2,10 +2,10 @@ import {
   type AuditEvent,
   AuditEventSchema,
   type ReadableAuditSink,
+  storageDigest,
   TesseraError,
 } from "@tessera/core";
 import type { Database } from "./database.js";
-import { digest } from "./digest.js";
 
 /**
  * Append-only audit: rows are inserted, never updated or deleted by Tessera. `seq` gives the
@@ -32,7 +32,11 @@ export class PostgresAuditSink implements ReadableAuditSink {
     await this.#db.query(
       "audit_unavailable",
       `INSERT INTO ${this.#table} (call_key, trace_key, event) VALUES ($1, $2, $3)`,
-      [digest(parsed.data.callId), digest(parsed.data.traceId), JSON.stringify(parsed.data)],
+      [
+        storageDigest(parsed.data.callId),
+        storageDigest(parsed.data.traceId),
+        JSON.stringify(parsed.data),
+      ],
     );
   }
 
@@ -42,11 +46,11 @@ export class PostgresAuditSink implements ReadableAuditSink {
     const where: string[] = [];
     const values: unknown[] = [];
     if (filter.callId !== undefined) {
-      values.push(digest(String(filter.callId)));
+      values.push(storageDigest(String(filter.callId)));
       where.push(`call_key = $${values.length}`);
     }
     if (filter.traceId !== undefined) {
-      values.push(digest(String(filter.traceId)));
+      values.push(storageDigest(String(filter.traceId)));
       where.push(`trace_key = $${values.length}`);
     }
     let limit = "";

@@ -4,13 +4,15 @@ import {
   type ClaimRecord,
   type ClaimResult,
   type ClaimStore,
+  checkClaimKey,
+  checkReceipt,
+  checkRecord,
   claimKeyDigest,
   type StoredClaim,
+  storageDigest,
   TesseraError,
 } from "@tessera/core";
 import type { Database } from "./database.js";
-import { digest } from "./digest.js";
-import { checkClaimKey, checkReceipt, checkRecord } from "./validate.js";
 
 interface ClaimRow {
   record: string;
@@ -67,7 +69,7 @@ export class PostgresClaimStore implements ClaimStore {
     for (let round = 0; round < 3; round++) {
       const inserted = await this.#db.query("claim_store_unavailable", this.#sql.claim, [
         id,
-        digest(key.session),
+        storageDigest(key.session),
         JSON.stringify(stored),
         record.claimedAt,
       ]);
@@ -108,14 +110,16 @@ export class PostgresClaimStore implements ClaimStore {
       session === undefined
         ? await this.#db.query<ClaimRow>("claim_store_unavailable", this.#sql.inDoubtAll)
         : await this.#db.query<ClaimRow>("claim_store_unavailable", this.#sql.inDoubt, [
-            digest(checkSession(session)),
+            storageDigest(checkSession(session)),
           ]);
     return rows.map(toStoredClaim);
   }
 
   async endSession(session: string): Promise<void> {
     this.#checkOpen();
-    await this.#db.query("claim_store_unavailable", this.#sql.end, [digest(checkSession(session))]);
+    await this.#db.query("claim_store_unavailable", this.#sql.end, [
+      storageDigest(checkSession(session)),
+    ]);
   }
 
   async close(): Promise<void> {

@@ -3,10 +3,10 @@ import {
   type GrantInput,
   GrantSchema,
   type GrantStore,
+  storageDigest,
   TesseraError,
 } from "@tessera/core";
 import type { Database } from "./database.js";
-import { digest } from "./digest.js";
 
 interface GrantRow {
   body: string;
@@ -43,9 +43,9 @@ export class PostgresGrantStore implements GrantStore {
     }
     const { revokedAt, ...grant } = parsed.data;
     const inserted = await this.#db.query("grant_store_unavailable", this.#sql.add, [
-      digest(grant.namespaceId),
-      digest(grant.id),
-      digest(grant.subject),
+      storageDigest(grant.namespaceId),
+      storageDigest(grant.id),
+      storageDigest(grant.subject),
       JSON.stringify(grant),
       revokedAt ?? null,
     ]);
@@ -64,8 +64,8 @@ export class PostgresGrantStore implements GrantStore {
       throw new TesseraError("invalid_input", "revoke: `at` must be a valid Date");
     }
     const updated = await this.#db.query("grant_store_unavailable", this.#sql.revoke, [
-      digest(namespaceId),
-      digest(grantId),
+      storageDigest(namespaceId),
+      storageDigest(grantId),
       at.toISOString(),
     ]);
     return updated.rowCount === 1;
@@ -76,7 +76,7 @@ export class PostgresGrantStore implements GrantStore {
     const { rows } = await this.#db.query<GrantRow>(
       "grant_store_unavailable",
       this.#sql.bySubject,
-      [digest(namespaceId), digest(subject)],
+      [storageDigest(namespaceId), storageDigest(subject)],
     );
     return rows.map(toGrant);
   }
@@ -86,7 +86,7 @@ export class PostgresGrantStore implements GrantStore {
     const { rows } = await this.#db.query<GrantRow>(
       "grant_store_unavailable",
       this.#sql.byNamespace,
-      [digest(namespaceId)],
+      [storageDigest(namespaceId)],
     );
     return rows.map(toGrant);
   }

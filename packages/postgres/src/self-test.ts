@@ -1,8 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { claimKeyDigest, TesseraError } from "@tessera/core";
+import { claimKeyDigest, storageDigest, TesseraError } from "@tessera/core";
 import type { PostgresClaimStore } from "./claim-store.js";
 import type { Database } from "./database.js";
-import { digest } from "./digest.js";
 import type { PostgresUsageStore } from "./usage-store.js";
 
 /**
@@ -53,6 +52,6 @@ async function cleanUp(db: Database, probe: string, claimId: string): Promise<vo
     claimId,
   ]);
   await db.query("usage_store_unavailable", `DELETE FROM ${db.table("usage")} WHERE key = $1`, [
-    digest(probe, "probe"),
+    storageDigest(probe, "probe"),
   ]);
 }

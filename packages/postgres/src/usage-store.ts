@@ -1,6 +1,10 @@
-import { type ConsumeResult, type GrantUsageStore, TesseraError } from "@tessera/core";
+import {
+  type ConsumeResult,
+  type GrantUsageStore,
+  storageDigest,
+  TesseraError,
+} from "@tessera/core";
 import type { Database } from "./database.js";
-import { digest } from "./digest.js";
 
 /**
  * Bounded usage in one row per (namespace, grant). The decision is one conditional
@@ -31,7 +35,7 @@ export class PostgresUsageStore implements GrantUsageStore {
 
   async getUsage(namespaceId: string, grantId: string): Promise<number> {
     checkIds(namespaceId, grantId);
-    return this.#read(digest(namespaceId, grantId));
+    return this.#read(storageDigest(namespaceId, grantId));
   }
 
   async tryConsume(namespaceId: string, grantId: string, maxUses: number): Promise<ConsumeResult> {
@@ -39,7 +43,7 @@ export class PostgresUsageStore implements GrantUsageStore {
     if (!Number.isSafeInteger(maxUses) || maxUses < 0) {
       throw new TesseraError("invalid_input", "maxUses must be a non-negative integer");
     }
-    const key = digest(namespaceId, grantId);
+    const key = storageDigest(namespaceId, grantId);
     // The upsert below inserts a first use outright, so a zero bound must stop here.
     if (maxUses === 0) return { consumed: false, used: await this.#read(key) };
     const consumed = await this.#consume(this.#sql.consume, [key, maxUses]);

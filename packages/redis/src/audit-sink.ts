@@ -2,10 +2,10 @@ import {
   type AuditEvent,
   AuditEventSchema,
   type ReadableAuditSink,
+  storageDigest,
   TesseraError,
 } from "@tessera/core";
 import { type Connection, script } from "./connection.js";
-import { digest } from "./digest.js";
 
 /**
  * Audit in a Redis stream (`<prefix>audit`, field `e` = the event JSON): XADD only, so the
@@ -50,8 +50,8 @@ export class RedisAuditSink implements ReadableAuditSink {
       APPEND,
       [
         this.#connection.key("audit"),
-        this.#connection.key("audit-call", digest(parsed.data.callId)),
-        this.#connection.key("audit-trace", digest(parsed.data.traceId)),
+        this.#connection.key("audit-call", storageDigest(parsed.data.callId)),
+        this.#connection.key("audit-trace", storageDigest(parsed.data.traceId)),
       ],
       [JSON.stringify(parsed.data)],
     );
@@ -69,8 +69,8 @@ export class RedisAuditSink implements ReadableAuditSink {
     if (callId !== undefined || traceId !== undefined) {
       const index =
         callId !== undefined
-          ? this.#connection.key("audit-call", digest(String(callId)))
-          : this.#connection.key("audit-trace", digest(String(traceId)));
+          ? this.#connection.key("audit-call", storageDigest(String(callId)))
+          : this.#connection.key("audit-trace", storageDigest(String(traceId)));
       const reply = await this.#connection.eval(
         "audit_unavailable",
         READ_INDEXED,

@@ -4,13 +4,15 @@ import {
   type ClaimRecord,
   type ClaimResult,
   type ClaimStore,
+  checkClaimKey,
+  checkReceipt,
+  checkRecord,
   claimKeyDigest,
   type StoredClaim,
+  storageDigest,
   TesseraError,
 } from "@tessera/core";
 import { type Connection, script } from "./connection.js";
-import { digest } from "./digest.js";
-import { checkClaimKey, checkReceipt, checkRecord } from "./validate.js";
 
 /**
  * A claim is one string key, `<prefix>claim:<claimKeyDigest>`, holding the JSON record; once
@@ -94,7 +96,7 @@ export class RedisClaimStore implements ClaimStore {
       ...(record.worker === undefined ? {} : { worker: record.worker }),
     };
     const id = claimKeyDigest(key);
-    const session = digest(key.session);
+    const session = storageDigest(key.session);
     const reply = await this.#connection.eval(
       "claim_store_unavailable",
       CLAIM,
@@ -168,7 +170,7 @@ export class RedisClaimStore implements ClaimStore {
     this.#checkOpen();
     if (typeof session !== "string")
       throw new TesseraError("invalid_input", "session must be a string");
-    const sessionId = digest(session);
+    const sessionId = storageDigest(session);
     await this.#connection.eval(
       "claim_store_unavailable",
       END_SESSION,

@@ -3,10 +3,10 @@ import {
   type GrantInput,
   GrantSchema,
   type GrantStore,
+  storageDigest,
   TesseraError,
 } from "@tessera/core";
 import { type Connection, script } from "./connection.js";
-import { digest } from "./digest.js";
 
 /**
  * Per namespace (keys by digest of the namespace ID):
@@ -55,7 +55,7 @@ export class RedisGrantStore implements GrantStore {
       throw new TesseraError("invalid_grant", "the grant does not match the Grant schema");
     }
     const { revokedAt, ...grant } = parsed.data;
-    const ns = digest(grant.namespaceId);
+    const ns = storageDigest(grant.namespaceId);
     const added = await this.#connection.eval(
       "grant_store_unavailable",
       ADD,
@@ -63,10 +63,10 @@ export class RedisGrantStore implements GrantStore {
         this.#key("grants", ns),
         this.#key("grants-revoked", ns),
         this.#key("grants-order", ns),
-        this.#key("grants-subject", ns, digest(grant.subject)),
+        this.#key("grants-subject", ns, storageDigest(grant.subject)),
         this.#key("grants-seq"),
       ],
-      [digest(grant.id), JSON.stringify(grant), revokedAt ?? ""],
+      [storageDigest(grant.id), JSON.stringify(grant), revokedAt ?? ""],
     );
     if (added !== 1) {
       throw new TesseraError(
@@ -82,25 +82,25 @@ export class RedisGrantStore implements GrantStore {
     if (!(at instanceof Date) || Number.isNaN(at.getTime())) {
       throw new TesseraError("invalid_input", "revoke: `at` must be a valid Date");
     }
-    const ns = digest(namespaceId);
+    const ns = storageDigest(namespaceId);
     const revoked = await this.#connection.eval(
       "grant_store_unavailable",
       REVOKE,
       [this.#key("grants", ns), this.#key("grants-revoked", ns)],
-      [digest(grantId), at.toISOString()],
+      [storageDigest(grantId), at.toISOString()],
     );
     return revoked === 1;
   }
 
   async listGrants(namespaceId: string, subject: string): Promise<readonly unknown[]> {
     checkStrings(namespaceId, subject);
-    const ns = digest(namespaceId);
-    return this.#list(this.#key("grants-subject", ns, digest(subject)), ns);
+    const ns = storageDigest(namespaceId);
+    return this.#list(this.#key("grants-subject", ns, storageDigest(subject)), ns);
   }
 
   async listNamespace(namespaceId: string): Promise<readonly Grant[]> {
     checkStrings(namespaceId);
-    const ns = digest(namespaceId);
+    const ns = storageDigest(namespaceId);
     return this.#list(this.#key("grants-order", ns), ns);
   }
 

@@ -1,6 +1,10 @@
-import { type ConsumeResult, type GrantUsageStore, TesseraError } from "@tessera/core";
+import {
+  type ConsumeResult,
+  type GrantUsageStore,
+  storageDigest,
+  TesseraError,
+} from "@tessera/core";
 import { type Connection, script } from "./connection.js";
-import { digest } from "./digest.js";
 
 /**
  * The bounded consume, whole, on the server. Redis runs a script without interleaving any
@@ -28,7 +32,7 @@ export class RedisUsageStore implements GrantUsageStore {
     if (typeof namespaceId !== "string" || typeof grantId !== "string") {
       throw new TesseraError("invalid_input", "namespaceId and grantId must be strings");
     }
-    return this.#connection.key("usage", digest(namespaceId, grantId));
+    return this.#connection.key("usage", storageDigest(namespaceId, grantId));
   }
 
   async getUsage(namespaceId: string, grantId: string): Promise<number> {

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { storageDigest } from "./digest.js";
 import type { ReceiptStatus } from "./vocabulary.js";
 
 /**
@@ -52,16 +52,10 @@ export interface ClaimStore {
 }
 
 /**
- * The storage key every store derives from (session, ID): SHA-256 over both, length-prefixed
- * so no pair of inputs can collide by concatenation, hex so it is safe as a file name or key.
- * The strings are hashed as UTF-16 code units, not UTF-8: UTF-8 encoding turns every lone
- * surrogate into U+FFFD, so two IDs differing only there would share one claim.
+ * The storage key every store derives from (session, ID): a `storageDigest` of both, so no
+ * input can reach outside a directory or a key space, no pair can collide by concatenation,
+ * and IDs differing only in a lone surrogate stay apart.
  */
 export function claimKeyDigest(key: ClaimKey): string {
-  const hash = createHash("sha256");
-  hash.update(`${key.session.length}:`);
-  hash.update(key.session, "utf16le");
-  hash.update(`${key.functionCallId.length}:`);
-  hash.update(key.functionCallId, "utf16le");
-  return hash.digest("hex");
+  return storageDigest(key.session, key.functionCallId);
 }

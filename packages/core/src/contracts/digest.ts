@@ -4,7 +4,7 @@ import { createHash } from "node:crypto";
  * SHA-256 hex over length-prefixed parts: no two different tuples can collide by
  * concatenation, and the result is a fixed-size, inert key.
  */
-export function digest(...parts: readonly string[]): string {
+export function storageDigest(...parts: readonly string[]): string {
   let preimage = "";
   for (const part of parts) preimage += `${part.length}:${part}`;
   // Lengths in UTF-16 units keep the tuple unambiguous, and hashing the UTF-16 code units

@@ -1,4 +1,5 @@
-import { type ClaimKey, type ClaimReceipt, type ClaimRecord, TesseraError } from "@tessera/core";
+import type { ClaimKey, ClaimReceipt, ClaimRecord } from "./claims.js";
+import { TesseraError } from "./errors.js";
 
 /**
  * Shape checks at the store boundary. TypeScript callers are already typed; these guard
