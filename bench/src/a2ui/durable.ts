@@ -5,7 +5,6 @@ import path from "node:path";
 import { DirectoryClaimStore, type DirectoryClaimStoreOptions } from "@tessera/a2ui";
 import { concurrent } from "../measure.js";
 import { BATCH, gateOver, MESSAGES } from "./fixtures.js";
-import { GroupSync } from "./group-sync.js";
 
 /**
  * Durable claims per second: the directory store as shipped (alone and under `gate.handle`),
@@ -22,9 +21,7 @@ export type DurableVariant =
   | { readonly kind: "primitive" }
   | { readonly kind: "store"; readonly options: DirectoryClaimStoreOptions }
   /** `gate.handle` end to end over the directory store (claim, callback, settle). */
-  | { readonly kind: "gate" }
-  /** The primitive with group commit: one directory fsync covers every marker made since the last. */
-  | { readonly kind: "group-commit" };
+  | { readonly kind: "gate" };
 
 export interface DurableCase {
   readonly label: string;
@@ -52,11 +49,9 @@ export async function measureDurable(cases: readonly DurableCase[]): Promise<Map
 }
 
 async function runCase(durable: DurableCase, dir: string): Promise<number> {
-  if (durable.variant.kind === "primitive" || durable.variant.kind === "group-commit") {
+  if (durable.variant.kind === "primitive") {
     const directory = await open(dir, "r");
-    const group = new GroupSync(() => directory.sync());
-    const syncDirectory =
-      durable.variant.kind === "primitive" ? () => directory.sync() : () => group.request();
+    const syncDirectory = () => directory.sync();
     try {
       const content = JSON.stringify({ v: 1, session: "bench", bodyHash: "0".repeat(64) });
       const { opsPerSec } = await concurrent(durable.inFlight, CLAIMS_PER_ROUND, async (i) => {
