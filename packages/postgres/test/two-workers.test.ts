@@ -1,7 +1,7 @@
 import { fileURLToPath } from "node:url";
 import { serviceUrl } from "@tessera/testkit";
 import { afterEach, describe, expect, it } from "vitest";
-import { runGateWorkers } from "./support/gate-workers.js";
+import { runGateWorkers } from "../../../test/support/gate-workers.js";
 import { dropSchema, freshSchema, withParams } from "./support/pg-test-stores.js";
 
 /**

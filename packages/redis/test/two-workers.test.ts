@@ -1,7 +1,7 @@
 import { fileURLToPath } from "node:url";
 import { serviceUrl } from "@tessera/testkit";
 import { afterEach, describe, expect, it } from "vitest";
-import { runGateWorkers } from "../../postgres/test/support/gate-workers.js";
+import { runGateWorkers } from "../../../test/support/gate-workers.js";
 import { deletePrefix, freshPrefix, withParams } from "./support/redis-test-stores.js";
 
 /**

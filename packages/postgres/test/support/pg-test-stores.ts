@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import type { ErrorCode } from "@tessera/core";
 import pg from "pg";
+import { startTcpProxy, type TcpProxy } from "../../../../test/support/tcp-proxy.js";
 import { openStores, type PostgresStores } from "../../src/index.js";
-import { startTcpProxy, type TcpProxy } from "./tcp-proxy.js";
 
 /**
  * Per-test PostgreSQL stores, each in its own schema (`tessera_test_<pid>_<random>`, dropped

@@ -9,10 +9,11 @@ import { promisify } from "node:util";
  * Runs one A2UI `FunctionCallGate` per OS process, each over its own connection to a shared
  * claim store and nothing else (no shared directory, no shared memory), all handling a call
  * at the same instant. Each callback appends a line to a file, so the count of callbacks is
- * what the processes actually ran, not what they reported. The Redis tests use it too.
+ * what the processes actually ran, not what they reported. Shared by the PostgreSQL and
+ * Redis suites.
  */
 const run = promisify(execFile);
-const repoRoot = fileURLToPath(new URL("../../../../", import.meta.url));
+const repoRoot = fileURLToPath(new URL("../../", import.meta.url));
 
 export interface GateWorkersResult {
   readonly callbacks: number;
