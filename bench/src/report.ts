@@ -25,3 +25,23 @@ export interface BenchSection {
 export interface BenchModule {
   run(): Promise<BenchSection>;
 }
+
+/** A rate beside its baseline from the same run; `met` when the ratio reaches `target.minRatio`. */
+export function ratioRow(
+  name: string,
+  value: number,
+  baseline: { readonly name: string; readonly value: number },
+  ratioMeaning: string,
+  target?: { readonly text: string; readonly minRatio: number },
+): BenchRow {
+  const ratio = value / baseline.value;
+  return {
+    name,
+    unit: "ops/s",
+    value,
+    baseline,
+    ratio,
+    ratioMeaning,
+    ...(target === undefined ? {} : { target: target.text, met: ratio >= target.minRatio }),
+  };
+}

@@ -1,4 +1,4 @@
-import type { BenchRow, BenchSection } from "../report.js";
+import { type BenchRow, type BenchSection, ratioRow } from "../report.js";
 import { CLAIMS_PER_ROUND, type DurableCase, measureDurable, ROUNDS } from "./durable.js";
 import { memoryGateRate } from "./gate.js";
 
@@ -43,16 +43,13 @@ function compared(
   baseline: number,
   target?: string,
 ): BenchRow {
-  const ratio = value / baseline;
-  return {
+  return ratioRow(
     name,
-    unit: "ops/s",
     value,
-    baseline: { name: baselineName, value: baseline },
-    ratio,
-    ratioMeaning: "ours ÷ primitive (higher is better; 1.00 = as fast as the raw syscalls)",
-    ...(target === undefined ? {} : { target, met: ratio >= 1 / WITHIN }),
-  };
+    { name: baselineName, value: baseline },
+    "ours ÷ primitive (higher is better; 1.00 = as fast as the raw syscalls)",
+    target === undefined ? undefined : { text: target, minRatio: 1 / WITHIN },
+  );
 }
 
 export async function run(): Promise<BenchSection> {

@@ -21,7 +21,7 @@ import { openStores } from "@tessera/postgres";
 import pg from "pg";
 import { BATCH, gateOver, MESSAGES } from "../a2ui/fixtures.js";
 import { concurrent } from "../measure.js";
-import type { BenchRow } from "../report.js";
+import { type BenchRow, ratioRow } from "../report.js";
 
 const GRANTS = 100;
 const TARGET = "overhead ≤ 1.3× (ratio ≥ 0.77)";
@@ -31,17 +31,10 @@ const OPS = { 1: 240, 8: 800 } as const;
 export const SLICES = 8;
 
 function row(name: string, value: number, baselineName: string, baseline: number): BenchRow {
-  const ratio = value / baseline;
-  return {
-    name,
-    unit: "ops/s",
-    value,
-    baseline: { name: baselineName, value: baseline },
-    ratio,
-    ratioMeaning: RATIO_MEANING,
-    target: TARGET,
-    met: ratio >= 1 / 1.3,
-  };
+  return ratioRow(name, value, { name: baselineName, value: baseline }, RATIO_MEANING, {
+    text: TARGET,
+    minRatio: 1 / 1.3,
+  });
 }
 
 /**

@@ -10,7 +10,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { openStores } from "@tessera/redis";
 import { Redis } from "ioredis";
-import type { BenchRow } from "../report.js";
+import { type BenchRow, ratioRow } from "../report.js";
 import { endToEndRows, interleaved, SLICES } from "./postgres.js";
 
 const GRANTS = 100;
@@ -43,17 +43,10 @@ return redis.error_reply('unexpected reply to SET NX')
 `;
 
 function row(name: string, value: number, baselineName: string, baseline: number): BenchRow {
-  const ratio = value / baseline;
-  return {
-    name,
-    unit: "ops/s",
-    value,
-    baseline: { name: baselineName, value: baseline },
-    ratio,
-    ratioMeaning: RATIO_MEANING,
-    target: TARGET,
-    met: ratio >= 1 / 1.3,
-  };
+  return ratioRow(name, value, { name: baselineName, value: baseline }, RATIO_MEANING, {
+    text: TARGET,
+    minRatio: 1 / 1.3,
+  });
 }
 
 async function deletePrefix(redis: Redis, prefix: string): Promise<void> {

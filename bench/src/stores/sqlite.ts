@@ -29,7 +29,7 @@ import { openStores } from "@tessera/sqlite";
 import Database from "better-sqlite3";
 import { BATCH, gateOver, MESSAGES } from "../a2ui/fixtures.js";
 import { throughput } from "../measure.js";
-import type { BenchRow } from "../report.js";
+import { type BenchRow, ratioRow } from "../report.js";
 
 type Mode = "store-claim" | "raw-claim" | "store-consume" | "raw-consume";
 type Synchronous = "FULL" | "NORMAL";
@@ -314,17 +314,10 @@ async function workerMain(tag: string): Promise<void> {
 }
 
 function row(name: string, value: number, baselineName: string, baseline: number): BenchRow {
-  const ratio = value / baseline;
-  return {
-    name,
-    unit: "ops/s",
-    value,
-    baseline: { name: baselineName, value: baseline },
-    ratio,
-    ratioMeaning: RATIO_MEANING,
-    target: TARGET,
-    met: ratio >= 1 / 1.3,
-  };
+  return ratioRow(name, value, { name: baselineName, value: baseline }, RATIO_MEANING, {
+    text: TARGET,
+    minRatio: 1 / 1.3,
+  });
 }
 
 /** Alternates store and raw runs of the 8 processes, keeping each side's median. */
