@@ -39,7 +39,7 @@ const PROCESSES = 8;
 const PROCESS_RUN_MS = 1000;
 const GRANTS = 100;
 /** Alternating slices per side at concurrency 1. */
-const ROUNDS = 5;
+const ROUNDS = 8;
 const TARGET = "overhead ≤ 1.3× (ratio ≥ 0.77)";
 const RATIO_MEANING = "store ops/s ÷ raw primitive ops/s, same pragmas, same run";
 
@@ -113,15 +113,28 @@ interface Prepared {
   close(): Promise<void>;
 }
 
-/** Measures `ours` and `theirs` in alternating slices; the median rate of each. */
+/**
+ * Measures `ours` and `theirs` in alternating slices, in ABBA order (whoever went second in
+ * one round goes first in the next, so neither side always meets the disk right after the
+ * other's fsyncs); the median rate of each.
+ */
 async function alternate(ours: Prepared, theirs: Prepared): Promise<[number, number]> {
   try {
     const ourRates: number[] = [];
     const theirRates: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
-      const options = { minMs: 200, warmupMs: round === 0 ? 100 : 0, rounds: 1 };
-      ourRates.push((await throughput(async () => ours.op(), 1, options)).opsPerSec);
-      theirRates.push((await throughput(async () => theirs.op(), 1, options)).opsPerSec);
+      const options = { minMs: 200, warmupMs: round < 2 ? 100 : 0, rounds: 1 };
+      const measureOurs = async () =>
+        ourRates.push((await throughput(async () => ours.op(), 1, options)).opsPerSec);
+      const measureTheirs = async () =>
+        theirRates.push((await throughput(async () => theirs.op(), 1, options)).opsPerSec);
+      if (round % 2 === 0) {
+        await measureOurs();
+        await measureTheirs();
+      } else {
+        await measureTheirs();
+        await measureOurs();
+      }
     }
     return [median(ourRates), median(theirRates)];
   } finally {
