@@ -8,22 +8,14 @@
  * Every operation is a committed write. Runs in its own schema, dropped at the end.
  */
 import { randomBytes } from "node:crypto";
-import type { ClaimStore } from "@tessera/core";
-import {
-  createKernel,
-  type GrantUsageStore,
-  InMemoryAuditSink,
-  InMemoryGrantSource,
-  InProcessTransport,
-  messageSendCapability,
-} from "@tessera/core";
+import type { ClaimStore, GrantUsageStore } from "@tessera/core";
 import { openStores } from "@tessera/postgres";
 import pg from "pg";
 import { BATCH, gateOver, MESSAGES } from "../a2ui/fixtures.js";
 import { concurrent } from "../measure.js";
 import { type BenchRow, ratioRow } from "../report.js";
+import { GRANTS, turnOver } from "./turn.js";
 
-const GRANTS = 100;
 const TARGET = "overhead ≤ 1.3× (ratio ≥ 0.77)";
 const RATIO_MEANING = "store ops/s ÷ raw primitive ops/s, same client and pool, same run";
 const OPS = { 1: 240, 8: 800 } as const;
@@ -58,35 +50,6 @@ export async function interleaved(
   }
   const ops = slice * SLICES;
   return [(ops / storeMs) * 1000, (ops / rawMs) * 1000];
-}
-
-/** A turn holding one bounded ticket per colleague, spending in `usage`. */
-async function turnOver(usage: GrantUsageStore) {
-  const grants = new InMemoryGrantSource();
-  for (let g = 0; g < GRANTS; g++) {
-    await grants.add({
-      id: `ticket-${g}`,
-      namespaceId: "bench",
-      issuer: "host",
-      subject: "asker",
-      capabilities: [messageSendCapability(`colleague-${g}`, "alice")],
-      constraints: { maxUses: Number.MAX_SAFE_INTEGER },
-      issuedAt: "2026-01-01T00:00:00.000Z",
-    });
-  }
-  const kernel = createKernel({
-    grants,
-    usage,
-    audit: new InMemoryAuditSink(),
-    transport: InProcessTransport.echo(),
-  });
-  return kernel.openTurnAuthority({
-    namespaceId: "bench",
-    actor: "asker",
-    authority: "host",
-    owner: "alice",
-    traceId: "bench-trace",
-  });
 }
 
 /**

@@ -17,19 +17,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
-import {
-  createKernel,
-  type GrantUsageStore,
-  InMemoryAuditSink,
-  InMemoryGrantSource,
-  InProcessTransport,
-  messageSendCapability,
-} from "@tessera/core";
 import { openStores } from "@tessera/sqlite";
 import Database from "better-sqlite3";
 import { BATCH, gateOver, MESSAGES } from "../a2ui/fixtures.js";
 import { throughput } from "../measure.js";
 import { type BenchRow, ratioRow } from "../report.js";
+import { GRANTS, turnOver } from "./turn.js";
 
 type Mode = "store-claim" | "raw-claim" | "store-consume" | "raw-consume";
 type Synchronous = "FULL" | "NORMAL";
@@ -37,7 +30,6 @@ type Synchronous = "FULL" | "NORMAL";
 const WORKER_FLAG = "--tessera-sqlite-bench-worker";
 const PROCESSES = 8;
 const PROCESS_RUN_MS = 1000;
-const GRANTS = 100;
 /** Alternating slices per side at concurrency 1. */
 const ROUNDS = 8;
 const TARGET = "overhead ≤ 1.3× (ratio ≥ 0.77)";
@@ -210,35 +202,6 @@ async function endToEnd(fresh: () => string): Promise<BenchRow[]> {
       met: undefined,
     },
   ];
-}
-
-/** A turn holding one bounded ticket per colleague, spending in `usage`. */
-async function turnOver(usage: GrantUsageStore) {
-  const grants = new InMemoryGrantSource();
-  for (let g = 0; g < GRANTS; g++) {
-    await grants.add({
-      id: `ticket-${g}`,
-      namespaceId: "bench",
-      issuer: "host",
-      subject: "asker",
-      capabilities: [messageSendCapability(`colleague-${g}`, "alice")],
-      constraints: { maxUses: Number.MAX_SAFE_INTEGER },
-      issuedAt: "2026-01-01T00:00:00.000Z",
-    });
-  }
-  const kernel = createKernel({
-    grants,
-    usage,
-    audit: new InMemoryAuditSink(),
-    transport: InProcessTransport.echo(),
-  });
-  return kernel.openTurnAuthority({
-    namespaceId: "bench",
-    actor: "asker",
-    authority: "host",
-    owner: "alice",
-    traceId: "bench-trace",
-  });
 }
 
 function median(values: number[]): number {
