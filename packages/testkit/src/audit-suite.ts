@@ -1,7 +1,7 @@
 import type { AuditEvent, ReadableAuditSink } from "@tessera/core";
-import { describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 import { expectCode, resultOrCode } from "./errors.js";
-import { caseFor, type OpenedStore, type StoreFactory, withStore } from "./factory.js";
+import { type OpenedStore, type StoreFactory, suiteCases } from "./factory.js";
 import { HOSTILE_KEYS, oversize } from "./hostile.js";
 import { raceInProcesses } from "./processes.js";
 
@@ -38,12 +38,7 @@ export function describeAuditSinkConformance<H extends OpenedStore<ReadableAudit
   name: string,
   factory: StoreFactory<ReadableAuditSink, H>,
 ): void {
-  const use = <T>(body: (opened: H) => Promise<T>) => withStore(factory, body);
-  const check = caseFor(factory);
-  const crossProcess = factory.processSpec ? check : it.skip;
-  const skipNote = factory.processSpec ? "" : " (skipped: one process only)";
-  const outageCase = factory.outage ? check : it.skip;
-  const outageNote = factory.outage ? "" : " (skipped: no outage hook)";
+  const { use, check, crossProcess, skipNote, outageCase, outageNote } = suiteCases(factory);
 
   describe(`AuditSink conformance: ${name}`, () => {
     check("reads back every event in append order", () =>

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import type { ClaimKey, ClaimRecord, ClaimStore } from "@tessera/core";
-import { describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 import { expectCode, resultOrCode } from "./errors.js";
-import { caseFor, type OpenedStore, type StoreFactory, withStore } from "./factory.js";
+import { type OpenedStore, type StoreFactory, suiteCases } from "./factory.js";
 import { COLLIDING_PAIRS, HOSTILE_KEYS, oversize } from "./hostile.js";
 import { raceInProcesses, WorkerProcess } from "./processes.js";
 
@@ -34,12 +34,7 @@ export function describeClaimStoreConformance<H extends OpenedStore<ClaimStore>>
   name: string,
   factory: StoreFactory<ClaimStore, H>,
 ): void {
-  const use = <T>(body: (opened: H) => Promise<T>) => withStore(factory, body);
-  const check = caseFor(factory);
-  const crossProcess = factory.processSpec ? check : it.skip;
-  const skipNote = factory.processSpec ? "" : " (skipped: one process only)";
-  const outageCase = factory.outage ? check : it.skip;
-  const outageNote = factory.outage ? "" : " (skipped: no outage hook)";
+  const { use, check, crossProcess, skipNote, outageCase, outageNote } = suiteCases(factory);
 
   describe(`ClaimStore conformance: ${name}`, () => {
     check("claims once; a second claim is refused and carries the existing record", () =>

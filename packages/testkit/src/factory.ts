@@ -82,3 +82,22 @@ export async function withStore<S, H extends OpenedStore<S>, T>(
     await opened.close();
   }
 }
+
+type Case = (title: string, body: () => Promise<unknown>) => void;
+
+/**
+ * What every suite declares its cases with: `use` opens a fresh store, `check` is the plain
+ * case, and the cross-process and outage cases fall back to a visibly skipped case (with a
+ * note in its title) when the factory has no hook for them.
+ */
+export function suiteCases<S, H extends OpenedStore<S>>(factory: StoreFactory<S, H>) {
+  const check = caseFor(factory);
+  return {
+    use: <T>(body: (opened: H) => Promise<T>) => withStore(factory, body),
+    check,
+    crossProcess: (factory.processSpec ? check : it.skip) as Case,
+    skipNote: factory.processSpec ? "" : " (skipped: one process only)",
+    outageCase: (factory.outage ? check : it.skip) as Case,
+    outageNote: factory.outage ? "" : " (skipped: no outage hook)",
+  };
+}

@@ -1,7 +1,7 @@
 import { type GrantInput, GrantSchema, type GrantStore } from "@tessera/core";
-import { describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 import { expectCode, resultOrCode } from "./errors.js";
-import { caseFor, type OpenedStore, type StoreFactory, withStore } from "./factory.js";
+import { type OpenedStore, type StoreFactory, suiteCases } from "./factory.js";
 import { HOSTILE_KEYS } from "./hostile.js";
 import { raceInProcesses } from "./processes.js";
 
@@ -42,12 +42,7 @@ export function describeGrantStoreConformance<H extends OpenedStore<GrantStore>>
   name: string,
   factory: StoreFactory<GrantStore, H>,
 ): void {
-  const use = <T>(body: (opened: H) => Promise<T>) => withStore(factory, body);
-  const check = caseFor(factory);
-  const crossProcess = factory.processSpec ? check : it.skip;
-  const skipNote = factory.processSpec ? "" : " (skipped: one process only)";
-  const outageCase = factory.outage ? check : it.skip;
-  const outageNote = factory.outage ? "" : " (skipped: no outage hook)";
+  const { use, check, crossProcess, skipNote, outageCase, outageNote } = suiteCases(factory);
 
   describe(`GrantStore conformance: ${name}`, () => {
     check("add returns the validated grant and listGrants returns it", () =>

@@ -1,7 +1,7 @@
 import type { GrantUsageStore } from "@tessera/core";
-import { describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 import { expectCode, resultOrCode } from "./errors.js";
-import { caseFor, type OpenedStore, type StoreFactory, withStore } from "./factory.js";
+import { type OpenedStore, type StoreFactory, suiteCases } from "./factory.js";
 import { COLLIDING_PAIRS, HOSTILE_KEYS, oversize } from "./hostile.js";
 import { raceInProcesses } from "./processes.js";
 
@@ -18,12 +18,7 @@ export function describeUsageStoreConformance<H extends OpenedStore<GrantUsageSt
   name: string,
   factory: StoreFactory<GrantUsageStore, H>,
 ): void {
-  const use = <T>(body: (opened: H) => Promise<T>) => withStore(factory, body);
-  const check = caseFor(factory);
-  const crossProcess = factory.processSpec ? check : it.skip;
-  const skipNote = factory.processSpec ? "" : " (skipped: one process only)";
-  const outageCase = factory.outage ? check : it.skip;
-  const outageNote = factory.outage ? "" : " (skipped: no outage hook)";
+  const { use, check, crossProcess, skipNote, outageCase, outageNote } = suiteCases(factory);
 
   describe(`GrantUsageStore conformance: ${name}`, () => {
     check("counts start at zero and a bounded consume stops at its bound", () =>
