@@ -7,61 +7,34 @@ import {
   checkClaimKey,
   checkReceipt,
   checkRecord,
-  claimKeyDigest,
   type StoredClaim,
   storageDigest,
   TesseraError,
 } from "@tessera/core";
-import { type Connection, script } from "./connection.js";
+import { type Connection, scanKeys, script } from "./connection.js";
 
-/**
- * A claim is one string key, `<prefix>claim:<claimKeyDigest>`, holding the JSON record; once
- * settled, a newline and the JSON receipt are appended (JSON never contains a raw newline).
- *
- * The claim, as one atomic server-side step: `SET key value NX PX ttl`, its reply checked to
- * be exactly the status "OK" (won) or nil (already held; the holder's record is returned in
- * the same step, so it cannot expire or be deleted in between). Any other reply is an
- * error, never a win. The session index (for `endSession`) is written first and the in-doubt
- * index on a win, in the same script: a worker killed right after its claim leaves the
- * claim listed in doubt, and no SCAN is ever needed.
- */
-const CLAIM = script(`
-redis.call('SADD', KEYS[1], ARGV[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-local reply = redis.call('SET', KEYS[3], ARGV[3], 'NX', 'PX', ARGV[2])
-if reply == false then return {0, redis.call('GET', KEYS[3])} end
-if type(reply) == 'table' and reply['ok'] == 'OK' then
-  redis.call('SADD', KEYS[2], ARGV[1])
-  return {1}
-end
-return redis.error_reply('unexpected reply to SET NX')
-`);
+const CODE = "claim_store_unavailable";
 
 /** Only ever appends to an existing, unsettled claim (`KEEPTTL`), never creates one. */
 const SETTLE = script(`
 local value = redis.call('GET', KEYS[1])
 if not value then return 0 end
-redis.call('SREM', KEYS[2], ARGV[2])
 if string.find(value, '\\n', 1, true) then return 2 end
 redis.call('SET', KEYS[1], value .. '\\n' .. ARGV[1], 'KEEPTTL')
 return 1
 `);
 
-/** Deletes every claim of a session and its index entries, as one step. */
-const END_SESSION = script(`
-local digests = redis.call('SMEMBERS', KEYS[1])
-for _, d in ipairs(digests) do
-  redis.call('DEL', ARGV[1] .. 'claim:' .. d)
-  redis.call('SREM', KEYS[2], d)
-end
-redis.call('DEL', KEYS[1])
-return #digests
-`);
-
 /**
- * Claims in Redis: one string key per claim (`<prefix>claim:<claimKeyDigest>`), living
- * `claimTtlMs`, which must cover the host session. Index sets per session and for in-doubt
- * claims; an index entry whose claim is settled or expired is dropped when next listed.
+ * Claims in Redis: one string key per claim, `<prefix>claim:<sha256(session)>:<sha256(id)>`,
+ * holding the JSON record; once settled, a newline and the JSON receipt are appended (JSON
+ * never contains a raw newline). A claim lives `claimTtlMs`, which must cover the host session.
+ *
+ * The claim is one command, `SET key record NX PX ttl GET` (Redis 7.0 or later): nil means
+ * this caller set the key; a string is the holder's record, read in the same atomic step, so
+ * it cannot expire or be deleted in between. Any other reply fails closed, never "claimed".
+ * There is no index to keep beside it: a claim's key names its session, so `endSession` and
+ * `listInDoubt` find claims with SCAN. They are operator and recovery operations that walk
+ * the keyspace; the claim on every call's path stays a single write.
  */
 export class RedisClaimStore implements ClaimStore {
   readonly #connection: Connection;
@@ -81,55 +54,42 @@ export class RedisClaimStore implements ClaimStore {
 
   /** The key a claim lives under (the self-test checks its TTL). */
   keyOf(key: ClaimKey): string {
-    return this.#connection.key("claim", claimKeyDigest(key));
+    return this.#connection.claimKey(storageDigest(key.session), storageDigest(key.functionCallId));
   }
 
-  async claim(key: ClaimKey, record: ClaimRecord): Promise<ClaimResult> {
-    this.#checkOpen();
-    checkClaimKey(key);
-    checkRecord(record);
-    const stored: StoredClaim = {
+  claim(key: ClaimKey, record: ClaimRecord): Promise<ClaimResult> {
+    try {
+      this.#checkOpen();
+      checkClaimKey(key);
+      checkRecord(record);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    // JSON.stringify leaves out an undefined `worker`, as the record had none.
+    const stored = JSON.stringify({
       session: key.session,
       functionCallId: key.functionCallId,
       bodyHash: record.bodyHash,
       claimedAt: record.claimedAt,
-      ...(record.worker === undefined ? {} : { worker: record.worker }),
-    };
-    const id = claimKeyDigest(key);
-    const session = storageDigest(key.session);
-    const reply = await this.#connection.eval(
-      "claim_store_unavailable",
-      CLAIM,
-      [
-        this.#connection.key("session", session),
-        this.#connection.key("in-doubt"),
-        this.#connection.key("claim", id),
-      ],
-      [id, this.#ttlMs, JSON.stringify(stored)],
+      worker: record.worker,
+    } satisfies StoredClaim);
+    const name = this.keyOf(key);
+    return this.#connection.send(
+      CODE,
+      (redis): Promise<unknown> => redis.set(name, stored, "PX", this.#ttlMs, "NX", "GET"),
+      toClaimResult,
     );
-    if (Array.isArray(reply) && reply.length === 1 && reply[0] === 1) return { status: "claimed" };
-    if (
-      Array.isArray(reply) &&
-      reply.length === 2 &&
-      reply[0] === 0 &&
-      typeof reply[1] === "string"
-    ) {
-      return { status: "already_claimed", existing: parse(reply[1]) };
-    }
-    // Anything else means we cannot tell who holds the key: fail closed, never "claimed".
-    throw new TesseraError("claim_store_unavailable", "unexpected reply to the claim script");
   }
 
   async settle(key: ClaimKey, receipt: ClaimReceipt): Promise<void> {
     this.#checkOpen();
     checkClaimKey(key);
     checkReceipt(receipt);
-    const id = claimKeyDigest(key);
     const outcome = await this.#connection.eval(
-      "claim_store_unavailable",
+      CODE,
       SETTLE,
-      [this.#connection.key("claim", id), this.#connection.key("in-doubt")],
-      [JSON.stringify({ status: receipt.status, settledAt: receipt.settledAt }), id],
+      [this.keyOf(key)],
+      [JSON.stringify({ status: receipt.status, settledAt: receipt.settledAt })],
     );
     if (outcome === 0)
       throw new TesseraError("invalid_input", "settle: no claim exists for this key");
@@ -139,43 +99,45 @@ export class RedisClaimStore implements ClaimStore {
   async get(key: ClaimKey): Promise<StoredClaim | undefined> {
     this.#checkOpen();
     checkClaimKey(key);
-    return this.#read(claimKeyDigest(key));
+    const value = await this.#connection.run(CODE, (redis) => redis.get(this.keyOf(key)));
+    return value === null ? undefined : parseStored(value);
   }
 
+  /** Walks the keyspace (SCAN), reading claims in batches: cost grows with the database. */
   async listInDoubt(session?: string): Promise<StoredClaim[]> {
     this.#checkOpen();
     if (session !== undefined && typeof session !== "string") {
       throw new TesseraError("invalid_input", "session must be a string");
     }
-    // One index of every unsettled claim: it holds only claims in flight or in doubt, so a
-    // per-session listing filters it rather than paying a second index on every claim.
-    const index = this.#connection.key("in-doubt");
-    return this.#connection.run("claim_store_unavailable", async (redis) => {
-      const ids = await redis.smembers(index);
-      if (ids.length === 0) return [];
-      const values = await redis.mget(ids.map((id) => this.#connection.key("claim", id)));
-      const inDoubt: StoredClaim[] = [];
-      const stale: string[] = [];
-      values.forEach((value, i) => {
-        const claim = value === null ? undefined : parse(value);
-        if (!claim || claim.receipt) stale.push(ids[i] as string);
-        else if (session === undefined || claim.session === session) inDoubt.push(claim);
+    const pattern = this.#claimPattern(session);
+    const inDoubt: StoredClaim[] = [];
+    await this.#connection.run(CODE, async (redis) => {
+      const seen = new Set<string>();
+      await scanKeys(redis, pattern, async (keys) => {
+        // SCAN may return a key twice; a claim deleted or expired in between reads as null.
+        const fresh = keys.filter((key) => !seen.has(key));
+        for (const key of fresh) seen.add(key);
+        if (fresh.length === 0) return;
+        for (const value of await redis.mget(fresh)) {
+          if (value === null) continue;
+          const claim = parseStored(value);
+          if (!claim.receipt) inDoubt.push(claim);
+        }
       });
-      if (stale.length > 0) await redis.srem(index, ...stale);
-      return inDoubt.sort((a, b) => a.claimedAt - b.claimedAt);
     });
+    return inDoubt.sort((a, b) => a.claimedAt - b.claimedAt);
   }
 
+  /** Deletes the session's claims (SCAN for its key pattern, then UNLINK per batch). */
   async endSession(session: string): Promise<void> {
     this.#checkOpen();
     if (typeof session !== "string")
       throw new TesseraError("invalid_input", "session must be a string");
-    const sessionId = storageDigest(session);
-    await this.#connection.eval(
-      "claim_store_unavailable",
-      END_SESSION,
-      [this.#connection.key("session", sessionId), this.#connection.key("in-doubt")],
-      [this.#connection.prefix],
+    const pattern = this.#claimPattern(session);
+    await this.#connection.run(CODE, (redis) =>
+      scanKeys(redis, pattern, async (keys) => {
+        if (keys.length > 0) await redis.unlink(...keys);
+      }),
     );
   }
 
@@ -185,22 +147,55 @@ export class RedisClaimStore implements ClaimStore {
     await this.#onClose();
   }
 
-  async #read(id: string): Promise<StoredClaim | undefined> {
-    const value = await this.#connection.run("claim_store_unavailable", (redis) =>
-      redis.get(this.#connection.key("claim", id)),
-    );
-    return value === null ? undefined : parse(value);
+  /**
+   * The glob matching one session's claims, or every claim. The prefix is restricted to
+   * `[\w:.-]` by the URL parser and digests are hex, so nothing in it is a glob character.
+   */
+  #claimPattern(session?: string): string {
+    return this.#connection.key("claim", session === undefined ? "*" : storageDigest(session), "*");
   }
 
   #checkOpen(): void {
-    if (this.#closed)
-      throw new TesseraError("claim_store_unavailable", "the claim store is closed");
+    if (this.#closed) throw new TesseraError(CODE, "the claim store is closed");
   }
 }
 
-function parse(value: string): StoredClaim {
-  const newline = value.indexOf("\n");
-  if (newline < 0) return JSON.parse(value) as StoredClaim;
-  const record = JSON.parse(value.slice(0, newline)) as StoredClaim;
-  return { ...record, receipt: JSON.parse(value.slice(newline + 1)) as ClaimReceipt };
+function toClaimResult(reply: unknown): ClaimResult {
+  if (reply === null) return { status: "claimed" };
+  const existing = typeof reply === "string" ? readStoredClaim(reply) : undefined;
+  if (existing) return { status: "already_claimed", existing };
+  // We cannot tell who holds the key: fail closed, never "claimed".
+  throw new TesseraError(CODE, "unexpected reply to SET NX GET");
+}
+
+/** A stored claim, or a fail-closed error when the value is not one (never a silent miss). */
+function parseStored(value: string): StoredClaim {
+  const claim = readStoredClaim(value);
+  if (!claim) throw new TesseraError(CODE, "a stored claim is unreadable");
+  return claim;
+}
+
+/** The claim a key holds, or undefined when the value is not one. */
+export function readStoredClaim(value: string): StoredClaim | undefined {
+  try {
+    const newline = value.indexOf("\n");
+    const record = JSON.parse(newline < 0 ? value : value.slice(0, newline)) as unknown;
+    if (
+      typeof record !== "object" ||
+      record === null ||
+      !("session" in record) ||
+      typeof record.session !== "string" ||
+      !("functionCallId" in record) ||
+      typeof record.functionCallId !== "string"
+    ) {
+      return undefined;
+    }
+    if (newline < 0) return record as StoredClaim;
+    return {
+      ...(record as StoredClaim),
+      receipt: JSON.parse(value.slice(newline + 1)) as ClaimReceipt,
+    };
+  } catch {
+    return undefined;
+  }
 }

@@ -52,6 +52,11 @@ export class Connection {
     return `${this.prefix}${parts.join(":")}`;
   }
 
+  /** `<prefix>claim:<session digest>:<ID digest>`, without `key`'s array: a claim's path. */
+  claimKey(sessionDigest: string, idDigest: string): string {
+    return `${this.prefix}claim:${sessionDigest}:${idDigest}`;
+  }
+
   /** Runs `work`, turning any failure (disconnected, timeout, server error) into `failCode`. */
   async run<T>(failCode: UnavailableCode, work: (redis: Redis) => Promise<T>): Promise<T> {
     if (this.#closed) throw new TesseraError(failCode, "the Redis store is closed");
@@ -63,6 +68,25 @@ export class Connection {
         cause: error,
       });
     }
+  }
+
+  /**
+   * One command and its reply check as one promise: no async frame, no second `then` (the
+   * claim's path). A failure to answer becomes `failCode`; what `check` throws stands.
+   */
+  send<Reply, Result>(
+    failCode: UnavailableCode,
+    work: (redis: Redis) => Promise<Reply>,
+    check: (reply: Reply) => Result,
+  ): Promise<Result> {
+    if (this.#closed) {
+      return Promise.reject(new TesseraError(failCode, "the Redis store is closed"));
+    }
+    return work(this.redis).then(check, (error: unknown) => {
+      throw new TesseraError(failCode, `Redis did not answer (${errorName(error)})`, {
+        cause: error,
+      });
+    });
   }
 
   /**
@@ -110,6 +134,23 @@ export class Connection {
       this.redis.disconnect();
     }
   }
+}
+
+/** Keys per SCAN step, and so per batch handed to `each`. */
+const SCAN_COUNT = 1_000;
+
+/** SCAN over `pattern`, one batch at a time (a key may come twice; SCAN's own contract). */
+export async function scanKeys(
+  redis: Redis,
+  pattern: string,
+  each: (keys: string[]) => Promise<void>,
+): Promise<void> {
+  let cursor = "0";
+  do {
+    const [next, keys] = await redis.scan(cursor, "MATCH", pattern, "COUNT", SCAN_COUNT);
+    cursor = next;
+    await each(keys);
+  } while (cursor !== "0");
 }
 
 /** The error's class or code, never its message (which may quote a key or a value). */

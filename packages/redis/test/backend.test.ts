@@ -1,3 +1,4 @@
+import { claimKeyDigest, storageDigest } from "@tessera/core";
 import { serviceUrl } from "@tessera/testkit";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -40,24 +41,18 @@ function prefixToDelete(): string {
 
 /**
  * Makes the server this process talks to behave as if its SET ignored `flag` (as some
- * Redis-compatible servers and mocks do): scripts are forced onto EVAL, and their SET loses
- * the flag before it reaches the server.
+ * Redis-compatible servers and mocks do): the claim's `SET … NX GET` loses the flag (and
+ * its argument) before it reaches the server. Other SETs (layout version) pass untouched.
  */
 function setIgnores(flag: "NX" | "PX"): void {
-  const pattern = flag === "NX" ? /'NX', / : /, 'PX', ARGV\[\d+\]/;
-  const original = Redis.prototype.eval;
-  vi.spyOn(Redis.prototype, "evalsha").mockRejectedValue(new Error("NOSCRIPT forced by the test"));
-  vi.spyOn(Redis.prototype, "eval").mockImplementation(function (this: Redis, ...args) {
-    const [source, ...rest] = args as unknown as [string, ...unknown[]];
-    const sabotaged = source.includes("redis.call('SET'") ? source.replace(pattern, "") : source;
-    if (sabotaged === source && source.includes("'NX', 'PX'")) {
-      throw new Error("test fake: the claim script no longer has the flag to drop");
+  const original = Redis.prototype.set;
+  vi.spyOn(Redis.prototype, "set").mockImplementation(function (this: Redis, ...args: unknown[]) {
+    const at = args.indexOf(flag);
+    if (args.includes("GET")) {
+      if (at < 0) throw new Error("test fake: the claim no longer has the flag to drop");
+      args.splice(at, flag === "PX" ? 2 : 1);
     }
-    return (original as (...a: unknown[]) => Promise<unknown>).call(
-      this,
-      sabotaged,
-      ...rest,
-    ) as never;
+    return (original as (...a: unknown[]) => Promise<unknown>).apply(this, args) as never;
   });
 }
 
@@ -103,7 +98,7 @@ suite("redis backend", () => {
 
   it("records its key layout version once, and refuses a prefix written by a newer build", async () => {
     const { prefix } = await opened();
-    expect(await admin(url as string, (redis) => redis.get(`${prefix}layout-version`))).toBe("1");
+    expect(await admin(url as string, (redis) => redis.get(`${prefix}layout-version`))).toBe("2");
     const newer = prefixToDelete();
     await admin(url as string, (redis) => redis.set(`${newer}layout-version`, "99"));
     await expect(openStores(withParams(url as string, { prefix: newer }))).rejects.toMatchObject({
@@ -114,8 +109,8 @@ suite("redis backend", () => {
   it("a claim reply that is neither a win nor a held key fails closed, never claimed", async () => {
     const { stores } = await opened();
     const key = { session: "s", functionCallId: "odd" };
-    for (const odd of [["OK"], [1, "x"], "OK", null, [2]]) {
-      vi.spyOn(Redis.prototype, "evalsha").mockResolvedValueOnce(odd as never);
+    for (const odd of ["OK", 1, ["OK"], "", "not json", '{"bodyHash":"h"}', undefined]) {
+      vi.spyOn(Redis.prototype, "set").mockResolvedValueOnce(odd as never);
       await expect(stores.claims.claim(key, { bodyHash: "h", claimedAt: 1 })).rejects.toMatchObject(
         {
           code: "claim_store_unavailable",
@@ -228,7 +223,7 @@ suite("redis backend", () => {
     expect((await stores.audit.read({ callId: hostile }))[0]?.session).toBe(hostile);
   });
 
-  it("endSession deletes the session's claims and index keys only", async () => {
+  it("endSession deletes that session's claims only", async () => {
     const { stores, prefix } = await opened();
     await stores.claims.claim(
       { session: "a", functionCallId: "1" },
@@ -246,8 +241,11 @@ suite("redis backend", () => {
     expect(await stores.claims.get({ session: "a", functionCallId: "1" })).toBeUndefined();
     expect(await stores.claims.listInDoubt()).toHaveLength(1);
     const keys = await admin(url as string, (redis) => redis.keys(`${prefix}*`));
-    // b's claim, b's session set, the in-doubt set, the layout version.
-    expect(keys).toHaveLength(4);
+    // b's claim and the layout version: a claim has no index keys beside it.
+    expect(keys.sort()).toEqual([
+      `${prefix}claim:${storageDigest("b")}:${storageDigest("1")}`,
+      `${prefix}layout-version`,
+    ]);
   });
 
   it("listInDoubt(session) lists that session's unsettled claims only", async () => {
@@ -306,5 +304,97 @@ suite("redis backend", () => {
       code: "grant_store_unavailable",
     });
     await expect(stores.audit.read()).rejects.toMatchObject({ code: "audit_unavailable" });
+  });
+
+  it("a server older than Redis 7.0 (no SET NX GET) is refused at open", async () => {
+    const prefix = prefixToDelete();
+    const original = Redis.prototype.info;
+    vi.spyOn(Redis.prototype, "info").mockImplementation(function (this: Redis, ...args) {
+      if (args[0] !== "server") return (original as (...a: unknown[]) => never).apply(this, args);
+      return Promise.resolve("# Server\r\nredis_version:6.2.14\r\n") as never;
+    });
+    await expect(openStores(withParams(url as string, { prefix }))).rejects.toMatchObject({
+      code: "store_self_test_failed",
+      message: expect.stringContaining("Redis 7.0 or later"),
+    });
+  });
+
+  describe("a prefix at layout version 1 (claim sets beside each claim)", () => {
+    const ttlMs = 60_000;
+    /** Writes claims the way the version-1 build did: one digest key, two index sets. */
+    async function writeVersion1(prefix: string, settledToo = true): Promise<void> {
+      await admin(url as string, async (redis) => {
+        await redis.set(`${prefix}layout-version`, "1");
+        const claims = [
+          { session: "s", functionCallId: "open", bodyHash: "h1", claimedAt: 1 },
+          ...(settledToo
+            ? [{ session: "s", functionCallId: "done", bodyHash: "h2", claimedAt: 2 }]
+            : []),
+        ];
+        for (const claim of claims) {
+          const id = claimKeyDigest({
+            session: claim.session,
+            functionCallId: claim.functionCallId,
+          });
+          const receipt =
+            claim.functionCallId === "done" ? '\n{"status":"dispatched","settledAt":3}' : "";
+          await redis.set(`${prefix}claim:${id}`, JSON.stringify(claim) + receipt, "PX", ttlMs);
+          await redis.sadd(`${prefix}session:${storageDigest(claim.session)}`, id);
+          if (!receipt) await redis.sadd(`${prefix}in-doubt`, id);
+        }
+      });
+    }
+
+    it("is migrated at open: claims keep their records, receipts and TTLs; the sets go", async () => {
+      const prefix = prefixToDelete();
+      await writeVersion1(prefix);
+      // Two processes' worth of openers at once: one migrates, the other waits for it.
+      const [a, b] = await Promise.all([
+        openStores(withParams(url as string, { prefix })),
+        openStores(withParams(url as string, { prefix })),
+      ]);
+      cleanups.push(
+        () => a.close(),
+        () => b.close(),
+      );
+      const keys = (await admin(url as string, (redis) => redis.keys(`${prefix}*`))).sort();
+      expect(keys).toEqual(
+        [
+          `${prefix}claim:${storageDigest("s")}:${storageDigest("done")}`,
+          `${prefix}claim:${storageDigest("s")}:${storageDigest("open")}`,
+          `${prefix}layout-version`,
+        ].sort(),
+      );
+      expect(await admin(url as string, (redis) => redis.get(`${prefix}layout-version`))).toBe("2");
+      const ttl = await admin(url as string, (redis) => redis.pttl(keys[0] as string));
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(ttlMs);
+      for (const stores of [a, b]) {
+        const open = { session: "s", functionCallId: "open" };
+        expect(await stores.claims.claim(open, { bodyHash: "again", claimedAt: 9 })).toEqual({
+          status: "already_claimed",
+          existing: { ...open, bodyHash: "h1", claimedAt: 1 },
+        });
+        expect(
+          (await stores.claims.get({ session: "s", functionCallId: "done" }))?.receipt,
+        ).toEqual({ status: "dispatched", settledAt: 3 });
+        expect((await stores.claims.listInDoubt("s")).map((c) => c.functionCallId)).toEqual([
+          "open",
+        ]);
+      }
+    });
+
+    it("an unreadable version-1 claim stops the migration and the open (fail closed)", async () => {
+      const prefix = prefixToDelete();
+      await writeVersion1(prefix, false);
+      await admin(url as string, (redis) => redis.set(`${prefix}claim:${"0".repeat(64)}`, "{oops"));
+      await expect(openStores(withParams(url as string, { prefix }))).rejects.toMatchObject({
+        code: "schema_unavailable",
+      });
+      expect(await admin(url as string, (redis) => redis.get(`${prefix}layout-version`))).toBe("1");
+      expect(await admin(url as string, (redis) => redis.exists(`${prefix}layout-migration`))).toBe(
+        0,
+      );
+    });
   });
 });

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import * as crypto from "node:crypto";
 
 /**
  * SHA-256 hex over length-prefixed parts: no two different tuples can collide by
@@ -11,7 +11,7 @@ export function storageDigest(...parts: readonly string[]): string {
   // (not UTF-8) keeps lone surrogates apart: UTF-8 would turn them all into U+FFFD.
   const cached = recent.get(preimage);
   if (cached !== undefined) return cached;
-  const hex = createHash("sha256").update(Buffer.from(preimage, "utf16le")).digest("hex");
+  const hex = sha256Hex(Buffer.from(preimage, "utf16le"));
   if (preimage.length <= CACHEABLE_LENGTH) {
     // Namespaces, grants and sessions repeat on every decision: remember the last few
     // thousand digests instead of hashing again. Cleared wholesale when full (bounded memory).
@@ -24,3 +24,12 @@ export function storageDigest(...parts: readonly string[]): string {
 const CACHE_ENTRIES = 4096;
 const CACHEABLE_LENGTH = 512;
 const recent = new Map<string, string>();
+
+/**
+ * One-shot `crypto.hash` (Node 20.12+) is about twice as fast as a Hash object on inputs
+ * this small, and a claim hashes a fresh call ID every time; older Node 20 falls back.
+ */
+const sha256Hex: (data: Buffer) => string =
+  typeof crypto.hash === "function"
+    ? (data) => crypto.hash("sha256", data, "hex")
+    : (data) => crypto.createHash("sha256").update(data).digest("hex");
