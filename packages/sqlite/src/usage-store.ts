@@ -33,13 +33,19 @@ export class SqliteUsageStore implements GrantUsageStore {
       throw new TesseraError("invalid_input", "maxUses must be a positive integer");
     }
     return this.#db.run(CODE, () => {
-      const row = this.#db
+      // `.all()`, not `.get()`: get() stops at the RETURNING row and resets the statement,
+      // so the commit happens inside sqlite3_reset, whose error better-sqlite3 ignores (a
+      // rolled-back consume would read as spent), and SQLite never runs its WAL
+      // auto-checkpoint on a reset: the WAL grew one frame per consume for the life of the
+      // connection, and each synchronous=FULL commit paid for the growing file (about half
+      // the rate). all() steps to the end: errors surface and the checkpoint runs.
+      const [row] = this.#db
         .statement(
           `INSERT INTO tessera_usage (namespace_id, grant_id, used) VALUES (?, ?, 1)
            ON CONFLICT (namespace_id, grant_id) DO UPDATE SET used = used + 1 WHERE used < ?
            RETURNING used`,
         )
-        .get(namespaceId, grantId, maxUses) as { used: number } | undefined;
+        .all(namespaceId, grantId, maxUses) as { used: number }[];
       if (row) return { consumed: true, used: row.used };
       // Refused by the guard. This read only reports the count: the statement above decided.
       return { consumed: false, used: this.readUsage(namespaceId, grantId) };

@@ -2,6 +2,7 @@
  * SQLite choices the conformance suites leave open: duplicate grants, monotonic revocation,
  * settling an unknown claim, invalid input, the audit table's append-only triggers.
  */
+import { statSync } from "node:fs";
 import type { AuditEvent } from "@tessera/core";
 import BetterSqlite3 from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -101,6 +102,26 @@ describe("usage", () => {
       expect(await codeOf(() => usage.tryConsume("ns", "g", bad))).toBe("invalid_input");
     }
     expect(await usage.getUsage("ns", "g")).toBe(0);
+  });
+
+  it("consumes let SQLite checkpoint the WAL, so it stops growing at the auto-checkpoint size", async () => {
+    // A consume ending at its RETURNING row (reset, not stepped to the end) skips SQLite's
+    // auto-checkpoint: the WAL then grows by one frame per consume for the life of the
+    // connection, and every synchronous=FULL commit pays for the file growing. NORMAL only
+    // keeps this quick: the checkpoint rule does not depend on it.
+    const fresh = await openFresh("synchronous=normal");
+    try {
+      for (let i = 0; i < 1500; i++) await fresh.stores.usage.tryConsume("ns", `g${i % 10}`, 1e9);
+      expect(await fresh.stores.usage.getUsage("ns", "g0")).toBe(150);
+      const path = fresh.url.slice("sqlite:".length);
+      const raw = new BetterSqlite3(path, { readonly: true });
+      const frame = Number(raw.pragma("page_size", { simple: true })) + 24;
+      raw.close();
+      // 1000 frames (the default wal_autocheckpoint), plus the schema's and some slack.
+      expect(statSync(`${path}-wal`).size).toBeLessThan(1100 * frame);
+    } finally {
+      await fresh.close();
+    }
   });
 });
 
