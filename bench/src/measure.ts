@@ -63,3 +63,11 @@ export async function concurrent(
   const ms = performance.now() - start;
   return { ops: total, ms, opsPerSec: (total / ms) * 1000 };
 }
+
+/** The middle value (mean of the two middle ones for an even count). */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  if (sorted.length % 2 === 1) return sorted[middle] as number;
+  return ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+}

@@ -20,7 +20,7 @@ import { fileURLToPath } from "node:url";
 import { openStores } from "@tessera/sqlite";
 import Database from "better-sqlite3";
 import { BATCH, gateOver, MESSAGES } from "../a2ui/fixtures.js";
-import { throughput } from "../measure.js";
+import { median, throughput } from "../measure.js";
 import { type BenchRow, ratioRow } from "../report.js";
 import { GRANTS, turnOver } from "./turn.js";
 
@@ -202,11 +202,6 @@ async function endToEnd(fresh: () => string): Promise<BenchRow[]> {
       met: undefined,
     },
   ];
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] as number;
 }
 
 interface WorkerReport {

@@ -9,7 +9,7 @@ export type {
   StoredClaim,
 } from "./contracts/claims.js";
 export { claimKeyDigest } from "./contracts/claims.js";
-export { storageDigest } from "./contracts/digest.js";
+export { storageDigest, uniqueStorageDigest } from "./contracts/digest.js";
 export { isTesseraError, redact, TesseraError } from "./contracts/errors.js";
 export {
   MESSAGE_NAMESPACE,

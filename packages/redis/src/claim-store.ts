@@ -10,6 +10,7 @@ import {
   type StoredClaim,
   storageDigest,
   TesseraError,
+  uniqueStorageDigest,
 } from "@tessera/core";
 import { type Connection, scanKeys, script } from "./connection.js";
 
@@ -54,7 +55,10 @@ export class RedisClaimStore implements ClaimStore {
 
   /** The key a claim lives under (the self-test checks its TTL). */
   keyOf(key: ClaimKey): string {
-    return this.#connection.claimKey(storageDigest(key.session), storageDigest(key.functionCallId));
+    return this.#connection.claimKey(
+      storageDigest(key.session),
+      uniqueStorageDigest(key.functionCallId),
+    );
   }
 
   claim(key: ClaimKey, record: ClaimRecord): Promise<ClaimResult> {

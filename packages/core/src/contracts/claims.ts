@@ -1,4 +1,4 @@
-import { storageDigest } from "./digest.js";
+import { uniqueStorageDigest } from "./digest.js";
 import type { ReceiptStatus } from "./vocabulary.js";
 
 /**
@@ -57,5 +57,5 @@ export interface ClaimStore {
  * and IDs differing only in a lone surrogate stay apart.
  */
 export function claimKeyDigest(key: ClaimKey): string {
-  return storageDigest(key.session, key.functionCallId);
+  return uniqueStorageDigest(key.session, key.functionCallId);
 }

@@ -1,5 +1,6 @@
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { storageDigest } from "./digest.js";
+import { storageDigest, uniqueStorageDigest } from "./digest.js";
 
 describe("storageDigest", () => {
   it("keeps tuples apart that concatenate to the same text", () => {
@@ -22,5 +23,17 @@ describe("storageDigest", () => {
     const before = Array.from({ length: 5000 }, (_, i) => storageDigest(`k${i}`));
     const after = Array.from({ length: 5000 }, (_, i) => storageDigest(`k${i}`));
     expect(after).toEqual(before);
+  });
+
+  it("is SHA-256 over the length-prefixed UTF-16 code units, with or without the cache", () => {
+    // Stored keys (marker names, primary keys, Redis keys) are these digests: they must not
+    // change between builds.
+    const expected = createHash("sha256")
+      .update(Buffer.from("7:session2:\uD800x", "utf16le"))
+      .digest("hex");
+    expect(storageDigest("session", "\uD800x")).toBe(expected);
+    expect(uniqueStorageDigest("session", "\uD800x")).toBe(expected);
+    expect(uniqueStorageDigest("a", "bc")).toBe(storageDigest("a", "bc"));
+    expect(uniqueStorageDigest("a", "bc")).not.toBe(uniqueStorageDigest("ab", "c"));
   });
 });

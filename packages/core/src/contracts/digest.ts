@@ -5,10 +5,7 @@ import * as crypto from "node:crypto";
  * concatenation, and the result is a fixed-size, inert key.
  */
 export function storageDigest(...parts: readonly string[]): string {
-  let preimage = "";
-  for (const part of parts) preimage += `${part.length}:${part}`;
-  // Lengths in UTF-16 units keep the tuple unambiguous, and hashing the UTF-16 code units
-  // (not UTF-8) keeps lone surrogates apart: UTF-8 would turn them all into U+FFFD.
+  const preimage = preimageOf(parts);
   const cached = recent.get(preimage);
   if (cached !== undefined) return cached;
   const hex = sha256Hex(Buffer.from(preimage, "utf16le"));
@@ -19,6 +16,22 @@ export function storageDigest(...parts: readonly string[]): string {
     recent.set(preimage, hex);
   }
   return hex;
+}
+
+/**
+ * The same digest as `storageDigest`, for parts that never repeat (a call ID, a claim key):
+ * caching those would only churn the cache and keep dead strings alive.
+ */
+export function uniqueStorageDigest(...parts: readonly string[]): string {
+  return sha256Hex(Buffer.from(preimageOf(parts), "utf16le"));
+}
+
+// Lengths in UTF-16 units keep the tuple unambiguous, and hashing the UTF-16 code units
+// (not UTF-8) keeps lone surrogates apart: UTF-8 would turn them all into U+FFFD.
+function preimageOf(parts: readonly string[]): string {
+  let preimage = "";
+  for (const part of parts) preimage += `${part.length}:${part}`;
+  return preimage;
 }
 
 const CACHE_ENTRIES = 4096;
