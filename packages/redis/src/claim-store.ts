@@ -55,10 +55,7 @@ export class RedisClaimStore implements ClaimStore {
 
   /** The key a claim lives under (the self-test checks its TTL). */
   keyOf(key: ClaimKey): string {
-    return this.#connection.claimKey(
-      storageDigest(key.session),
-      uniqueStorageDigest(key.functionCallId),
-    );
+    return claimKeyOf(this.#connection, key);
   }
 
   claim(key: ClaimKey, record: ClaimRecord): Promise<ClaimResult> {
@@ -162,6 +159,11 @@ export class RedisClaimStore implements ClaimStore {
   #checkOpen(): void {
     if (this.#closed) throw new TesseraError(CODE, "the claim store is closed");
   }
+}
+
+/** `<prefix>claim:<sha256(session)>:<sha256(id)>`: the session's digest cached, the ID's not. */
+export function claimKeyOf(connection: Connection, key: ClaimKey): string {
+  return connection.claimKey(storageDigest(key.session), uniqueStorageDigest(key.functionCallId));
 }
 
 function toClaimResult(reply: unknown): ClaimResult {

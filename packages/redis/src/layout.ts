@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { storageDigest, TesseraError } from "@tessera/core";
+import { TesseraError } from "@tessera/core";
 import type { Redis } from "ioredis";
-import { readStoredClaim } from "./claim-store.js";
+import { claimKeyOf, readStoredClaim } from "./claim-store.js";
 import { type Connection, scanKeys } from "./connection.js";
 
 /**
@@ -18,6 +18,8 @@ export const LAYOUT_VERSION = 2;
 
 /** How long a process waits for another one's migration before refusing to open. */
 const MIGRATION_WAIT_MS = 30_000;
+/** The migration lock's lifetime, refreshed per batch of 1,000 keys. */
+const LOCK_MS = 10_000;
 
 export async function checkLayout(connection: Connection): Promise<void> {
   const key = connection.key("layout-version");
@@ -44,59 +46,65 @@ async function readVersion(redis: Redis, key: string): Promise<number> {
 
 /**
  * Renames every version-1 claim to its version-2 key (RENAMENX keeps the value and the TTL)
- * and drops the index sets, under a lock so two processes opening at once do not both
- * migrate; the other waits for the version to read 2. Workers of the old build must be
- * stopped first: a claim they write during the migration would be missed by the new layout.
+ * and drops the index sets. One process migrates, holding a lock it refreshes per batch;
+ * others opening meanwhile wait for the version to read 2, and take over if the lock lapses
+ * (its holder died: renaming is idempotent, so the work resumes where it stopped). Workers
+ * of the old build must be stopped first: a claim they write during the migration would be
+ * missed by the new layout.
  */
 async function migrateFromVersion1(connection: Connection): Promise<void> {
   const versionKey = connection.key("layout-version");
   const lockKey = connection.key("layout-migration");
   const token = randomUUID();
-  return connection.run("store_unavailable", async (redis) => {
-    const locked = await redis.set(lockKey, token, "PX", MIGRATION_WAIT_MS, "NX");
-    if (locked !== "OK") return waitForMigration(redis, versionKey);
-    try {
-      await scanKeys(redis, connection.key("claim", "*"), async (keys) => {
-        for (const old of keys) {
-          const rest = old.slice(connection.key("claim", "").length);
-          if (rest.includes(":")) continue; // already a version-2 key
-          const value = await redis.get(old);
-          if (value === null) continue; // expired meanwhile
-          const claim = readStoredClaim(value);
-          if (!claim) {
-            // Fail closed: dropping it would let that call ID run again.
-            throw new TesseraError(
-              "schema_unavailable",
-              `layout migration stopped: the claim under ${old} is unreadable`,
-            );
-          }
-          const renamed = connection.key(
-            "claim",
-            storageDigest(claim.session),
-            storageDigest(claim.functionCallId),
-          );
-          if ((await redis.renamenx(old, renamed)) === 0) await redis.del(old);
+  const deadline = Date.now() + MIGRATION_WAIT_MS;
+  await connection.run("store_unavailable", async (redis) => {
+    while ((await readVersion(redis, versionKey)) === 1) {
+      if ((await redis.set(lockKey, token, "PX", LOCK_MS, "NX")) === "OK") {
+        try {
+          await migrate(connection, redis, () => redis.pexpire(lockKey, LOCK_MS));
+          await redis.set(versionKey, String(LAYOUT_VERSION));
+        } finally {
+          if ((await redis.get(lockKey)) === token) await redis.del(lockKey);
         }
-      });
-      await scanKeys(redis, connection.key("session", "*"), async (keys) => {
-        if (keys.length > 0) await redis.unlink(...keys);
-      });
-      await redis.unlink(connection.key("in-doubt"));
-      await redis.set(versionKey, String(LAYOUT_VERSION));
-    } finally {
-      if ((await redis.get(lockKey)) === token) await redis.del(lockKey);
+        return;
+      }
+      if (Date.now() > deadline) {
+        throw new TesseraError(
+          "schema_unavailable",
+          "another process is migrating the key prefix from layout version 1 and has not finished",
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
     }
   });
 }
 
-async function waitForMigration(redis: Redis, versionKey: string): Promise<void> {
-  const deadline = Date.now() + MIGRATION_WAIT_MS;
-  while (Date.now() < deadline) {
-    if ((await readVersion(redis, versionKey)) !== 1) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new TesseraError(
-    "schema_unavailable",
-    "another process is migrating the key prefix from layout version 1 and has not finished",
-  );
+async function migrate(
+  connection: Connection,
+  redis: Redis,
+  keepLock: () => Promise<unknown>,
+): Promise<void> {
+  const claimPrefix = connection.key("claim", "");
+  await scanKeys(redis, `${claimPrefix}*`, async (keys) => {
+    await keepLock();
+    for (const old of keys) {
+      if (old.slice(claimPrefix.length).includes(":")) continue; // already a version-2 key
+      const value = await redis.get(old);
+      if (value === null) continue; // expired or renamed meanwhile
+      const claim = readStoredClaim(value);
+      if (!claim) {
+        // Fail closed: dropping it would let that call ID run again.
+        throw new TesseraError(
+          "schema_unavailable",
+          `layout migration stopped: the claim under ${old} is unreadable`,
+        );
+      }
+      // A claim already at its new key (a migration that died after renaming) stands.
+      if ((await redis.renamenx(old, claimKeyOf(connection, claim))) === 0) await redis.del(old);
+    }
+  });
+  await scanKeys(redis, connection.key("session", "*"), async (keys) => {
+    if (keys.length > 0) await redis.unlink(...keys);
+  });
+  await redis.unlink(connection.key("in-doubt"));
 }

@@ -384,6 +384,34 @@ suite("redis backend", () => {
       }
     });
 
+    it("a migration whose holder died (lock lapsing, some claims renamed) is finished by the next opener", async () => {
+      const prefix = prefixToDelete();
+      await writeVersion1(prefix);
+      const done = { session: "s", functionCallId: "done" };
+      const newKey = `${prefix}claim:${storageDigest("s")}:${storageDigest("done")}`;
+      await admin(url as string, async (redis) => {
+        // The dead process had renamed "done" (and a copy of its old key is left), and its
+        // lock has 300 ms left to live.
+        await redis.copy(`${prefix}claim:${claimKeyDigest(done)}`, newKey);
+        await redis.set(`${prefix}layout-migration`, "dead-process", "PX", 300);
+      });
+      const started = Date.now();
+      const stores = await openStores(withParams(url as string, { prefix }));
+      cleanups.push(() => stores.close());
+      expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+      expect(await admin(url as string, (redis) => redis.get(`${prefix}layout-version`))).toBe("2");
+      expect(
+        (await admin(url as string, (redis) => redis.keys(`${prefix}claim:*`))).sort(),
+      ).toEqual([newKey, `${prefix}claim:${storageDigest("s")}:${storageDigest("open")}`].sort());
+      expect((await stores.claims.get(done))?.receipt?.status).toBe("dispatched");
+      expect(
+        await stores.claims.claim(
+          { session: "s", functionCallId: "open" },
+          { bodyHash: "x", claimedAt: 5 },
+        ),
+      ).toMatchObject({ status: "already_claimed" });
+    });
+
     it("an unreadable version-1 claim stops the migration and the open (fail closed)", async () => {
       const prefix = prefixToDelete();
       await writeVersion1(prefix, false);
