@@ -30,6 +30,8 @@ type Synchronous = "FULL" | "NORMAL";
 const WORKER_FLAG = "--tessera-sqlite-bench-worker";
 const PROCESSES = 8;
 const PROCESS_RUN_MS = 1000;
+/** Runs per side of the 8-process measurements. */
+const PROCESS_ROUNDS = 4;
 /** Alternating slices per side at concurrency 1. */
 const ROUNDS = 8;
 const TARGET = "overhead ≤ 1.3× (ratio ≥ 0.77)";
@@ -291,7 +293,7 @@ function row(name: string, value: number, baselineName: string, baseline: number
   });
 }
 
-/** Alternates store and raw runs of the 8 processes, keeping each side's median. */
+/** Alternates store and raw runs of the 8 processes in ABBA order, keeping each side's median. */
 async function processPair(
   pool: ProcessPool,
   store: Mode,
@@ -300,9 +302,16 @@ async function processPair(
 ): Promise<[number, number]> {
   const storeRates: number[] = [];
   const rawRates: number[] = [];
-  for (let round = 0; round < 3; round++) {
-    storeRates.push(await pool.measure(store, fresh()));
-    rawRates.push(await pool.measure(raw, fresh()));
+  const measureStore = async () => storeRates.push(await pool.measure(store, fresh()));
+  const measureRaw = async () => rawRates.push(await pool.measure(raw, fresh()));
+  for (let round = 0; round < PROCESS_ROUNDS; round++) {
+    if (round % 2 === 0) {
+      await measureStore();
+      await measureRaw();
+    } else {
+      await measureRaw();
+      await measureStore();
+    }
   }
   return [median(storeRates), median(rawRates)];
 }
