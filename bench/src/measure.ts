@@ -71,3 +71,27 @@ export function median(values: readonly number[]): number {
   if (sorted.length % 2 === 1) return sorted[middle] as number;
   return ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
 }
+
+/**
+ * Measures two sides in alternating rounds, in ABBA order (whoever went second in one round
+ * goes first in the next, so neither side always runs right after the other's fsyncs or
+ * garbage); returns the median rate of each. Each side's callback measures one rate.
+ */
+export async function medianRatesAbba(
+  rounds: number,
+  ours: (round: number) => Promise<number>,
+  theirs: (round: number) => Promise<number>,
+): Promise<[number, number]> {
+  const ourRates: number[] = [];
+  const theirRates: number[] = [];
+  for (let round = 0; round < rounds; round++) {
+    if (round % 2 === 0) {
+      ourRates.push(await ours(round));
+      theirRates.push(await theirs(round));
+    } else {
+      theirRates.push(await theirs(round));
+      ourRates.push(await ours(round));
+    }
+  }
+  return [median(ourRates), median(theirRates)];
+}

@@ -12,7 +12,7 @@ import type { ClaimStore, GrantUsageStore } from "@tessera/core";
 import { openStores } from "@tessera/postgres";
 import pg from "pg";
 import { BATCH, gateOver, MESSAGES } from "../a2ui/fixtures.js";
-import { concurrent, median } from "../measure.js";
+import { concurrent, medianRatesAbba } from "../measure.js";
 import { type BenchRow, ratioRow } from "../report.js";
 import { GRANTS, turnOver } from "./turn.js";
 
@@ -52,18 +52,11 @@ export async function interleaved(
   };
   await run(store);
   await run(raw);
-  const storeRates: number[] = [];
-  const rawRates: number[] = [];
-  for (let s = 0; s < SLICES; s++) {
-    if (s % 2 === 0) {
-      storeRates.push(await run(store));
-      rawRates.push(await run(raw));
-    } else {
-      rawRates.push(await run(raw));
-      storeRates.push(await run(store));
-    }
-  }
-  return [median(storeRates), median(rawRates)];
+  return medianRatesAbba(
+    SLICES,
+    () => run(store),
+    () => run(raw),
+  );
 }
 
 /**

@@ -20,7 +20,7 @@ import { fileURLToPath } from "node:url";
 import { openStores } from "@tessera/sqlite";
 import Database from "better-sqlite3";
 import { BATCH, gateOver, MESSAGES } from "../a2ui/fixtures.js";
-import { median, throughput } from "../measure.js";
+import { medianRatesAbba, throughput } from "../measure.js";
 import { type BenchRow, ratioRow } from "../report.js";
 import { GRANTS, turnOver } from "./turn.js";
 
@@ -107,30 +107,14 @@ interface Prepared {
   close(): Promise<void>;
 }
 
-/**
- * Measures `ours` and `theirs` in alternating slices, in ABBA order (whoever went second in
- * one round goes first in the next, so neither side always meets the disk right after the
- * other's fsyncs); the median rate of each.
- */
+/** `ours` and `theirs` in alternating 200 ms slices (ABBA), the median rate of each. */
 async function alternate(ours: Prepared, theirs: Prepared): Promise<[number, number]> {
   try {
-    const ourRates: number[] = [];
-    const theirRates: number[] = [];
-    for (let round = 0; round < ROUNDS; round++) {
+    const slice = (side: Prepared) => async (round: number) => {
       const options = { minMs: 200, warmupMs: round < 2 ? 100 : 0, rounds: 1 };
-      const measureOurs = async () =>
-        ourRates.push((await throughput(async () => ours.op(), 1, options)).opsPerSec);
-      const measureTheirs = async () =>
-        theirRates.push((await throughput(async () => theirs.op(), 1, options)).opsPerSec);
-      if (round % 2 === 0) {
-        await measureOurs();
-        await measureTheirs();
-      } else {
-        await measureTheirs();
-        await measureOurs();
-      }
-    }
-    return [median(ourRates), median(theirRates)];
+      return (await throughput(async () => side.op(), 1, options)).opsPerSec;
+    };
+    return await medianRatesAbba(ROUNDS, slice(ours), slice(theirs));
   } finally {
     await ours.close();
     await theirs.close();
@@ -300,20 +284,11 @@ async function processPair(
   raw: Mode,
   fresh: () => string,
 ): Promise<[number, number]> {
-  const storeRates: number[] = [];
-  const rawRates: number[] = [];
-  const measureStore = async () => storeRates.push(await pool.measure(store, fresh()));
-  const measureRaw = async () => rawRates.push(await pool.measure(raw, fresh()));
-  for (let round = 0; round < PROCESS_ROUNDS; round++) {
-    if (round % 2 === 0) {
-      await measureStore();
-      await measureRaw();
-    } else {
-      await measureRaw();
-      await measureStore();
-    }
-  }
-  return [median(storeRates), median(rawRates)];
+  return medianRatesAbba(
+    PROCESS_ROUNDS,
+    () => pool.measure(store, fresh()),
+    () => pool.measure(raw, fresh()),
+  );
 }
 
 export async function rows(): Promise<{ rows: BenchRow[]; notes: string[] }> {
