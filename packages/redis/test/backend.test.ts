@@ -248,39 +248,6 @@ suite("redis backend", () => {
     ]);
   });
 
-  it("listInDoubt(session) lists that session's unsettled claims only", async () => {
-    const { stores } = await opened();
-    const record = (claimedAt: number) => ({ bodyHash: "h", claimedAt });
-    await stores.claims.claim({ session: "a", functionCallId: "1" }, record(1));
-    await stores.claims.claim({ session: "b", functionCallId: "1" }, record(2));
-    await stores.claims.claim({ session: "a", functionCallId: "2" }, record(3));
-    await stores.claims.settle(
-      { session: "a", functionCallId: "2" },
-      { status: "failed", settledAt: 4 },
-    );
-    const ids = (claims: { session: string; functionCallId: string }[]) =>
-      claims.map((claim) => `${claim.session}/${claim.functionCallId}`);
-    expect(ids(await stores.claims.listInDoubt("a"))).toEqual(["a/1"]);
-    expect(ids(await stores.claims.listInDoubt("b"))).toEqual(["b/1"]);
-    expect(ids(await stores.claims.listInDoubt("nobody"))).toEqual([]);
-    expect(ids(await stores.claims.listInDoubt())).toEqual(["a/1", "b/1"]);
-  });
-
-  it("settle keeps the first outcome and refuses a key that was never claimed", async () => {
-    const { stores } = await opened();
-    const key = { session: "s", functionCallId: "f" };
-    await stores.claims.claim(key, { bodyHash: "h", claimedAt: 1 });
-    await stores.claims.settle(key, { status: "failed", settledAt: 2 });
-    await stores.claims.settle(key, { status: "dispatched", settledAt: 3 });
-    expect((await stores.claims.get(key))?.receipt).toEqual({ status: "failed", settledAt: 2 });
-    await expect(
-      stores.claims.settle(
-        { session: "s", functionCallId: "never" },
-        { status: "failed", settledAt: 1 },
-      ),
-    ).rejects.toMatchObject({ code: "invalid_input" });
-  });
-
   it("an unreachable server is refused at open with store_unavailable", async () => {
     const down = new URL(url as string);
     down.port = "1";

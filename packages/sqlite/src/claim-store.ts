@@ -85,16 +85,19 @@ export class SqliteClaimStore implements ClaimStore {
       );
     }
     requireFiniteNumber(receipt.settledAt, "receipt.settledAt");
+    // Only an unsettled claim takes an outcome: the first outcome stands.
     const changes = this.#run(
       () =>
         this.#db
           .statement(
             `UPDATE tessera_claims SET receipt_status = ?, settled_at = ?
-             WHERE session = ? AND function_call_id = ?`,
+             WHERE session = ? AND function_call_id = ? AND receipt_status IS NULL`,
           )
           .run(receipt.status, receipt.settledAt, key.session, key.functionCallId).changes,
     );
-    if (changes === 0) throw new TesseraError("invalid_input", "settle: no such claim");
+    if (changes === 0 && !this.#run(() => this.#read(key))) {
+      throw new TesseraError("invalid_input", "settle: no such claim");
+    }
   }
 
   async get(key: ClaimKey): Promise<StoredClaim | undefined> {

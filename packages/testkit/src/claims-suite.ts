@@ -90,6 +90,41 @@ export function describeClaimStoreConformance<H extends OpenedStore<ClaimStore>>
       }),
     );
 
+    check("settle keeps the first outcome and refuses a key that was never claimed", () =>
+      use(async ({ store }) => {
+        const key = { session: "s", functionCallId: "f" };
+        await store.claim(key, record("f"));
+        await store.settle(key, { status: "failed", settledAt: 2 });
+        await store.settle(key, { status: "dispatched", settledAt: 3 });
+        expect((await store.get(key))?.receipt).toEqual({ status: "failed", settledAt: 2 });
+        await expectCode(
+          () =>
+            store.settle(
+              { session: "s", functionCallId: "never" },
+              { status: "failed", settledAt: 1 },
+            ),
+          ["invalid_input"],
+        );
+        await expectCode(
+          () => store.settle(key, { status: "none" as "failed", settledAt: 1 }),
+          ["invalid_input"],
+        );
+      }),
+    );
+
+    check("listInDoubt lists the oldest claim first, per session or across all", () =>
+      use(async ({ store }) => {
+        const at = (claimedAt: number) => ({ ...record("b"), claimedAt });
+        await store.claim({ session: "a", functionCallId: "late" }, at(30));
+        await store.claim({ session: "b", functionCallId: "1" }, at(20));
+        await store.claim({ session: "a", functionCallId: "early" }, at(10));
+        const ids = (claims: readonly ClaimKey[]) =>
+          claims.map((claim) => `${claim.session}/${claim.functionCallId}`);
+        expect(ids(await store.listInDoubt("a"))).toEqual(["a/early", "a/late"]);
+        expect(ids(await store.listInDoubt())).toEqual(["a/early", "b/1", "a/late"]);
+      }),
+    );
+
     check("every settled receipt status round-trips", () =>
       use(async ({ store }) => {
         for (const status of ["dispatched", "denied", "failed"] as const) {

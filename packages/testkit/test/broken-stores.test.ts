@@ -16,6 +16,7 @@ import {
   type ClaimResult,
   type ClaimStore,
   type ConsumeResult,
+  checkReceipt,
   type Grant,
   type GrantInput,
   GrantSchema,
@@ -83,9 +84,11 @@ class ClaimMap implements ClaimStore {
   }
 
   async settle(key: ClaimKey, receipt: ClaimReceipt): Promise<void> {
+    checkReceipt(receipt);
     const id = pairKey(key.session, key.functionCallId);
     const existing = this.#claims.get(id);
-    if (existing) this.#claims.set(id, { ...existing, receipt: { ...receipt } });
+    if (!existing) throw new TesseraError("invalid_input", "settle: no such claim");
+    if (!existing.receipt) this.#claims.set(id, { ...existing, receipt: { ...receipt } });
   }
 
   async get(key: ClaimKey): Promise<StoredClaim | undefined> {
@@ -93,9 +96,9 @@ class ClaimMap implements ClaimStore {
   }
 
   async listInDoubt(session?: string): Promise<StoredClaim[]> {
-    return [...this.#claims.values()].filter(
-      (claim) => !claim.receipt && (session === undefined || claim.session === session),
-    );
+    return [...this.#claims.values()]
+      .filter((claim) => !claim.receipt && (session === undefined || claim.session === session))
+      .sort((a, b) => a.claimedAt - b.claimedAt);
   }
 
   async endSession(session: string): Promise<void> {

@@ -19,10 +19,11 @@ describe("MemoryClaimStore", () => {
     await store.settle(key, { status: "failed", settledAt: 2 });
     expect((await store.get(key))?.receipt).toEqual({ status: "failed", settledAt: 2 });
     expect(await store.listInDoubt()).toEqual([{ session: "t", functionCallId: "1", ...record }]);
-    await store.settle(
-      { session: "s", functionCallId: "never" },
-      { status: "failed", settledAt: 2 },
-    );
+    await store.settle(key, { status: "dispatched", settledAt: 3 });
+    expect((await store.get(key))?.receipt).toEqual({ status: "failed", settledAt: 2 });
+    await expect(
+      store.settle({ session: "s", functionCallId: "never" }, { status: "failed", settledAt: 2 }),
+    ).rejects.toMatchObject({ code: "invalid_input" });
     expect(await store.get({ session: "s", functionCallId: "never" })).toBeUndefined();
     await store.endSession("s");
     expect(await store.get(key)).toBeUndefined();

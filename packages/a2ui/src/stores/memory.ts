@@ -1,10 +1,12 @@
-import type {
-  ClaimKey,
-  ClaimReceipt,
-  ClaimRecord,
-  ClaimResult,
-  ClaimStore,
-  StoredClaim,
+import {
+  type ClaimKey,
+  type ClaimReceipt,
+  type ClaimRecord,
+  type ClaimResult,
+  type ClaimStore,
+  checkReceipt,
+  type StoredClaim,
+  TesseraError,
 } from "@tessera/core";
 
 /**
@@ -29,9 +31,11 @@ export class MemoryClaimStore implements ClaimStore {
   }
 
   async settle(key: ClaimKey, receipt: ClaimReceipt): Promise<void> {
+    checkReceipt(receipt);
     const claims = this.#sessions.get(key.session);
     const existing = claims?.get(key.functionCallId);
-    if (!claims || !existing) return; // nothing was claimed under this key: nothing to settle
+    if (!claims || !existing) throw new TesseraError("invalid_input", "settle: no such claim");
+    if (existing.receipt) return; // the first outcome stands
     const settled = Object.freeze({ status: receipt.status, settledAt: receipt.settledAt });
     claims.set(key.functionCallId, Object.freeze({ ...existing, receipt: settled }));
   }
@@ -43,9 +47,11 @@ export class MemoryClaimStore implements ClaimStore {
   async listInDoubt(session?: string): Promise<StoredClaim[]> {
     const sessions =
       session === undefined ? [...this.#sessions.values()] : [this.#sessions.get(session)];
-    return sessions.flatMap((claims) =>
-      claims ? [...claims.values()].filter((claim) => claim.receipt === undefined) : [],
-    );
+    return sessions
+      .flatMap((claims) =>
+        claims ? [...claims.values()].filter((claim) => claim.receipt === undefined) : [],
+      )
+      .sort((a, b) => a.claimedAt - b.claimedAt);
   }
 
   async endSession(session: string): Promise<void> {

@@ -41,10 +41,13 @@ export type ClaimResult =
 export interface ClaimStore {
   /** Atomic insert-if-absent. Throws `TesseraError("claim_store_unavailable")` when it cannot tell. */
   claim(key: ClaimKey, record: ClaimRecord): Promise<ClaimResult>;
-  /** Records the outcome of a claimed call. */
+  /**
+   * Records the outcome of a claimed call. The first outcome stands (an outcome is a fact,
+   * not a setting): settling again changes nothing. A key with no claim is `invalid_input`.
+   */
   settle(key: ClaimKey, receipt: ClaimReceipt): Promise<void>;
   get(key: ClaimKey): Promise<StoredClaim | undefined>;
-  /** Claims that were never settled: their worker died between claim and outcome. */
+  /** Claims never settled (their worker died between claim and outcome), oldest first. */
   listInDoubt(session?: string): Promise<StoredClaim[]>;
   /** Forgets a finished session's claims (the session ID is never reused by the host). */
   endSession(session: string): Promise<void>;

@@ -48,10 +48,10 @@ async function apply(store: ClaimStore, s: Step, at: number): Promise<unknown> {
         { bodyHash: s.body, claimedAt: at },
       );
     case "settle":
-      return store.settle(
-        { session: s.session, functionCallId: s.id },
-        { status: s.status, settledAt: at },
-      );
+      // Settling an unclaimed key is refused: compare the refusal's code, not a thrown error.
+      return store
+        .settle({ session: s.session, functionCallId: s.id }, { status: s.status, settledAt: at })
+        .catch((error: { code?: string }) => ({ refused: error.code }));
     case "get":
       return store.get({ session: s.session, functionCallId: s.id });
     case "listInDoubt":

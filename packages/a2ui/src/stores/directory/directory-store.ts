@@ -8,6 +8,8 @@ import {
   type ClaimRecord,
   type ClaimResult,
   type ClaimStore,
+  checkClaimKey,
+  checkReceipt,
   claimKeyDigest,
   isTesseraError,
   type StoredClaim,
@@ -158,11 +160,14 @@ export class DirectoryClaimStore implements ClaimStore {
 
   /**
    * Records the outcome by appending a receipt line to the marker (never creating one: a
-   * missing marker means nothing was claimed, or the session ended). Not fsynced: if the
-   * outcome is lost in a crash the claim reads in doubt, and is still never claimable.
+   * missing marker means nothing was claimed, or the session ended: `invalid_input`). The
+   * first complete receipt line is the outcome. Not fsynced: if the outcome is lost in a
+   * crash the claim reads in doubt, and is still never claimable.
    */
   async settle(key: ClaimKey, receipt: ClaimReceipt): Promise<void> {
     this.#checkOpen();
+    checkClaimKey(key);
+    checkReceipt(receipt);
     checkSameDirectory(this.#dir, this.#identity);
     const name = claimKeyDigest(key);
     let marker = this.#held.get(name);
@@ -171,7 +176,9 @@ export class DirectoryClaimStore implements ClaimStore {
       try {
         marker = await open(this.#entry(name), APPEND_TO_MARKER);
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+        if ((error as NodeJS.ErrnoException).code === "ENOENT") {
+          throw new TesseraError("invalid_input", "settle: no such claim");
+        }
         throw unavailable("the claim outcome could not be recorded", error);
       }
     }
@@ -206,10 +213,12 @@ export class DirectoryClaimStore implements ClaimStore {
   /** Markers without a recorded outcome. Markers whose content is unreadable are skipped. */
   async listInDoubt(session?: string): Promise<StoredClaim[]> {
     const claims = await this.#all();
-    return claims.filter(
-      (claim) =>
-        claim.receipt === undefined && (session === undefined || claim.session === session),
-    );
+    return claims
+      .filter(
+        (claim) =>
+          claim.receipt === undefined && (session === undefined || claim.session === session),
+      )
+      .sort((a, b) => a.claimedAt - b.claimedAt);
   }
 
   async endSession(session: string): Promise<void> {
@@ -223,6 +232,14 @@ export class DirectoryClaimStore implements ClaimStore {
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== "ENOENT")
           throw unavailable("a claim marker could not be removed", error);
+      }
+      // A marker this process holds for its settle goes too, so a settle after the session
+      // ended is refused like one in any store. (A marker held by another process is not
+      // reached: that settle appends to the removed file, and the outcome is dropped.)
+      const held = this.#held.get(name);
+      if (held) {
+        this.#held.delete(name);
+        await held.close().catch(() => undefined);
       }
     }
   }

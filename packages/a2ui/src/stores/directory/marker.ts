@@ -46,8 +46,8 @@ export function decodeMarker(text: string): StoredClaim | undefined {
   ) {
     return undefined;
   }
-  // The last complete receipt line counts (as a second settle replaces the first in every
-  // store); a torn (partial) line is ignored.
+  // The first complete receipt line counts (the first outcome stands in every store; a
+  // second settle only appends a line nothing reads); a torn (partial) line is ignored.
   let receipt: ClaimReceipt | undefined;
   for (const line of rest) {
     const parsed = parseLine(line);
@@ -56,6 +56,7 @@ export function decodeMarker(text: string): StoredClaim | undefined {
         status: parsed.status as ClaimReceipt["status"],
         settledAt: parsed.settledAt,
       });
+      break;
     }
   }
   return Object.freeze({
