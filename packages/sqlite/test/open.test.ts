@@ -13,6 +13,7 @@ import {
   openUsageStore,
   SCHEMA_VERSION,
 } from "@tessera/sqlite";
+import { expectClosedStoresRefuse } from "@tessera/testkit";
 import BetterSqlite3 from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { freshFile } from "./helpers.js";
@@ -38,16 +39,6 @@ afterEach(() => {
 
 const key = { session: "s", functionCallId: "c" };
 const record = { bodyHash: "h", claimedAt: 1 };
-const event = {
-  at: "2026-01-01T00:00:00.000Z",
-  source: "kernel" as const,
-  outcome: "allowed" as const,
-  code: null,
-  reason: "allowed" as const,
-  traceId: "t",
-  callId: "c",
-};
-
 describe("opening", () => {
   it("creates the file in WAL mode with synchronous=FULL by default", async () => {
     const path = file();
@@ -161,24 +152,7 @@ describe("a closed store fails closed", () => {
     const stores = await openStores(`sqlite:${file()}`);
     await stores.claims.claim(key, record);
     await stores.close();
-    const refusals: [() => unknown, string][] = [
-      [() => stores.usage.tryConsume("ns", "g", 1), "usage_store_unavailable"],
-      [() => stores.usage.getUsage("ns", "g"), "usage_store_unavailable"],
-      [() => stores.claims.claim(key, record), "claim_store_unavailable"],
-      [() => stores.claims.get(key), "claim_store_unavailable"],
-      [
-        () => stores.claims.settle(key, { status: "failed", settledAt: 1 }),
-        "claim_store_unavailable",
-      ],
-      [() => stores.claims.listInDoubt(), "claim_store_unavailable"],
-      [() => stores.claims.endSession("s"), "claim_store_unavailable"],
-      [() => stores.grants.listGrants("ns", "a"), "grant_store_unavailable"],
-      [() => stores.grants.listNamespace("ns"), "grant_store_unavailable"],
-      [() => stores.grants.revoke("ns", "g"), "grant_store_unavailable"],
-      [() => stores.audit.append(event), "audit_unavailable"],
-      [() => stores.audit.read(), "audit_unavailable"],
-    ];
-    for (const [action, code] of refusals) expect(await codeOf(action)).toBe(code);
+    await expectClosedStoresRefuse(stores);
   });
 
   it("a deleted file fails closed and is not recreated under the running connection", async () => {
