@@ -14,6 +14,7 @@ import pg from "pg";
 import { BATCH, gateOver, MESSAGES } from "../a2ui/fixtures.js";
 import { concurrent, medianRatesAbba } from "../measure.js";
 import { type BenchRow, ratioRow } from "../report.js";
+import { RAW_SESSION_DIGEST, rawDigest, rawRecordJson } from "./raw-claim.js";
 import { GRANTS, turnOver } from "./turn.js";
 
 const TARGET = "overhead ≤ 1.3× (ratio ≥ 0.77)";
@@ -160,12 +161,11 @@ export async function rows(): Promise<{ rows: BenchRow[]; notes: string[] }> {
       await stores.usage.tryConsume("bench", `grant-${g}`, Number.MAX_SAFE_INTEGER);
     }
     const record = { bodyHash: "b".repeat(64), claimedAt: Date.now(), worker: "bench" };
-    // The raw row is the row a claim writes: a 64-hex key and session key, the same record
-    // JSON, so the ratio measures the store's work rather than a shorter row and index keys.
+    // The raw row is the row a claim writes: digest-length key and session key, same record.
     const rawClaim = (tag: string, i: number) => [
-      `${tag}${i.toString(16).padStart(64 - tag.length, "0")}`,
-      "5".repeat(64),
-      `{"session":"bench","functionCallId":"${tag}-${i}","bodyHash":"${record.bodyHash}","claimedAt":${record.claimedAt},"worker":"bench"}`,
+      rawDigest(tag, i),
+      RAW_SESSION_DIGEST,
+      rawRecordJson(tag, i, record),
       record.claimedAt,
     ];
     const out: BenchRow[] = [];

@@ -13,6 +13,7 @@ import { openStores } from "@tessera/redis";
 import { Redis } from "ioredis";
 import { type BenchRow, ratioRow } from "../report.js";
 import { endToEndRows, interleaved, SLICES } from "./postgres.js";
+import { RAW_SESSION_DIGEST, rawDigest, rawRecordJson } from "./raw-claim.js";
 
 const GRANTS = 100;
 const TARGET = "overhead ≤ 1.3× (ratio ≥ 0.77)";
@@ -70,14 +71,11 @@ export async function rows(): Promise<{ rows: BenchRow[]; notes: string[] }> {
     const sha = createHash("sha1").update(CONSUME).digest("hex");
     await raw.script("LOAD", CONSUME);
     const claimRecord = { bodyHash: "b".repeat(64), claimedAt: Date.now() };
-    // The raw side writes what a claim writes: a key of the same length (prefix, kind, two
-    // 64-hex parts) and the same record, so the ratio measures the store's work, not a
-    // shorter payload. Built with string templates: none of the store's digests or JSON.
-    const session = "5".repeat(64);
+    // The raw side writes what a claim writes: a key as long (prefix, kind, two digests)
+    // and the same record.
     const rawKey = (kind: string, tag: string, i: number) =>
-      `${prefix}${kind}:${session}:${tag}${i.toString(16).padStart(64 - tag.length, "0")}`;
-    const rawRecord = (tag: string, i: number) =>
-      `{"session":"bench","functionCallId":"${tag}-${i}","bodyHash":"${claimRecord.bodyHash}","claimedAt":${claimRecord.claimedAt}}`;
+      `${prefix}${kind}:${RAW_SESSION_DIGEST}:${rawDigest(tag, i)}`;
+    const rawRecord = (tag: string, i: number) => rawRecordJson(tag, i, claimRecord);
     const out: BenchRow[] = [];
     for (const inFlight of [1, 8] as const) {
       const tag = `c${inFlight}`;
