@@ -1,20 +1,19 @@
 import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import path from "node:path";
 import { TesseraError } from "@tessera/core";
 import { Ajv2020, type AnySchema, type ValidateFunction } from "ajv/dist/2020.js";
 import addFormatsModule from "ajv-formats";
 
 /**
- * The official A2UI v1.0 JSON schemas, read at runtime from the installed `@a2ui/web_core`
- * package (never copied into this repository) and compiled once per process.
+ * The official A2UI v1.0 JSON schemas, compiled once per process.
  *
- * The package's "exports" map does not expose the schema files, so the package root is found
- * by resolving its main entry and walking up to the directory whose package.json names it.
+ * They ship inside this package (`schemas/v1_0/`), copied byte for byte at build time from the
+ * pinned `@a2ui/web_core` by `scripts/copy-official-schemas.mjs`; a test compares the copy with
+ * the official files. Reading them from the renderer package at runtime would make every host
+ * install a renderer (lit, date-fns, a second zod) to read four JSON files.
  */
 
-const PACKAGE = "@a2ui/web_core";
-/** The version this gate was written and tested against; the root package.json pins it too. */
+const SOURCE_PACKAGE = "@a2ui/web_core";
+/** The version this gate was written and tested against; package.json pins it too. */
 export const A2UI_PACKAGE_VERSION = "0.11.0";
 export const SPEC_BASE = "https://a2ui.org/specification/v1_0/";
 /**
@@ -22,6 +21,9 @@ export const SPEC_BASE = "https://a2ui.org/specification/v1_0/";
  * `catalog.json`. Each compiled schema set binds that slot to a concrete catalog.
  */
 export const CATALOG_SLOT = `${SPEC_BASE}catalog.json`;
+
+/** Where the shipped copy lives, from `src/schemas/` and `dist/schemas/` alike. */
+export const SHIPPED_SCHEMAS_DIR = new URL("../../schemas/v1_0/", import.meta.url);
 
 // ajv-formats is CommonJS with a default export; under NodeNext its type is the module object.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
@@ -36,36 +38,21 @@ interface OfficialFiles {
 
 let files: OfficialFiles | undefined;
 
-function packageRoot(): string {
-  const require = createRequire(import.meta.url);
-  let dir = path.dirname(require.resolve(PACKAGE));
-  for (;;) {
-    try {
-      const manifest = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8"));
-      if (manifest.name === PACKAGE) return dir;
-    } catch {
-      // no package.json at this level: keep walking up
-    }
-    const parent = path.dirname(dir);
-    if (parent === dir) throw new Error(`${PACKAGE} package root not found`);
-    dir = parent;
-  }
-}
-
 /** Reads the schema files once per process; a missing or unreadable file is `schema_unavailable`. */
 export function officialFiles(): OfficialFiles {
   if (files) return files;
   try {
-    const root = packageRoot();
     const read = (name: string) =>
-      JSON.parse(readFileSync(path.join(root, "src/v1_0/schemas", name), "utf8"));
-    const version = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")).version;
-    if (version !== A2UI_PACKAGE_VERSION) {
+      JSON.parse(readFileSync(new URL(name, SHIPPED_SCHEMAS_DIR), "utf8"));
+    const source = read("source.json") as { package?: unknown; version?: unknown };
+    if (source.package !== SOURCE_PACKAGE || source.version !== A2UI_PACKAGE_VERSION) {
       // Pinned on purpose: a new schema release is adopted by a deliberate, tested upgrade.
-      throw new Error(`installed ${PACKAGE} ${version} is not the pinned ${A2UI_PACKAGE_VERSION}`);
+      throw new Error(
+        `the shipped schemas come from ${String(source.package)} ${String(source.version)}, not the pinned ${SOURCE_PACKAGE} ${A2UI_PACKAGE_VERSION}`,
+      );
     }
     files = Object.freeze({
-      version,
+      version: A2UI_PACKAGE_VERSION,
       commonTypes: read("common_types.json"),
       agentToRenderer: read("agent_to_renderer.json"),
       rendererToAgent: read("renderer_to_agent.json"),
@@ -75,7 +62,7 @@ export function officialFiles(): OfficialFiles {
   } catch (error) {
     throw new TesseraError(
       "schema_unavailable",
-      `the A2UI v1.0 schemas could not be loaded from ${PACKAGE}`,
+      "the A2UI v1.0 schemas shipped with @tessera/a2ui could not be loaded (run the build)",
       { cause: error },
     );
   }
