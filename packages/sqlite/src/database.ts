@@ -2,6 +2,7 @@ import { statSync } from "node:fs";
 import { type ErrorCode, isTesseraError, TesseraError } from "@tessera/core";
 import BetterSqlite3 from "better-sqlite3";
 import type { SqliteConfig } from "./config.js";
+import { refuseSecondName, SHARE_THE_DIRECTORY } from "./single-name.js";
 
 /** The `*_unavailable` code a port reports when SQLite cannot answer. */
 export type UnavailableCode =
@@ -22,6 +23,11 @@ export type UnavailableCode =
  * moved or replaced, while every process that opens the path afterwards gets another file:
  * claims and spends would silently split in two. So a missing or replaced file fails closed,
  * as a missing claim directory does, and is never recreated under a running connection.
+ *
+ * The same check refuses a file that gained a second name (a hard link; see `single-name.ts`
+ * for why that splits the store): the link count comes from the same `stat`. Mount points
+ * are checked at open only, which is enough: the process that opens the mounted name is the
+ * one refused.
  */
 export class SqliteDatabase {
   readonly config: SqliteConfig;
@@ -38,12 +44,17 @@ export class SqliteDatabase {
   /** Opens the file (creating it only when `config.create`) and sets the pragmas. */
   static open(config: SqliteConfig, failCode: UnavailableCode): SqliteDatabase {
     let db: BetterSqlite3.Database | undefined;
+    const onDisk = config.path !== ":memory:";
     try {
+      // Before opening, so a second name is not even read through (which would create its own
+      // side files); after, for a file created just now and for the side files SQLite made.
+      if (onDisk) refuseSecondName(config.path);
       db = new BetterSqlite3(config.path, { fileMustExist: !config.create });
       db.pragma(`busy_timeout = ${config.busyTimeoutMs}`);
-      if (config.path !== ":memory:") {
+      if (onDisk) {
         const handle = db;
         retryWhileBusy(() => handle.pragma("journal_mode = WAL"), config.busyTimeoutMs);
+        refuseSecondName(config.path);
       }
       db.pragma(`synchronous = ${config.synchronous}`);
       db.pragma("foreign_keys = ON");
@@ -103,22 +114,29 @@ export class SqliteDatabase {
       throw new FileMoved();
     }
     if (now.dev !== this.#identity.dev || now.ino !== this.#identity.ino) throw new FileMoved();
+    if (now.nlink > 1) throw new SecondName();
   }
 }
 
 interface FileIdentity {
   readonly dev: number;
   readonly ino: number;
+  readonly nlink: number;
 }
 
 function identify(path: string): FileIdentity {
-  const { dev, ino } = statSync(path);
-  return { dev, ino };
+  const { dev, ino, nlink } = statSync(path);
+  return { dev, ino, nlink };
 }
 
 /** The path no longer names the file this connection has open. */
 class FileMoved extends Error {
   readonly code = "database file missing or replaced";
+}
+
+/** The file gained a hard link: another process may be writing its own WAL beside it. */
+class SecondName extends Error {
+  readonly code = `database file has a second name; ${SHARE_THE_DIRECTORY}`;
 }
 
 /**

@@ -85,6 +85,7 @@ export const ERROR_CODES = [
   "claim_dir_insecure",
   "claim_dir_changed",
   "store_self_test_failed",
+  "store_file_shared",
   "schema_unavailable",
   "unsupported_store_url",
   "turn_closed",
