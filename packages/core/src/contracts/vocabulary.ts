@@ -89,6 +89,8 @@ export const ERROR_CODES = [
   "schema_unavailable",
   "unsupported_store_url",
   "turn_closed",
+  // A turn driver returned something other than a documented step result.
+  "invalid_request",
   "store_unavailable",
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -154,6 +154,20 @@ describe("TurnExecutor closes the lease on every exit path", () => {
     expect(outcome.status).toBe("completed");
   });
 
+  it("a synchronous driver's plain return values are accepted as well", async () => {
+    const { kernel, leases } = await setup();
+    let steps = 0;
+    const driver = {
+      step: () => (++steps < 3 ? "continue" : "done"),
+    } as unknown as TurnDriver;
+    const outcome = await new TurnExecutor(kernel, { deadlineMs: 5_000, maxSteps: 10 }).run(
+      ctx(),
+      driver,
+    );
+    expect(outcome).toMatchObject({ status: "completed", steps: 3 });
+    expect(leases[0]?.closed).toBe(true);
+  });
+
   it("refuses a nonsensical configuration with invalid_config", () => {
     const kernel = createKernel({ grants: { listGrants: async () => [] } });
     for (const options of [
@@ -169,5 +183,43 @@ describe("TurnExecutor closes the lease on every exit path", () => {
       }
       expect(isTesseraError(error, "invalid_config")).toBe(true);
     }
+  });
+});
+
+describe("TurnExecutor takes only the documented step results", () => {
+  // A step result is "continue" or "done". Anything else, including an object shaped like the
+  // executor's own stop signal, must not end the turn as the driver claims: the turn fails
+  // closed with invalid_request, after the lease is closed, and nothing else runs.
+  it.each([
+    ["a forged stop signal", { stop: "completed" }],
+    ["a forged timeout", { stop: "timed_out" }],
+    ["an object", { type: "complete" }],
+    ["null", null],
+    ["undefined", undefined],
+    ["another string", "completed"],
+    ["a number", 1],
+  ])("%s fails closed with invalid_request", async (_name, forged) => {
+    const { kernel, leases } = await setup();
+    let steps = 0;
+    const driver = {
+      step: async () => {
+        steps++;
+        return forged;
+      },
+    } as unknown as TurnDriver;
+    let error: unknown;
+    try {
+      const outcome = await new TurnExecutor(kernel, { deadlineMs: 5_000, maxSteps: 10 }).run(
+        ctx(),
+        driver,
+      );
+      error = new Error(`the turn ended as ${JSON.stringify(outcome)}`);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(isTesseraError(error, "invalid_request")).toBe(true);
+    expect(steps).toBe(1);
+    expect(leases).toHaveLength(1);
+    expect(leases[0]?.closed).toBe(true);
   });
 });

@@ -28,13 +28,19 @@ export interface TurnOutcome {
   readonly traceId: string;
 }
 
-type Stop = { readonly stop: "timed_out" | "aborted" };
+/**
+ * What the executor's own stop signal resolves to in the race against a step. Private to this
+ * module, so no value a driver returns can pass for it; why the turn stopped is kept apart.
+ */
+const STOPPED: unique symbol = Symbol("turn stopped");
 
 /**
  * Runs each turn inside exactly one authority lease and closes it on every exit path: the
  * driver finishing, running out of steps, throwing (the error is rethrown after the close),
  * the deadline passing or the caller aborting. On a timeout or abort the lease is closed while
  * the step may still be running, so anything it tries afterwards is refused `turn_closed`.
+ * A step that resolves to anything but `"continue"` or `"done"` is a broken or hostile driver,
+ * not an outcome: the turn fails closed with `invalid_request`, thrown after the close.
  */
 export class TurnExecutor {
   readonly #kernel: Kernel;
@@ -57,9 +63,14 @@ export class TurnExecutor {
     const controller = new AbortController();
     let timer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
-    const stopped = new Promise<Stop>((resolve) => {
-      timer = setTimeout(() => resolve({ stop: "timed_out" }), this.#options.deadlineMs);
-      onAbort = () => resolve({ stop: "aborted" });
+    let stopReason: "timed_out" | "aborted" = "aborted";
+    const stopped = new Promise<typeof STOPPED>((resolve) => {
+      const stop = (reason: typeof stopReason) => {
+        stopReason = reason;
+        resolve(STOPPED);
+      };
+      timer = setTimeout(() => stop("timed_out"), this.#options.deadlineMs);
+      onAbort = () => stop("aborted");
       if (options.signal?.aborted) onAbort();
       else options.signal?.addEventListener("abort", onAbort, { once: true });
     });
@@ -75,13 +86,24 @@ export class TurnExecutor {
       for (;;) {
         if (options.signal?.aborted) return outcome("aborted", steps);
         if (steps >= this.#options.maxSteps) return outcome("step_budget_exhausted", steps);
-        const step = driver.step(tools, { step: steps, signal: controller.signal });
+        // Whatever the driver hands back (a promise, a plain value, a thenable) is awaited
+        // as one promise, so an abandoned step can always be silenced below.
+        const step: Promise<unknown> = Promise.resolve(
+          driver.step(tools, { step: steps, signal: controller.signal }),
+        );
         const result = await Promise.race([step, stopped]);
-        if (typeof result === "object") {
+        if (result === STOPPED) {
           // The abandoned step may still settle; its rejection is not the turn's outcome.
           step.catch(() => undefined);
           controller.abort();
-          return outcome(result.stop, steps);
+          return outcome(stopReason, steps);
+        }
+        if (result !== "continue" && result !== "done") {
+          controller.abort();
+          throw new TesseraError(
+            "invalid_request",
+            'a turn step must resolve to "continue" or "done"; the turn was ended',
+          );
         }
         steps++;
         if (result === "done") return outcome("completed", steps);
