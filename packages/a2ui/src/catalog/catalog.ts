@@ -82,6 +82,56 @@ export class CatalogIndex {
 }
 
 /**
+ * The catalogs one gate serves, by `catalogId`. The A2UI v1.0 spec lets a renderer hold
+ * several (its conformance cases use three); each is compiled on its own, bound to its own
+ * `catalog.json` slot, so one catalog's `$defs` never resolve another's references.
+ */
+export class CatalogSet {
+  readonly #byId = new Map<string, CatalogIndex>();
+
+  /** `catalog` is shorthand for `catalogs: [catalog]`; exactly one of the two must be given. */
+  constructor(options: { readonly catalog?: unknown; readonly catalogs?: unknown }) {
+    const { catalog, catalogs } = options;
+    if (catalog !== undefined && catalogs !== undefined) {
+      throw new TesseraError("invalid_config", "give the gate catalog or catalogs, not both");
+    }
+    if (catalogs !== undefined && !Array.isArray(catalogs)) {
+      throw new TesseraError("invalid_config", "catalogs must be a list of catalog definitions");
+    }
+    const list: readonly unknown[] = catalogs ?? (catalog === undefined ? [] : [catalog]);
+    if (list.length === 0) {
+      throw new TesseraError("invalid_config", "the gate needs at least one catalog");
+    }
+    const firstAt = new Map<string, number>();
+    for (const [i, definition] of list.entries()) {
+      let index: CatalogIndex;
+      try {
+        index = new CatalogIndex(definition);
+      } catch (error) {
+        if (catalogs === undefined) throw error;
+        throw new TesseraError("invalid_config", `catalogs[${i}]: ${(error as Error).message}`, {
+          cause: error,
+        });
+      }
+      const earlier = firstAt.get(index.catalogId);
+      if (earlier !== undefined) {
+        // Which one would answer a call would depend on list order: refuse rather than guess.
+        throw new TesseraError(
+          "invalid_config",
+          `catalogs ${earlier} and ${i} share one catalogId; each catalog needs its own`,
+        );
+      }
+      firstAt.set(index.catalogId, i);
+      this.#byId.set(index.catalogId, index);
+    }
+  }
+
+  lookup(catalogId: string, name: string): CatalogFunction | CatalogRefusal {
+    return this.#byId.get(catalogId)?.lookup(catalogId, name) ?? "unknown_catalog";
+  }
+}
+
+/**
  * A copy of the catalog under the slot's `$id`. A catalog without `$defs` gets the two
  * definitions `common_types.json` expects, built from its own functions and components.
  */

@@ -1,63 +1,16 @@
-import {
-  AuditEventSchema,
-  type ClaimStore,
-  InMemoryAuditSink,
-  isTesseraError,
-  TesseraError,
-} from "@tessera/core";
+import { AuditEventSchema, type ClaimStore, isTesseraError, TesseraError } from "@tessera/core";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { CATALOG_ID, callMessage, NO_ARGS, TEST_CATALOG } from "../../test/fixtures/catalog.js";
-import { messageValidators } from "../schemas/official.js";
+import {
+  correlatedId,
+  errorCode,
+  expectValidReply,
+  setup,
+} from "../../test/fixtures/gate-setup.js";
 import { MemoryClaimStore } from "../stores/memory.js";
 import { FunctionCallGate } from "./gate.js";
 import { isUsableCallId } from "./message.js";
-import type { FunctionCallGateOptions, FunctionInvocation, GateResult } from "./types.js";
-
-/** A gate over a memory store that records every callback and every audit event. */
-function setup(overrides: Partial<FunctionCallGateOptions> = {}) {
-  const calls: FunctionInvocation[] = [];
-  const claims = new MemoryClaimStore();
-  const audit = new InMemoryAuditSink();
-  const gate = new FunctionCallGate({
-    claims,
-    catalog: TEST_CATALOG,
-    invoke: (invocation) => {
-      calls.push(invocation);
-      const { a, b } = invocation.args as { a: number; b: number };
-      return a + b;
-    },
-    audit,
-    clock: { now: () => 1_700_000_000_000 },
-    worker: "test",
-    ...overrides,
-  });
-  return { gate, calls, claims, audit };
-}
-
-/** Every reply must be a valid A2UI v1.0 renderer-to-agent message. */
-function expectValidReply(result: GateResult): void {
-  const validate = messageValidators().rendererToAgent;
-  const ok = validate(result.reply);
-  expect(validate.errors ?? []).toEqual([]);
-  expect(ok).toBe(true);
-}
-
-function errorCode(result: GateResult): string | undefined {
-  const reply = result.reply as {
-    error?: { code: string };
-    rendererFunctionResponse?: { error?: { code: string } };
-  };
-  return reply.error?.code ?? reply.rendererFunctionResponse?.error?.code;
-}
-
-function correlatedId(result: GateResult): string | undefined {
-  const reply = result.reply as {
-    error?: { functionCallId?: string };
-    rendererFunctionResponse?: { functionCallId: string };
-  };
-  return reply.rendererFunctionResponse?.functionCallId ?? reply.error?.functionCallId;
-}
 
 describe("FunctionCallGate: the allowed path", () => {
   it("runs the callback once and answers with its value", async () => {

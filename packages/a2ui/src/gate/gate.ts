@@ -1,20 +1,40 @@
 import { hostname } from "node:os";
 import {
   type AuditEvent,
+  type AuditReason,
   type AuditSink,
   type CallerCode,
+  type ClaimKey,
   type ClaimReceipt,
+  type ClaimResult,
   type ClaimStore,
   type Clock,
+  type ReceiptStatus,
   systemClock,
   TesseraError,
 } from "@tessera/core";
-import { CatalogIndex } from "../catalog/catalog.js";
+import { type CatalogFunction, type CatalogRefusal, CatalogSet } from "../catalog/catalog.js";
 import { messageValidators } from "../schemas/official.js";
-import { composeStages } from "./pipeline.js";
-import { refusalReply, valueReply } from "./replies.js";
-import { type CallContext, type GateRefusal, gateStages } from "./stages.js";
-import type { FunctionCallGateOptions, GateReceipt, GateReply, GateResult } from "./types.js";
+import { type CallMessage, readCall } from "./message.js";
+import { correlatedValidationError, refusalReply, valueReply } from "./replies.js";
+import type {
+  ApprovalVerdict,
+  ApproveFunction,
+  FunctionCallGateOptions,
+  FunctionInvocation,
+  GateReceipt,
+  GateReply,
+  GateResult,
+  InvokeFunction,
+} from "./types.js";
+
+/** What the receipt and the audit event say about one outcome, beside the reply. */
+interface Outcome {
+  readonly reason: AuditReason;
+  readonly detail?: string | undefined;
+  readonly previous?: ReceiptStatus;
+  readonly changedBody?: boolean;
+}
 
 /**
  * Guards A2UI v1.0 `callRendererFunction` messages so that each (trusted session,
@@ -26,10 +46,13 @@ import type { FunctionCallGateOptions, GateReceipt, GateReply, GateResult } from
  * process, a `DirectoryClaimStore` one machine, a database store every worker that uses it.
  */
 export class FunctionCallGate {
-  readonly #run: (context: CallContext) => Promise<GateResult>;
+  readonly #catalogs: CatalogSet;
   readonly #claims: ClaimStore;
+  readonly #invoke: InvokeFunction;
+  readonly #approve: ApproveFunction | undefined;
   readonly #audit: AuditSink | undefined;
   readonly #clock: Clock;
+  readonly #worker: string;
 
   constructor(options: FunctionCallGateOptions) {
     if (typeof options?.claims?.claim !== "function" || typeof options.invoke !== "function") {
@@ -40,22 +63,13 @@ export class FunctionCallGate {
     }
     // Compile the message schema now, so a broken install fails here and not on a first call.
     void messageValidators().callRendererFunction;
+    this.#catalogs = new CatalogSet(options);
     this.#claims = options.claims;
+    this.#invoke = options.invoke;
+    this.#approve = options.approve;
     this.#audit = options.audit;
     this.#clock = options.clock ?? systemClock;
-    const stages = gateStages({
-      catalog: new CatalogIndex(options.catalog),
-      claims: options.claims,
-      invoke: options.invoke,
-      approve: options.approve,
-      clock: this.#clock,
-      worker: options.worker ?? `${hostname()}:${process.pid}`,
-    });
-    this.#run = composeStages(stages, {
-      onDone: (context) => this.#dispatched(context),
-      onRefuse: (refusal, context) => this.#refused(refusal, context),
-      onError: (error, context, stage) => this.#failed(error, context, stage),
-    });
+    this.#worker = options.worker ?? `${hostname()}:${process.pid}`;
   }
 
   /**
@@ -69,65 +83,109 @@ export class FunctionCallGate {
         new TesseraError("invalid_input", "the trusted session must be a non-empty string"),
       );
     }
-    return this.#run({ session, input: message, claimed: false });
+    return this.#handle(session, message);
   }
 
-  async #dispatched(context: CallContext): Promise<GateResult> {
-    const id = context.message?.functionCallId as string;
-    const detail = await this.#settle(context, "dispatched");
-    return this.#finish(context, valueReply(id, context.value), "dispatched", {
-      reason: "dispatched",
-      detail,
-    });
-  }
-
-  async #refused(refusal: GateRefusal, context: CallContext): Promise<GateResult> {
-    const id = context.message?.functionCallId;
-    const reply = refusal.reply ?? refusalReply(refusal.reason, id as string);
-    if (refusal.reason === "duplicate_call") {
-      return this.#finish(context, reply, "none", refusal);
+  /** The whole pipeline, one step after another; each refusal returns where it is decided. */
+  async #handle(session: string, input: unknown): Promise<GateResult> {
+    const read = readCall(input);
+    if (!read.ok) {
+      return this.#finish(session, read.functionCallId, read.reply, "denied", {
+        reason: "invalid_message",
+        detail: read.detail,
+      });
     }
-    // A refusal after the claim consumes it: a new ID is a new attempt.
-    const settleNote = context.claimed ? await this.#settle(context, "denied") : undefined;
-    return this.#finish(context, reply, "denied", {
-      ...refusal,
-      detail: refusal.detail ?? settleNote,
-    });
-  }
+    const message = read.message;
+    const id = message.functionCallId;
 
-  async #failed(error: unknown, context: CallContext, stage: string): Promise<GateResult> {
-    const id = context.message?.functionCallId as string;
-    const cause = error instanceof TesseraError ? error.code : "error";
-    switch (stage) {
-      case "claim":
-        // Fail closed: nothing runs when the store cannot say who owns the ID.
-        return this.#finish(context, refusalReply("claim_store_unavailable", id), "denied", {
-          reason: "claim_store_unavailable",
-          detail: cause,
-        });
-      case "approve":
-        return this.#refused({ reason: "approval_denied", detail: "approval hook threw" }, context);
-      case "dispatch": {
-        const note = await this.#settle(context, "failed");
-        return this.#finish(context, refusalReply("callback_failed", id), "failed", {
-          reason: "callback_failed",
-          detail: note ?? "callback threw",
+    // Catalog: refused here, nothing is claimed, so the ID stays free for a well-formed call.
+    const found = checkCatalog(this.#catalogs, message);
+    if (found === "unreadable") {
+      // Only a host's own args object can throw while the schema reads it (a getter, a proxy).
+      const reply = correlatedValidationError(id, "The message could not be read.");
+      return this.#finish(session, id, reply, "denied", {
+        reason: "invalid_message",
+        detail: "catalog check threw",
+      });
+    }
+    if (typeof found === "string") {
+      return this.#finish(session, id, refusalReply(found, id), "denied", { reason: found });
+    }
+    const invocation: FunctionInvocation = Object.freeze({
+      session,
+      functionCallId: id,
+      catalogId: message.catalogId,
+      call: message.call,
+      args: message.args ?? {},
+    });
+
+    // The exclusive claim comes before policy, approval and dispatch: whoever loses it (a
+    // racing worker, a retry, a restarted worker, a changed body) learns only that the ID is used.
+    const key: ClaimKey = { session, functionCallId: id };
+    let claim: ClaimResult;
+    try {
+      claim = await this.#claims.claim(key, {
+        bodyHash: message.bodyHash,
+        claimedAt: this.#clock.now(),
+        worker: this.#worker,
+      });
+    } catch (error) {
+      // Fail closed: nothing runs when the store cannot say who owns the ID.
+      const reply = refusalReply("claim_store_unavailable", id);
+      return this.#finish(session, id, reply, "denied", {
+        reason: "claim_store_unavailable",
+        detail: error instanceof TesseraError ? error.code : "error",
+      });
+    }
+    if (claim.status !== "claimed") {
+      return this.#finish(session, id, refusalReply("duplicate_call", id), "none", {
+        reason: "duplicate_call",
+        previous: claim.existing.receipt?.status ?? "in_doubt",
+        changedBody: claim.existing.bodyHash !== message.bodyHash,
+      });
+    }
+
+    // From here on the claim is held: every outcome is settled, and a refusal consumes the ID
+    // (a new ID is a new attempt).
+    if (this.#approve) {
+      let refused: "policy_denied" | "approval_denied" | undefined;
+      let detail: string | undefined;
+      try {
+        refused = refusalOf(await this.#approve(invocation));
+      } catch {
+        refused = "approval_denied";
+        detail = "approval hook threw";
+      }
+      if (refused) {
+        const note = await this.#settle(key, "denied");
+        return this.#finish(session, id, refusalReply(refused, id), "denied", {
+          reason: refused,
+          detail: detail ?? note,
         });
       }
-      default:
-        // validate and catalog do not throw on any input; if they ever do, nothing has run.
-        return this.#refused({ reason: "invalid_message", detail: `${stage} threw` }, context);
     }
+
+    let value: unknown;
+    try {
+      value = await this.#invoke(invocation);
+    } catch {
+      const note = await this.#settle(key, "failed");
+      return this.#finish(session, id, refusalReply("callback_failed", id), "failed", {
+        reason: "callback_failed",
+        detail: note ?? "callback threw",
+      });
+    }
+    const note = await this.#settle(key, "dispatched");
+    return this.#finish(session, id, valueReply(id, value), "dispatched", {
+      reason: "dispatched",
+      detail: note,
+    });
   }
 
   /** Records the outcome; a store that fails here leaves the claim in doubt (never re-run). */
-  async #settle(context: CallContext, status: ClaimReceipt["status"]): Promise<string | undefined> {
-    const functionCallId = context.message?.functionCallId as string;
+  async #settle(key: ClaimKey, status: ClaimReceipt["status"]): Promise<string | undefined> {
     try {
-      await this.#claims.settle(
-        { session: context.session, functionCallId },
-        { status, settledAt: this.#clock.now() },
-      );
+      await this.#claims.settle(key, { status, settledAt: this.#clock.now() });
       return undefined;
     } catch {
       return "outcome not recorded: the claim stays in doubt";
@@ -135,21 +193,21 @@ export class FunctionCallGate {
   }
 
   async #finish(
-    context: CallContext,
+    session: string,
+    functionCallId: string | undefined,
     reply: GateReply,
     status: GateReceipt["status"],
-    refusal: GateRefusal,
+    outcome: Outcome,
   ): Promise<GateResult> {
-    const functionCallId = context.message?.functionCallId ?? correlatedId(reply);
     const receipt: GateReceipt = Object.freeze({
       status,
-      reason: refusal.reason,
-      session: context.session,
+      reason: outcome.reason,
+      session,
       ...(functionCallId === undefined ? {} : { functionCallId }),
-      ...(refusal.previous === undefined ? {} : { previous: refusal.previous }),
-      ...(refusal.changedBody === undefined ? {} : { changedBody: refusal.changedBody }),
+      ...(outcome.previous === undefined ? {} : { previous: outcome.previous }),
+      ...(outcome.changedBody === undefined ? {} : { changedBody: outcome.changedBody }),
     });
-    if (this.#audit) await this.#record(receipt, reply, refusal.detail);
+    if (this.#audit) await this.#record(receipt, reply, outcome.detail);
     return Object.freeze({ reply, receipt });
   }
 
@@ -177,9 +235,32 @@ export class FunctionCallGate {
   }
 }
 
-function correlatedId(reply: GateReply): string | undefined {
-  if ("rendererFunctionResponse" in reply) return reply.rendererFunctionResponse.functionCallId;
-  return "functionCallId" in reply.error ? reply.error.functionCallId : undefined;
+/** The function an agent may call with these args, why it may not, or `unreadable`. */
+function checkCatalog(
+  catalogs: CatalogSet,
+  message: CallMessage,
+): CatalogFunction | CatalogRefusal | "unreadable" {
+  const found = catalogs.lookup(message.catalogId, message.call);
+  if (typeof found === "string") return found;
+  // The catalog's function schema validates the wire-level call object `{ call, args }`.
+  const wire =
+    message.args === undefined
+      ? { call: message.call }
+      : { call: message.call, args: message.args };
+  try {
+    return found.validate(wire) === true ? found : "invalid_args";
+  } catch {
+    return "unreadable";
+  }
+}
+
+/** `undefined` when the verdict approves; otherwise the reason it refuses with. */
+function refusalOf(verdict: ApprovalVerdict): "policy_denied" | "approval_denied" | undefined {
+  if (verdict === true) return undefined;
+  if (typeof verdict === "object" && verdict !== null && verdict.allow === true) return undefined;
+  return typeof verdict === "object" && verdict !== null && verdict.reason === "policy_denied"
+    ? "policy_denied"
+    : "approval_denied";
 }
 
 function replyCode(reply: GateReply): CallerCode | null {

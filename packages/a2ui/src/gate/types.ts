@@ -25,8 +25,13 @@ export type ApproveFunction = (
 export interface FunctionCallGateOptions {
   /** Shared across every worker that may see the same session, or the guarantee is per process. */
   readonly claims: ClaimStore;
-  /** An A2UI v1.0 catalog definition object; validated on construction. */
-  readonly catalog: unknown;
+  /**
+   * The A2UI v1.0 catalog definitions this host serves, each with its own `catalogId`;
+   * validated on construction. A call naming any other catalog is refused before the claim.
+   */
+  readonly catalogs?: readonly unknown[];
+  /** Shorthand for `catalogs: [catalog]`. Give exactly one of `catalog` and `catalogs`. */
+  readonly catalog?: unknown;
   readonly invoke: InvokeFunction;
   /** Policy and approval, consulted after the claim and before the callback. */
   readonly approve?: ApproveFunction;
