@@ -53,7 +53,7 @@ export type {
   TurnOutcome,
 } from "./executor/turn-executor.js";
 export { TurnExecutor } from "./executor/turn-executor.js";
-export type { ExplainVerdict, Explanation } from "./kernel/explain.js";
+export type { ExplainPrincipal, ExplainVerdict, Explanation } from "./kernel/explain.js";
 export { explain } from "./kernel/explain.js";
 export { createKernel } from "./kernel/kernel.js";
 export type {

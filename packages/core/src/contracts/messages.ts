@@ -10,6 +10,7 @@ import type { Capability } from "./schemas.js";
 export interface ResourceRef {
   readonly namespace: string;
   readonly path: readonly string[];
+  /** Whose resource it is. A turn acts for its own owner: any other owner is refused. */
   readonly owner?: string;
 }
 

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { isSafeSegment } from "./path-segment.js";
 import { AUDIT_REASONS, type AuditReason, CALLER_CODES } from "./vocabulary.js";
 
 /**
@@ -10,8 +11,11 @@ import { AUDIT_REASONS, type AuditReason, CALLER_CODES } from "./vocabulary.js";
 const id = z.string().min(1).max(512);
 const instant = z.iso.datetime({ offset: false });
 
-/** One path segment. Segments compare whole: `cell-3` never covers `cell-30`. */
-const segment = z.string().min(1).max(512);
+/**
+ * One path segment. Segments compare whole: `cell-3` never covers `cell-30`. Segments a host
+ * could resolve, split or misprint (`..`, `/`, controls …) are refused: see path-segment.ts.
+ */
+const segment = z.string().min(1).max(512).refine(isSafeSegment, "unsafe path segment");
 
 export const CapabilitySchema = z.strictObject({
   resource: z.strictObject({
@@ -24,12 +28,21 @@ export const CapabilitySchema = z.strictObject({
 });
 export type Capability = z.infer<typeof CapabilitySchema>;
 
-export const GrantConstraintsSchema = z.strictObject({
-  maxUses: z.int().positive().optional(),
-  notBefore: instant.optional(),
-  expiresAt: instant.optional(),
-  purposes: z.array(id).min(1).max(64).optional(),
-});
+export const GrantConstraintsSchema = z
+  .strictObject({
+    maxUses: z.int().positive().optional(),
+    notBefore: instant.optional(),
+    expiresAt: instant.optional(),
+    purposes: z.array(id).min(1).max(64).optional(),
+  })
+  // A window that closes before it opens is a mistake in the grant, not a grant to keep inert.
+  .refine(
+    (c) =>
+      c.notBefore === undefined ||
+      c.expiresAt === undefined ||
+      Date.parse(c.notBefore) <= Date.parse(c.expiresAt),
+    { message: "notBefore is after expiresAt", path: ["notBefore"] },
+  );
 export type GrantConstraints = z.infer<typeof GrantConstraintsSchema>;
 
 export const GrantSchema = z.strictObject({
@@ -39,7 +52,9 @@ export const GrantSchema = z.strictObject({
   subject: id,
   capabilities: z.array(CapabilitySchema).min(1).max(1024),
   constraints: GrantConstraintsSchema.default({}),
+  /** A grant issued in the future is not yet valid: it counts from this instant on. */
   issuedAt: instant,
+  /** Revokes from the moment it is set, whatever instant it names: revocation is never scheduled. */
   revokedAt: instant.optional(),
 });
 export type Grant = z.infer<typeof GrantSchema>;
@@ -74,6 +89,10 @@ export const AuditEventSchema = z.strictObject({
   namespaceId: z.string().optional(),
   actor: z.string().optional(),
   authority: z.string().optional(),
+  /** The turn's owner: with namespaceId, actor and authority, the principal of the decision. */
+  owner: z.string().optional(),
+  /** The purpose the act was decided under (metadata of the turn, never payload). */
+  purpose: z.string().optional(),
   grantId: z.string().optional(),
   action: z.string().optional(),
   /** Resource as `namespace:/seg/seg`, for people. */

@@ -50,6 +50,7 @@ export const AUDIT_REASONS = {
   not_yet_valid: "capability",
   purpose_mismatch: "capability",
   issuer_mismatch: "capability",
+  owner_mismatch: "capability",
   no_capability: "capability",
   usage_store_unavailable: "usage",
   authority_unavailable: "lease",

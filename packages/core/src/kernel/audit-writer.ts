@@ -16,8 +16,8 @@ export interface DecisionRecord {
 }
 
 /**
- * Writes one frozen kernel event per decision, stamped with the turn's trace, actor and
- * authority. The ISO timestamp is cached per millisecond: at a million decisions a second most
+ * Writes one frozen kernel event per decision, stamped with the turn's trace, its principal
+ * (namespace, actor, authority, owner) and the purpose the act was decided under. The ISO timestamp is cached per millisecond: at a million decisions a second most
  * decisions share their millisecond, and `toISOString` would otherwise dominate the cost.
  */
 export class AuditWriter {
@@ -52,6 +52,9 @@ export class AuditWriter {
       actor: ctx.actor,
       authority: ctx.authority,
     };
+    // With namespace, actor and authority, the owner names the principal explain() keys on.
+    if (ctx.owner !== undefined) event.owner = ctx.owner;
+    if (ctx.purpose !== undefined) event.purpose = ctx.purpose;
     if (record.grantId !== undefined) event.grantId = record.grantId;
     if (record.action !== undefined) event.action = record.action;
     if (record.resource !== undefined) event.resource = record.resource;

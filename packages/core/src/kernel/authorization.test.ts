@@ -85,6 +85,52 @@ describe("authorization: each condition allowed and denied", () => {
     expect(late.event?.reason).toBe("expired");
   });
 
+  it("treats a grant issued in the future as not yet valid until its issue time", async () => {
+    const issued = (ms: number) =>
+      decideOnce(
+        (r) =>
+          r.grants.add(
+            grant({
+              issuedAt: new Date(T0 + 1000).toISOString(),
+              capabilities: [cap(["docs", "cell-3"])],
+            }),
+          ),
+        READ,
+        ctx({ now: new Date(ms).toISOString() }),
+      );
+    const early = await issued(T0 + 999);
+    expect(early.result).toEqual({ status: "denied", code: "tool_unavailable" });
+    expect(early.event?.reason).toBe("not_yet_valid");
+    expect((await issued(T0 + 1000)).result.status).toBe("allowed");
+  });
+
+  it("hides a tool whose only grant is issued in the future", async () => {
+    const r = rig();
+    await r.grants.add(
+      grant({
+        issuedAt: new Date(T0 + 1000).toISOString(),
+        capabilities: [cap(["docs", "cell-3"])],
+      }),
+    );
+    const turn = await r.kernel.openTurnAuthority(ctx());
+    expect(await turn.listTools()).toEqual([]);
+    r.clock.advance(1000);
+    expect(await turn.listTools()).toEqual(["files.read"]);
+  });
+
+  it("a revokedAt in the future revokes now (revocation is never scheduled)", async () => {
+    const { result, event } = await decideOnce((r) =>
+      r.grants.add(
+        grant({
+          revokedAt: new Date(T0 + 3_600_000).toISOString(),
+          capabilities: [cap(["docs", "cell-3"])],
+        }),
+      ),
+    );
+    expect(result).toEqual({ status: "denied", code: "tool_unavailable" });
+    expect(event?.reason).toBe("revoked");
+  });
+
   it("uses the kernel clock per decision when the context fixes no instant", async () => {
     const r = rig();
     await r.grants.add(
@@ -174,7 +220,7 @@ describe("authorization: each condition allowed and denied", () => {
     expect(event?.reason).toBe("no_capability");
   });
 
-  it("matches the resource owner: owned capability needs that owner, unowned covers any", async () => {
+  it("matches the resource owner: a request may restate the turn's owner, never name another", async () => {
     const r = rig();
     await r.grants.add(grant({ capabilities: [cap(["mine"], { owner: OWNER })] }));
     await r.grants.add(grant({ capabilities: [cap(["shared"])] }));
@@ -185,10 +231,12 @@ describe("authorization: each condition allowed and denied", () => {
         resource: { namespace: "files", path, ...(owner === undefined ? {} : { owner }) },
       });
     expect((await at(["mine"], OWNER)).status).toBe("allowed");
+    expect((await at(["mine"])).status).toBe("allowed");
     expect((await at(["mine"], "mallory")).status).toBe("denied");
-    expect((await at(["mine"])).status).toBe("denied");
-    expect((await at(["shared"], "anyone")).status).toBe("allowed");
+    // An owner-less capability is bound to the turn's owner (owner-binding.test.ts has more).
+    expect((await at(["shared"], OWNER)).status).toBe("allowed");
     expect((await at(["shared"])).status).toBe("allowed");
+    expect((await at(["shared"], "anyone")).status).toBe("denied");
   });
 });
 

@@ -2,6 +2,7 @@ import type { AuditReason, CallerCode } from "../contracts/vocabulary.js";
 import type { GrantUsageStore } from "../ports/usage-store.js";
 import {
   type ActionIndex,
+  coveredForAnotherOwner,
   coveringBuckets,
   type GrantIndex,
   type IndexedGrant,
@@ -12,8 +13,10 @@ import type { ResourceRef } from "./types.js";
 /**
  * The decision itself, deny by default. A grant counts only if it was issued by the turn's
  * authority to this actor in this namespace (checked when the lease was indexed), is not
- * revoked, its purposes admit the turn's purpose, the instant lies in its window, and one of its
- * capabilities covers exactly this action on this resource. Among the grants that count, an
+ * revoked, its purposes admit the turn's purpose, the instant lies in its window (which opens
+ * at its issue time at the earliest), and one of its capabilities bound to the turn's owner
+ * covers exactly this action on this resource. The request's own owner is checked against the
+ * turn's before this runs. Among the grants that count, an
  * unbounded one allows outright; a bounded one must be consumed, atomically, in the usage
  * store — the last step, so a refused call spends nothing.
  *
@@ -69,7 +72,7 @@ export function decide(
 ): Verdict | Promise<Verdict> {
   const entry = scope.index.get(action);
   if (entry === undefined) return NOTHING_GRANTED;
-  const buckets = coveringBuckets(entry, resource.namespace, resource.owner, resource.path);
+  const buckets = coveringBuckets(entry, resource.namespace, resource.path);
 
   // Pass 1: a live unbounded grant allows without touching the usage store.
   const match: Match = { reason: undefined, grant: undefined };
@@ -84,9 +87,9 @@ export function decide(
   }
   if (boundedLive) {
     if (scope.usage === undefined) return STORE_DOWN;
-    return consume(scope, entry, buckets, match, now);
+    return consume(scope, entry, buckets, match, resource, now);
   }
-  return refuseAfterDiscovery(scope, entry, match, now);
+  return refuseAfterDiscovery(scope, entry, match, resource, now);
 }
 
 /** The strongest reason seen among the grants that cover the resource, and its grant. */
@@ -107,6 +110,7 @@ async function consume(
   entry: ActionIndex,
   buckets: readonly IndexedGrant[][],
   match: Match,
+  resource: ResourceRef,
   now: number,
 ): Promise<Verdict> {
   const usage = scope.usage as GrantUsageStore;
@@ -136,7 +140,7 @@ async function consume(
     match.reason = "grant_exhausted";
     match.grant = spentMatch;
   }
-  return refuseAfterDiscovery(scope, entry, match, now);
+  return refuseAfterDiscovery(scope, entry, match, resource, now);
 }
 
 /** Nothing matched: discovery tells which refusal the caller may hear. */
@@ -144,8 +148,17 @@ function refuseAfterDiscovery(
   scope: DecisionScope,
   entry: ActionIndex,
   match: Match,
+  resource: ResourceRef,
   now: number,
 ): Verdict | Promise<Verdict> {
+  // No grant of the turn's owner covers the resource, but another owner's does: say so. That
+  // grant stays unnamed — it is not this owner's to see in their audit.
+  if (
+    match.reason === undefined &&
+    coveredForAnotherOwner(entry, resource.namespace, resource.path)
+  ) {
+    match.reason = "owner_mismatch";
+  }
   const visibility = discover(scope, entry, now);
   if (typeof visibility === "string") return refusalFor(visibility, match);
   return visibility.then((seen) => refusalFor(seen, match));

@@ -1,6 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { ctx, grant, NS, OWNER, rig, T0 } from "../../test/fixtures.js";
-import { explain, InProcessTransport, messageSendCapability } from "../index.js";
+import {
+  type AuditEvent,
+  type AuditReason,
+  type ExplainPrincipal,
+  explain,
+  InMemoryAuditSink,
+  InProcessTransport,
+  messageSendCapability,
+} from "../index.js";
 
 /** explain() tells apart, from audit, what the caller-facing code hides. */
 describe("explain", () => {
@@ -70,5 +78,98 @@ describe("explain", () => {
     expect(lost.verdict).toBe("delivery_failed");
     expect(lost.events).toHaveLength(2);
     expect((await explain(r.audit, "never-made")).verdict).toBe("unknown");
+  });
+});
+
+/** explain() keys decisions by (principal, call ID): another principal's use never flips it. */
+describe("explain per principal", () => {
+  const alice: ExplainPrincipal = {
+    namespaceId: NS,
+    actor: "asker",
+    authority: "host",
+    owner: OWNER,
+  };
+
+  /** Alice's ticket is spent by "first", refused as spent under "t2"; then others reuse "t2". */
+  async function spentThenReused() {
+    const r = rig();
+    await r.grants.add(
+      grant({
+        id: "ticket",
+        constraints: { maxUses: 1 },
+        capabilities: [messageSendCapability("bob", OWNER)],
+      }),
+    );
+    const turn = await r.kernel.openTurnAuthority(ctx());
+    await turn.sendMessage({ recipient: "bob", payload: "q", callId: "first" });
+    await turn.sendMessage({ recipient: "bob", payload: "q", callId: "t2" });
+    const mallory = await r.kernel.openTurnAuthority(ctx({ actor: "mallory" }));
+    await mallory.sendMessage({ recipient: "bob", payload: "q", callId: "t2" });
+    const bobs = await r.kernel.openTurnAuthority(ctx({ owner: "bob-owner" }));
+    await bobs.sendMessage({ recipient: "bob", payload: "q", callId: "t2" });
+    return r;
+  }
+
+  it("without a principal, the principal that first used the ID decides", async () => {
+    const r = await spentThenReused();
+    expect(r.audit.events.filter((e) => e.callId === "t2")).toHaveLength(3);
+    const explained = await explain(r.audit, "t2");
+    expect(explained).toMatchObject({
+      verdict: "spent",
+      grantId: "ticket",
+      code: "tool_unavailable",
+    });
+    expect(explained.events).toHaveLength(1);
+    expect(explained.events[0]).toMatchObject({ actor: "asker", owner: OWNER });
+  });
+
+  it("with a principal, only that principal's events count", async () => {
+    const r = await spentThenReused();
+    expect((await explain(r.audit, "t2", alice)).verdict).toBe("spent");
+    const mallory = await explain(r.audit, "t2", { ...alice, actor: "mallory" });
+    expect(mallory.verdict).toBe("never_granted");
+    expect(mallory.events.every((e) => e.actor === "mallory")).toBe(true);
+    const bob = await explain(r.audit, "t2", { ...alice, owner: "bob-owner" });
+    expect(bob).toMatchObject({ verdict: "owner_mismatch", code: "tool_unavailable" });
+    expect(bob.grantId).toBeUndefined();
+  });
+
+  it("a principal that never used the ID gets exactly the answer for an unused ID", async () => {
+    const r = await spentThenReused();
+    const strangers: ExplainPrincipal[] = [
+      { ...alice, actor: "eve" },
+      { ...alice, namespaceId: "ns-other" },
+      { ...alice, authority: "other-host" },
+      { namespaceId: NS, actor: "asker", authority: "host" }, // no owner: not alice's turn
+    ];
+    for (const principal of strangers) {
+      const answer = await explain(r.audit, "t2", principal);
+      const unused = await explain(r.audit, "never-used", principal);
+      expect({ ...answer, callId: "never-used" }).toEqual(unused);
+      expect(answer.verdict).toBe("unknown");
+    }
+  });
+
+  it("the first principal's later events still decide (a failed delivery after the allowed one)", async () => {
+    const audit = new InMemoryAuditSink();
+    const base = {
+      source: "kernel",
+      traceId: "t",
+      callId: "c",
+      namespaceId: NS,
+      authority: "host",
+    } as const;
+    const event = (actor: string, reason: AuditReason, at: string): AuditEvent => ({
+      ...base,
+      at,
+      actor,
+      reason,
+      outcome: reason === "allowed" ? "allowed" : "denied",
+      code: reason === "allowed" ? null : "delivery_failed",
+    });
+    audit.append(event("asker", "allowed", "2026-01-01T00:00:00.000Z"));
+    audit.append(event("mallory", "invalid_request", "2026-01-01T00:00:01.000Z"));
+    audit.append(event("asker", "delivery_failed", "2026-01-01T00:00:02.000Z"));
+    expect((await explain(audit, "c")).verdict).toBe("delivery_failed");
   });
 });

@@ -13,6 +13,7 @@ export type ExplainVerdict =
   | "not_yet_valid"
   | "purpose_mismatch"
   | "issuer_mismatch"
+  | "owner_mismatch"
   | "usage_store_unavailable"
   | "authority_unavailable"
   | "turn_closed"
@@ -32,9 +33,23 @@ export interface Explanation {
   readonly events: readonly AuditEvent[];
 }
 
-const VERDICTS: Partial<Record<AuditReason, ExplainVerdict>> = {
+/**
+ * Who decided under a call ID: the kernel stamps every event with these (owner left out when
+ * the turn has none). Undefined `owner` matches only events without one.
+ */
+export interface ExplainPrincipal {
+  namespaceId: string;
+  actor: string;
+  authority: string;
+  owner?: string;
+}
+
+/** Total, so a new audit reason fails compilation until it is given a verdict. */
+const VERDICTS: Record<AuditReason, ExplainVerdict> = {
   allowed: "allowed",
   dispatched: "allowed",
+  // The callback ran (its receipt says it failed): what was authorized happened.
+  callback_failed: "allowed",
   grant_exhausted: "spent",
   no_capability: "never_granted",
   revoked: "revoked",
@@ -42,11 +57,23 @@ const VERDICTS: Partial<Record<AuditReason, ExplainVerdict>> = {
   not_yet_valid: "not_yet_valid",
   purpose_mismatch: "purpose_mismatch",
   issuer_mismatch: "issuer_mismatch",
+  owner_mismatch: "owner_mismatch",
   usage_store_unavailable: "usage_store_unavailable",
   authority_unavailable: "authority_unavailable",
   turn_closed: "turn_closed",
   invalid_request: "invalid_request",
   delivery_failed: "delivery_failed",
+  // The gate's refusals: its receipt tells them apart; explain reports that nothing ran.
+  invalid_message: "refused",
+  unknown_catalog: "refused",
+  unknown_function: "refused",
+  caller_not_allowed: "refused",
+  user_activation_required: "refused",
+  invalid_args: "refused",
+  duplicate_call: "refused",
+  claim_store_unavailable: "refused",
+  policy_denied: "refused",
+  approval_denied: "refused",
 };
 
 const SUMMARIES: Record<ExplainVerdict, string> = {
@@ -58,6 +85,8 @@ const SUMMARIES: Record<ExplainVerdict, string> = {
   not_yet_valid: "refused: the matching grant was not yet valid",
   purpose_mismatch: "refused: the turn's purpose is not one the grant allows",
   issuer_mismatch: "refused: the grant was issued by another authority than the turn's",
+  owner_mismatch:
+    "refused: the request or the only covering grant is for another owner than the turn's",
   usage_store_unavailable: "refused: the grant is bounded and no usage store could count it",
   authority_unavailable: "refused: the turn could not load trustworthy grants",
   turn_closed: "refused: the turn's authority lease was already closed",
@@ -69,11 +98,23 @@ const SUMMARIES: Record<ExplainVerdict, string> = {
 
 /**
  * Tells, from audit, what the caller-facing code hides: "spent" from "never granted", revoked,
- * expired and so on. The last event of the call decides (a failed delivery follows its
- * allowed decision).
+ * expired and so on. Decisions are keyed by (principal, call ID): a call ID is the caller's
+ * choice, so another principal may reuse it, and its refusal must not rewrite this one's story.
+ *
+ * With `principal`, only that principal's events count; one that never used the ID gets the
+ * same answer as an ID nobody used. Without it, the principal that first used the ID decides.
+ * Among the events that count, the last decides (a failed delivery follows its allowed
+ * decision), and only they are returned.
  */
-export async function explain(audit: ReadableAuditSink, callId: string): Promise<Explanation> {
-  const events = await audit.read({ callId });
+export async function explain(
+  audit: ReadableAuditSink,
+  callId: string,
+  principal?: ExplainPrincipal,
+): Promise<Explanation> {
+  const all = await audit.read({ callId });
+  const events = Object.freeze(
+    principal === undefined ? eventsOfFirstPrincipal(all) : all.filter((e) => isOf(e, principal)),
+  );
   const last = events[events.length - 1];
   if (last === undefined) {
     return Object.freeze({
@@ -84,7 +125,7 @@ export async function explain(audit: ReadableAuditSink, callId: string): Promise
       events,
     });
   }
-  const verdict = VERDICTS[last.reason] ?? (last.outcome === "allowed" ? "allowed" : "refused");
+  const verdict = VERDICTS[last.reason];
   const grantId = events.findLast((event) => event.grantId !== undefined)?.grantId;
   const grantPart = grantId === undefined ? "" : ` (grant ${redact(grantId)})`;
   return Object.freeze({
@@ -96,4 +137,30 @@ export async function explain(audit: ReadableAuditSink, callId: string): Promise
     summary: `${SUMMARIES[verdict]}${grantPart}`,
     events,
   });
+}
+
+function isOf(event: AuditEvent, principal: ExplainPrincipal): boolean {
+  return (
+    event.namespaceId === principal.namespaceId &&
+    event.actor === principal.actor &&
+    event.authority === principal.authority &&
+    event.owner === principal.owner
+  );
+}
+
+/**
+ * The events of whoever used the ID first: same namespace, actor, authority and owner — and,
+ * for the gate, which writes none of those, the same trusted session.
+ */
+function eventsOfFirstPrincipal(events: readonly AuditEvent[]): AuditEvent[] {
+  const first = events[0];
+  if (first === undefined) return [];
+  return events.filter(
+    (e) =>
+      e.namespaceId === first.namespaceId &&
+      e.actor === first.actor &&
+      e.authority === first.authority &&
+      e.owner === first.owner &&
+      e.session === first.session,
+  );
 }

@@ -3,10 +3,16 @@ import type { AuditReason } from "../contracts/vocabulary.js";
 
 /**
  * The grant set of one lease, compiled once when the lease opens so that a decision is a few
- * Map lookups: grants are bucketed by action, then by resource namespace and owner, then along
- * a trie of the path their capability names. Everything that cannot change during the turn —
- * issuer, revocation, purpose — is judged here, once; only the time window and usage are
- * judged per decision.
+ * Map lookups: grants are bucketed by action, then by resource namespace, then along a trie of
+ * the path their capability names. Everything that cannot change during the turn — issuer,
+ * revocation, purpose, owner — is judged here, once; only the time window and usage are judged
+ * per decision.
+ *
+ * A turn acts for one owner, `ctx.owner` (or for nobody when it names none). A capability
+ * naming no owner is bound to that owner; one naming the turn's owner is the same; one naming
+ * any other owner never counts in this turn, and is indexed apart only so that audit can tell
+ * the owner why (`owner_mismatch`). So the tries hold exactly the capabilities this turn may
+ * use, and the request's owner (checked against the turn's before deciding) needs no lookup.
  */
 
 export interface IndexedGrant {
@@ -14,7 +20,10 @@ export interface IndexedGrant {
   readonly id: string;
   /** Undefined for an unbounded grant. */
   readonly maxUses: number | undefined;
-  /** Epoch milliseconds; -Infinity / +Infinity when the grant sets no bound. */
+  /**
+   * Epoch milliseconds; -Infinity / +Infinity when the grant sets no bound. A grant counts from
+   * its issue time at the earliest: one issued in the future is not yet valid.
+   */
   readonly notBefore: number;
   readonly expiresAt: number;
   /** Why the grant never counts in this turn (issuer, revocation, purpose), if it doesn't. */
@@ -40,14 +49,14 @@ export interface PathNode {
   descendants: IndexedGrant[] | undefined;
 }
 
-/** Per resource namespace: a trie per named owner, and one for capabilities naming none. */
-interface NamespaceRoots {
-  readonly owned: Map<string, PathNode>;
-  anyOwner: PathNode | undefined;
-}
+/** A path trie per resource namespace. */
+type NamespaceRoots = Map<string, PathNode>;
 
 export interface ActionIndex {
-  readonly namespaces: Map<string, NamespaceRoots>;
+  /** Capabilities the turn's owner may use. */
+  readonly namespaces: NamespaceRoots;
+  /** Capabilities naming another owner: never allow, only tell audit `owner_mismatch`. */
+  foreign: NamespaceRoots | undefined;
   /** Grants for the action with no fixed reason, split by whether usage bounds them. */
   readonly unbounded: IndexedGrant[];
   readonly bounded: IndexedGrant[];
@@ -68,7 +77,8 @@ const REASON_RANK: Partial<Record<AuditReason, number>> = {
   not_yet_valid: 4,
   purpose_mismatch: 5,
   issuer_mismatch: 6,
-  no_capability: 7,
+  owner_mismatch: 7,
+  no_capability: 8,
 };
 
 export function strongerReason(
@@ -97,27 +107,12 @@ function newNode(): PathNode {
   return { children: undefined, exact: undefined, descendants: undefined };
 }
 
-/** The node for `path` under the roots of `namespace` and `owner`, created as needed. */
-function nodeFor(
-  entry: ActionIndex,
-  namespace: string,
-  owner: string | undefined,
-  path: readonly string[],
-): PathNode {
-  let roots = entry.namespaces.get(namespace);
-  if (roots === undefined) {
-    roots = { owned: new Map(), anyOwner: undefined };
-    entry.namespaces.set(namespace, roots);
-  }
-  let node: PathNode;
-  if (owner === undefined) node = roots.anyOwner ??= newNode();
-  else {
-    let owned = roots.owned.get(owner);
-    if (owned === undefined) {
-      owned = newNode();
-      roots.owned.set(owner, owned);
-    }
-    node = owned;
+/** The node for `path` under the root of `namespace`, created as needed. */
+function nodeFor(roots: NamespaceRoots, namespace: string, path: readonly string[]): PathNode {
+  let node = roots.get(namespace);
+  if (node === undefined) {
+    node = newNode();
+    roots.set(namespace, node);
   }
   for (const segment of path) {
     node.children ??= new Map();
@@ -143,6 +138,7 @@ function actionIndexFor(index: Map<string, ActionIndex>, action: string): Action
   if (entry === undefined) {
     entry = {
       namespaces: new Map(),
+      foreign: undefined,
       unbounded: [],
       bounded: [],
       spentBefore: 0,
@@ -165,7 +161,10 @@ export function buildGrantIndex(grants: readonly Grant[], ctx: AccessContext): G
       grant,
       id: grant.id,
       maxUses: grant.constraints.maxUses,
-      notBefore: epoch(grant.constraints.notBefore, Number.NEGATIVE_INFINITY),
+      notBefore: Math.max(
+        epoch(grant.constraints.notBefore, Number.NEGATIVE_INFINITY),
+        Date.parse(grant.issuedAt),
+      ),
       expiresAt: epoch(grant.constraints.expiresAt, Number.POSITIVE_INFINITY),
       fixedReason: fixedReasonOf(grant, ctx),
       spent: false,
@@ -175,11 +174,19 @@ export function buildGrantIndex(grants: readonly Grant[], ctx: AccessContext): G
     let counted: string | Set<string> | undefined;
     for (const capability of grant.capabilities) {
       const { namespace, path, owner } = capability.resource;
+      const usable = owner === undefined || owner === ctx.owner;
       for (const action of capability.actions) {
         const entry = actionIndexFor(index, action);
-        const node = nodeFor(entry, namespace, owner, path);
+        if (!usable) entry.foreign ??= new Map();
+        const roots = usable ? entry.namespaces : (entry.foreign as NamespaceRoots);
+        const node = nodeFor(roots, namespace, path);
         if (capability.scope === "exact") node.exact = addTo(node.exact, indexed);
         else node.descendants = addTo(node.descendants, indexed);
+        if (!usable) {
+          // Not the turn's authority, so not discoverable either; it only explains a hidden tool.
+          entry.fixedReason = strongerReason(entry.fixedReason, "owner_mismatch");
+          continue;
+        }
         if (counted === action || (typeof counted === "object" && counted.has(action))) continue;
         if (counted === undefined) counted = action;
         else if (typeof counted === "string") counted = new Set([counted, action]);
@@ -221,20 +228,25 @@ function walk(
 }
 
 /**
- * Every bucket whose grants cover `path` for the action: grants naming exactly this path, and
- * grants with descendants scope rooted at a prefix of it (the path itself included). A
- * capability without an owner covers any owner; one with an owner covers only that owner's
- * resource, and a request naming no owner matches only capabilities naming none.
+ * Every bucket whose grants cover `path` for the action in this turn: grants naming exactly
+ * this path, and grants with descendants scope rooted at a prefix of it (the path itself
+ * included). Only capabilities bound to the turn's owner are in the trie.
  */
 export function coveringBuckets(
   entry: ActionIndex,
   namespace: string,
-  owner: string | undefined,
   path: readonly string[],
 ): readonly IndexedGrant[][] {
-  const roots = entry.namespaces.get(namespace);
-  if (roots === undefined) return NO_BUCKETS;
-  let found = owner === undefined ? undefined : walk(roots.owned.get(owner), path, undefined);
-  found = walk(roots.anyOwner, path, found);
-  return found ?? NO_BUCKETS;
+  return walk(entry.namespaces.get(namespace), path, undefined) ?? NO_BUCKETS;
+}
+
+/** Does a capability naming another owner cover `path`? Asked only on the refusal path. */
+export function coveredForAnotherOwner(
+  entry: ActionIndex,
+  namespace: string,
+  path: readonly string[],
+): boolean {
+  return (
+    entry.foreign !== undefined && walk(entry.foreign.get(namespace), path, undefined) !== undefined
+  );
 }

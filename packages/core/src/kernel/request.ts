@@ -1,3 +1,4 @@
+import { isSafeSegment } from "../contracts/path-segment.js";
 import type { ResourceRef } from "./types.js";
 
 /**
@@ -13,12 +14,17 @@ export function isId(value: unknown): value is string {
   return typeof value === "string" && value.length > 0 && value.length <= MAX_ID;
 }
 
+/** A path segment (or message recipient) as the grant schema allows it: see path-segment.ts. */
+export function isSegment(value: unknown): value is string {
+  return isId(value) && isSafeSegment(value);
+}
+
 export function isResourceRef(value: unknown): value is ResourceRef {
   if (typeof value !== "object" || value === null) return false;
   const { namespace, path, owner } = value as Record<string, unknown>;
   if (!isId(namespace) || (owner !== undefined && !isId(owner))) return false;
   if (!Array.isArray(path) || path.length > MAX_SEGMENTS) return false;
-  for (const segment of path) if (!isId(segment)) return false;
+  for (const segment of path) if (!isSegment(segment)) return false;
   return true;
 }
 

@@ -8,7 +8,7 @@ import type { MessageEnvelope, MessageTransport } from "../ports/transport.js";
 import type { AuditWriter } from "./audit-writer.js";
 import { type DecisionScope, decide, discover, type Verdict } from "./decide.js";
 import { asyncDispose } from "./dispose.js";
-import { isId, isOptionalId, isResourceRef } from "./request.js";
+import { isId, isOptionalId, isResourceRef, isSegment } from "./request.js";
 import { resourceLabel } from "./resource-label.js";
 import type {
   AuthorizeRequest,
@@ -46,6 +46,8 @@ const CLOSED: Gate = { code: "turn_closed", reason: "turn_closed" };
 const NO_AUTHORITY: Gate = { code: "authority_unavailable", reason: "authority_unavailable" };
 const INVALID: Gate = { code: "invalid_request", reason: "invalid_request" };
 const NO_TRANSPORT: Gate = { code: "tool_unavailable", reason: "delivery_failed" };
+// Refused whatever the grants say, so the code tells the caller nothing it did not send.
+const OTHER_OWNER: Gate = { code: "no_matching_grant", reason: "owner_mismatch" };
 
 /**
  * One authority lease. It holds the turn's indexed grant set and nothing else: usage is read
@@ -109,9 +111,13 @@ export class Lease implements TurnAuthority {
     const gate = this.#gate(request, "authorize");
     if (gate !== undefined) return this.#refuse(now, callId, gate, undefined, undefined);
     const { action, resource } = request;
+    const label = resourceLabel(resource.namespace, resource.path);
+    // The turn acts for its owner only: a request may restate that owner, never name another.
+    if (resource.owner !== undefined && resource.owner !== this.#ctx.owner) {
+      return this.#refuse(now, callId, OTHER_OWNER, action, label);
+    }
     let verdict = decide(this.#scope as DecisionScope, action, resource, now);
     if (verdict instanceof Promise) verdict = await verdict;
-    const label = resourceLabel(resource.namespace, resource.path);
     if (!verdict.allowed) return this.#refuseVerdict(now, callId, verdict, action, label);
     const grantId = verdict.grant.id;
     if (this.#closed) return this.#closedWhileDeciding(now, callId, action, label, grantId);
@@ -229,7 +235,7 @@ export class Lease implements TurnAuthority {
     if (kind === "authorize") {
       return isId(fields.action) && isResourceRef(fields.resource) ? undefined : INVALID;
     }
-    if (!isId(fields.recipient)) return INVALID;
+    if (!isSegment(fields.recipient)) return INVALID;
     // Refused before any use is spent: there is nowhere to deliver.
     if (this.#transport === undefined) return NO_TRANSPORT;
     return undefined;

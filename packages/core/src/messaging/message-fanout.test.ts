@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ctx, grant, NS, OWNER, rig } from "../../test/fixtures.js";
+import { ctx, grant, NS, OWNER, rig, T0 } from "../../test/fixtures.js";
 import {
   explain,
   findSharedBudgets,
@@ -26,6 +26,8 @@ async function fanout(recipients: string[], options: { usage?: GrantUsageStore |
     owner: OWNER,
     recipients,
     idPrefix: "ticket-",
+    // Issued at the rig's clock: a ticket issued later than the decision is not yet valid.
+    issuedAt: new Date(T0),
   });
   return { ...r, tickets };
 }

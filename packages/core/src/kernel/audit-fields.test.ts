@@ -1,0 +1,39 @@
+import { describe, expect, it } from "vitest";
+import { cap, ctx, grant, OWNER, rig } from "../../test/fixtures.js";
+import { AuditEventSchema } from "../index.js";
+
+/** Every kernel event names the principal and the purpose the act was decided under. */
+
+const READ = { action: "files.read", resource: { namespace: "files", path: ["a"] } };
+
+describe("kernel audit events", () => {
+  it("record the turn's owner and purpose on allowed and denied decisions", async () => {
+    const r = rig();
+    await r.grants.add(
+      grant({ constraints: { purposes: ["review"] }, capabilities: [cap(["a"])] }),
+    );
+    const review = await r.kernel.openTurnAuthority(ctx({ purpose: "review" }));
+    expect((await review.authorize(READ)).status).toBe("allowed");
+    const marketing = await r.kernel.openTurnAuthority(ctx({ purpose: "marketing" }));
+    expect((await marketing.authorize(READ)).status).toBe("denied");
+    const principal = { namespaceId: "ns-test", actor: "asker", authority: "host", owner: OWNER };
+    expect(r.audit.events).toMatchObject([
+      { outcome: "allowed", purpose: "review", ...principal },
+      { outcome: "denied", reason: "purpose_mismatch", purpose: "marketing", ...principal },
+    ]);
+    for (const event of r.audit.events) expect(AuditEventSchema.parse(event)).toEqual(event);
+  });
+
+  it("leave owner and purpose out when the turn has none", async () => {
+    const r = rig();
+    await r.grants.add(grant({ capabilities: [cap(["a"])] }));
+    const turn = await r.kernel.openTurnAuthority(ctx({ owner: undefined }));
+    await turn.authorize(READ);
+    await turn.authorize({ action: "files.read", resource: { namespace: "files", path: [".."] } });
+    for (const event of r.audit.events) {
+      expect(Object.keys(event)).not.toContain("owner");
+      expect(Object.keys(event)).not.toContain("purpose");
+    }
+    expect(r.audit.events).toHaveLength(2);
+  });
+});
