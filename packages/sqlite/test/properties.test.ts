@@ -4,6 +4,7 @@
  * `sqlite::memory:` so each sequence gets a fresh database cheaply; the SQL is the same.
  */
 import { openStores } from "@tessera/sqlite";
+import { propertyParameters } from "@tessera/testkit";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 
@@ -40,7 +41,7 @@ describe("usage store matches the model", () => {
           await stores.close();
         }
       }),
-      { numRuns: 60 },
+      propertyParameters({ numRuns: 60 }),
     );
   });
 });
@@ -119,7 +120,7 @@ describe("claim store matches the model", () => {
           await stores.close();
         }
       }),
-      { numRuns: 60 },
+      propertyParameters({ numRuns: 60 }),
     );
   });
 });

@@ -1,3 +1,4 @@
+import { propertyParameters } from "@tessera/testkit";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { NS, OWNER, rig, T0 } from "../../test/fixtures.js";
@@ -15,6 +16,11 @@ import {
  * which grants may authorize a send; the kernel must never deliver outside it, never spend a
  * grant beyond maxUses, write exactly one audit event per decision, and — when sends run one
  * at a time — allow exactly when the model says a grant is available.
+ *
+ * Seeds: the two properties run on a fresh seed each time (FC_SEED replays one; a failure
+ * prints it). Whether the generator reaches both sides of the rules is a fact about the
+ * generator, not about one random run, so it is checked on a fixed seed, where it cannot
+ * pass or fail by chance.
  */
 
 const RECIPIENTS = ["r0", "r1", "r2", "cell-3", "cell-30"];
@@ -43,19 +49,27 @@ const capabilityArb: fc.Arbitrary<Capability> = fc.oneof(
   })),
 );
 
-const grantArb = fc.record({
-  namespaceId: fc.constantFrom(NS, NS, NS, "ns-other"),
-  issuer: fc.constantFrom("host", "host", "host", "evil"),
-  subject: fc.constantFrom("asker", "asker", "asker", "someone"),
-  capabilities: fc.array(capabilityArb, { minLength: 1, maxLength: 3 }),
-  maxUses: fc.option(fc.integer({ min: 1, max: 3 }), { nil: undefined }),
-  notBefore: fc.option(fc.integer({ min: -2, max: 4 }), { nil: undefined }),
-  expiresAt: fc.option(fc.integer({ min: 0, max: 6 }), { nil: undefined }),
-  purposes: fc.option(fc.constantFrom<string[]>(["review"], ["review", "hr"], ["hr"]), {
-    nil: undefined,
-  }),
-  revoked: fc.constantFrom(false, false, false, true),
-});
+const grantArb = fc
+  .record({
+    namespaceId: fc.constantFrom(NS, NS, NS, "ns-other"),
+    issuer: fc.constantFrom("host", "host", "host", "evil"),
+    subject: fc.constantFrom("asker", "asker", "asker", "someone"),
+    capabilities: fc.array(capabilityArb, { minLength: 1, maxLength: 3 }),
+    maxUses: fc.option(fc.integer({ min: 1, max: 3 }), { nil: undefined }),
+    notBefore: fc.option(fc.integer({ min: -2, max: 4 }), { nil: undefined }),
+    expiresAt: fc.option(fc.integer({ min: 0, max: 6 }), { nil: undefined }),
+    purposes: fc.option(fc.constantFrom<string[]>(["review"], ["review", "hr"], ["hr"]), {
+      nil: undefined,
+    }),
+    revoked: fc.constantFrom(false, false, false, true),
+  })
+  // A window that closes before it opens is not a grant (the schema refuses it): keep the
+  // same two instants, in order, so the generator still hits every position of the clock.
+  .map((spec) =>
+    spec.notBefore !== undefined && spec.expiresAt !== undefined && spec.notBefore > spec.expiresAt
+      ? { ...spec, notBefore: spec.expiresAt, expiresAt: spec.notBefore }
+      : spec,
+  );
 type GrantSpec = typeof grantArb extends fc.Arbitrary<infer T> ? T : never;
 
 const opArb = fc.oneof(
@@ -79,8 +93,8 @@ const opArb = fc.oneof(
 
 type Op = typeof opArb extends fc.Arbitrary<infer T> ? T : never;
 
-/** Outcomes over all runs, so the suite can show it exercised both sides of every rule. */
-const seen = { delivered: 0, denied: 0, bounded: 0 };
+/** Outcomes counted over a run, so a fixed-seed run can show both sides of every rule. */
+type Seen = { delivered: number; denied: number; bounded: number };
 
 function toInput(spec: GrantSpec, id: string): GrantInput {
   const at = (s: number) => new Date(T0 + s * SECOND).toISOString();
@@ -128,6 +142,7 @@ async function runScenario(
   ops: readonly Op[],
   purpose: string | undefined,
   concurrent: boolean,
+  seen: Seen = { delivered: 0, denied: 0, bounded: 0 },
 ) {
   const r = rig();
   const ids = specs.map((_, i) => `g${i}`);
@@ -233,18 +248,17 @@ const scenario = fc.record({
   purpose: fc.constantFrom<string | undefined>(undefined, "review", "hr", "marketing"),
 });
 
+/** Any fixed seed would do; this one is where the coverage below was measured. */
+const COVERAGE_SEED = 20_260_101;
+
 describe("kernel properties", () => {
   it("sequential sends: allowed exactly when the model has an available grant; never beyond maxUses", async () => {
     await fc.assert(
       fc.asyncProperty(scenario, ({ specs, ops, purpose }) =>
         runScenario(specs, ops, purpose, false),
       ),
-      { numRuns: 300 },
+      propertyParameters({ numRuns: 300 }),
     );
-    // Not vacuous: the random worlds allowed, spent bounded grants and refused.
-    expect(seen.delivered).toBeGreaterThan(50);
-    expect(seen.bounded).toBeGreaterThan(20);
-    expect(seen.denied).toBeGreaterThan(50);
   });
 
   it("concurrent batches: no delivery outside the model, no grant used beyond maxUses, one event per decision", async () => {
@@ -252,7 +266,21 @@ describe("kernel properties", () => {
       fc.asyncProperty(scenario, ({ specs, ops, purpose }) =>
         runScenario(specs, ops, purpose, true),
       ),
-      { numRuns: 300 },
+      propertyParameters({ numRuns: 300 }),
     );
+  });
+
+  it("the generated worlds are not trivial: on a fixed seed they allow, spend bounded grants and refuse", async () => {
+    const seen: Seen = { delivered: 0, denied: 0, bounded: 0 };
+    await fc.assert(
+      fc.asyncProperty(scenario, ({ specs, ops, purpose }) =>
+        runScenario(specs, ops, purpose, false, seen),
+      ),
+      propertyParameters({ numRuns: 300, seed: COVERAGE_SEED }),
+    );
+    // Deterministic for this seed: a change here means the generator (or the kernel) changed.
+    expect(seen.delivered).toBeGreaterThan(50);
+    expect(seen.bounded).toBeGreaterThan(20);
+    expect(seen.denied).toBeGreaterThan(50);
   });
 });

@@ -2,6 +2,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { ClaimStore, StoredClaim } from "@tessera/core";
+import { propertyParameters } from "@tessera/testkit";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { MemoryClaimStore } from "../memory.js";
@@ -82,7 +83,7 @@ describe("DirectoryClaimStore behaves like the in-memory model", () => {
             rmSync(dir, { recursive: true, force: true });
           }
         }),
-        { numRuns: 60 },
+        propertyParameters({ numRuns: 60 }),
       );
     } finally {
       rmSync(root, { recursive: true, force: true });
