@@ -168,7 +168,7 @@ function refusalFor(visibility: Visibility, match: Match): Verdict {
   if (visibility === "store_down") return STORE_DOWN;
   const code: CallerCode = visibility === "visible" ? "no_matching_grant" : "tool_unavailable";
   // The reason is about this call's resource; why the tool as a whole is hidden (every ticket
-  // spent, say) goes in the detail, so explain() still tells "never granted" from "spent".
+  // spent, say) goes in the detail, so explain() still tells apart "never granted" and "spent".
   const reason = match.reason ?? "no_capability";
   const hiddenBecause =
     match.reason === undefined && visibility !== "visible" && visibility !== "no_capability"

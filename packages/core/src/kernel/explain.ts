@@ -97,7 +97,7 @@ const SUMMARIES: Record<ExplainVerdict, string> = {
 };
 
 /**
- * Tells, from audit, what the caller-facing code hides: "spent" from "never granted", revoked,
+ * Tells, from audit, what the caller-facing code hides: "spent" versus "never granted", revoked,
  * expired and so on. Decisions are keyed by (principal, call ID): a call ID is the caller's
  * choice, so another principal may reuse it, and its refusal must not rewrite this one's story.
  *
