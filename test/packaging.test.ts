@@ -41,6 +41,7 @@ function run(command: string, args: string[], cwd: string): string {
 
 /** Packs the given packages into `dir`; returns package name → tarball path. */
 function pack(packages: readonly WorkspacePackage[], dir: string): Map<string, string> {
+  mkdirSync(dir, { recursive: true });
   const args = ["pack", "--json", "--pack-destination", dir];
   for (const pkg of packages) args.push("--workspace", pkg.manifest.name);
   const packed = JSON.parse(run("npm", args, repoRoot)) as { name: string; filename: string }[];
@@ -76,7 +77,13 @@ describe("packaging: manifests and built imports", () => {
       mkdirSync(path.join(dir, "dist"));
       writeFileSync(
         path.join(dir, "dist", "index.js"),
-        'import { z } from "zod";\nimport "node:fs";\nexport const load = () => import("left-pad/x");\n',
+        [
+          'import { z } from "zod";',
+          'import "node:fs";',
+          '// a comment that reads like one: from "never granted"',
+          "export const text = \"import('not-a-package')\";",
+          'export const load = () => import("left-pad/x");',
+        ].join("\n"),
       );
       const pkg: WorkspacePackage = {
         dir,

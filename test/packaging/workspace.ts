@@ -2,6 +2,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { builtinModules } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import ts from "typescript";
 
 /** What the packaging check reads of a package.json. */
 export interface Manifest {
@@ -49,18 +50,15 @@ export function packageNameOf(specifier: string): string {
   return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : (parts[0] ?? specifier);
 }
 
-/** Bare specifiers of static and dynamic imports in emitted JavaScript. */
+/**
+ * Bare specifiers of static and dynamic imports in emitted JavaScript, read by TypeScript's own
+ * pre-processor so that comments and strings never count as imports.
+ */
 export function bareImports(source: string): Set<string> {
   const found = new Set<string>();
-  const patterns = [
-    /\bfrom\s*["']([^"'./][^"']*)["']/g,
-    /\bimport\s*["']([^"'./][^"']*)["']/g,
-    /\bimport\(\s*["']([^"'./][^"']*)["']\s*\)/g,
-  ];
-  for (const pattern of patterns) {
-    for (const match of source.matchAll(pattern)) {
-      const specifier = match[1];
-      if (specifier !== undefined && !isBuiltin(specifier)) found.add(packageNameOf(specifier));
+  for (const { fileName } of ts.preProcessFile(source, true, true).importedFiles) {
+    if (!fileName.startsWith(".") && !fileName.startsWith("/") && !isBuiltin(fileName)) {
+      found.add(packageNameOf(fileName));
     }
   }
   return found;
