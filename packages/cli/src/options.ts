@@ -10,3 +10,12 @@ export function wholeNumber(min: number, max: number) {
     return value;
   };
 }
+
+/**
+ * Every string option: an empty value is a slip (an unset shell variable), never a name.
+ * Without this, `--namespace ""` lists a namespace nobody can have and exits 0.
+ */
+export function nonEmpty(raw: string): string {
+  if (raw.length === 0) throw new InvalidArgumentError("expected a non-empty value");
+  return raw;
+}

@@ -15,9 +15,15 @@ export function buildProgram(): Command {
     .addCommand(auditCommand())
     .addCommand(serveCommand());
   // addCommand does not pass settings down, so each command gets them here: usage errors
-  // throw (bin.ts maps them to exit 2) instead of exiting from inside commander.
+  // throw (bin.ts maps them to exit 2) instead of exiting from inside commander, and print
+  // as every other refusal does, `tessera: <code>: <message>`, so scripts match one shape.
   const configure = (command: Command): void => {
-    command.exitOverride().showHelpAfterError();
+    command
+      .exitOverride()
+      .showHelpAfterError()
+      .configureOutput({
+        outputError: (text, write) => write(text.replace(/^error: /, "tessera: invalid_usage: ")),
+      });
     for (const sub of command.commands) configure(sub);
   };
   configure(program);

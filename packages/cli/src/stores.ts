@@ -5,6 +5,7 @@ import {
   type ReadableAuditSink,
   TesseraError,
 } from "@tessera/core";
+import { explainOpenFailure } from "./open-failure.js";
 
 /** What every backend's `openStores(url)` returns. */
 export interface OpenedStores {
@@ -15,16 +16,22 @@ export interface OpenedStores {
   close(): Promise<void>;
 }
 
+/** A backend package and the name of its (pure, offline) URL parser. */
+interface Backend {
+  readonly name: string;
+  readonly parser: string;
+}
+
 /** URL scheme → the package that serves it. Loaded lazily: a host pays only for its database. */
-const BACKENDS: Record<string, string> = {
-  "sqlite:": "@tessera/sqlite",
-  "postgres:": "@tessera/postgres",
-  "postgresql:": "@tessera/postgres",
-  "redis:": "@tessera/redis",
-  "rediss:": "@tessera/redis",
+const BACKENDS: Record<string, Backend> = {
+  "sqlite:": { name: "@tessera/sqlite", parser: "parseSqliteUrl" },
+  "postgres:": { name: "@tessera/postgres", parser: "parsePostgresUrl" },
+  "postgresql:": { name: "@tessera/postgres", parser: "parsePostgresUrl" },
+  "redis:": { name: "@tessera/redis", parser: "parseRedisUrl" },
+  "rediss:": { name: "@tessera/redis", parser: "parseRedisUrl" },
 };
 
-export function backendFor(url: string): string {
+export function backendFor(url: string): Backend {
   const scheme = /^[a-z][a-z0-9+.-]*:/i.exec(url)?.[0]?.toLowerCase();
   const backend = scheme ? BACKENDS[scheme] : undefined;
   if (!backend) {
@@ -38,6 +45,13 @@ export function backendFor(url: string): string {
 
 export async function openStoresByUrl(url: string): Promise<OpenedStores> {
   const backend = backendFor(url);
-  const module = (await import(backend)) as { openStores(url: string): Promise<OpenedStores> };
-  return module.openStores(url);
+  const module = (await import(backend.name)) as {
+    openStores(url: string): Promise<OpenedStores>;
+  } & Record<string, unknown>;
+  try {
+    return await module.openStores(url);
+  } catch (error) {
+    const parse = module[backend.parser] as (url: string) => unknown;
+    throw await explainOpenFailure(error, url, parse);
+  }
 }

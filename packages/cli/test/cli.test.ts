@@ -1,22 +1,10 @@
-import { spawn, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { DirectoryClaimStore } from "@tessera/a2ui";
 import { describe, expect, it } from "vitest";
-
-const BIN = fileURLToPath(new URL("../dist/bin.js", import.meta.url));
-
-/** Runs the built `tessera` binary as a user would, in its own process. */
-function tessera(...args: string[]) {
-  const run = spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", timeout: 120_000 });
-  return { code: run.status, stdout: run.stdout, stderr: run.stderr };
-}
-
-function scratch(): string {
-  return mkdtempSync(join(tmpdir(), "tessera-cli-"));
-}
+import { expectRefusal, scratch, serveProcess, tessera } from "./support/cli.js";
+import { rawRequest } from "./support/service.js";
 
 const grant = {
   id: "ticket-0",
@@ -200,6 +188,63 @@ describe("tessera audit", () => {
     expect(JSON.parse(listed.stdout)).toHaveLength(1);
   });
 
+  it("explains for one principal when told which, and refuses half a principal", () => {
+    const log = join(scratch(), "audit.jsonl");
+    const principal = { source: "kernel", namespaceId: "team", actor: "asker", authority: "host" };
+    // alice spends her ticket under c-1; later bob (same actor, another owner) reuses c-1.
+    const events = [
+      {
+        ...principal,
+        owner: "alice",
+        at: "2026-11-29T00:00:00.000Z",
+        traceId: "t-1",
+        outcome: "denied",
+        code: "tool_unavailable",
+        reason: "grant_exhausted",
+        callId: "c-1",
+        grantId: "ticket-alice",
+      },
+      {
+        ...principal,
+        owner: "bob",
+        at: "2026-11-29T00:00:01.000Z",
+        traceId: "t-2",
+        outcome: "denied",
+        code: "no_matching_grant",
+        reason: "no_capability",
+        callId: "c-1",
+      },
+    ];
+    writeFileSync(log, `${events.map((e) => JSON.stringify(e)).join("\n")}\n`);
+    const explainAs = (...flags: string[]) => {
+      const run = tessera("audit", "explain", "c-1", "--file", log, "--json", ...flags);
+      expect(run.code).toBe(0);
+      return JSON.parse(run.stdout) as { verdict: string; grantId?: string };
+    };
+    const who = ["--namespace", "team", "--actor", "asker", "--authority", "host"];
+
+    expect(explainAs(...who, "--owner", "alice")).toMatchObject({
+      verdict: "spent",
+      grantId: "ticket-alice",
+    });
+    expect(explainAs(...who, "--owner", "bob")).toMatchObject({ verdict: "never_granted" });
+    const carol = explainAs(...who, "--owner", "carol");
+    expect(carol.verdict).toBe("unknown");
+    expect(carol.grantId).toBeUndefined();
+    // No --owner: the principal without an owner, who never used c-1.
+    expect(explainAs(...who).verdict).toBe("unknown");
+    // No principal at all: as core explains, by the principal that first used the ID.
+    expect(explainAs().verdict).toBe("spent");
+
+    for (const partial of [
+      ["--actor", "asker"],
+      ["--namespace", "team", "--actor", "asker"],
+      ["--owner", "alice"],
+    ]) {
+      expectRefusal(tessera("audit", "explain", "c-1", "--file", log, ...partial), "invalid_usage");
+    }
+  });
+
   it("refuses a log that does not exist instead of creating it", () => {
     const run = tessera("audit", "--file", join(scratch(), "none.jsonl"));
     expect(run.code).toBe(2);
@@ -215,13 +260,17 @@ describe("tessera serve", () => {
       principals,
       JSON.stringify({
         principals: [
-          { tokenSha256: "a".repeat(64), namespaceId: "team", actor: "asker", authority: "host" },
+          {
+            tokenSha256: "a".repeat(64),
+            namespaceId: "team",
+            actor: "asker",
+            authority: "host",
+            purpose: "triage",
+          },
         ],
       }),
     );
-    const child = spawn(process.execPath, [
-      BIN,
-      "serve",
+    const served = await serveProcess([
       "--store",
       `sqlite:${join(dir, "s.db")}`,
       "--principals",
@@ -229,20 +278,14 @@ describe("tessera serve", () => {
       "--port",
       "0",
     ]);
-    let output = "";
-    const url = await new Promise<string>((resolve, reject) => {
-      child.stdout.on("data", (chunk: Buffer) => {
-        output += chunk.toString();
-        const found = /listening on (http:\S+)/.exec(output)?.[1];
-        if (found) resolve(found);
-      });
-      child.once("exit", (code) => reject(new Error(`serve exited early with ${code}`)));
+    expect((await fetch(`${served.url}/healthz`)).status).toBe(200);
+    expect(await rawRequest(served.url, "/readyz")).toEqual({
+      status: 200,
+      body: { ready: true },
     });
-    expect((await fetch(`${url}/healthz`)).status).toBe(200);
-    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
-    child.kill("SIGTERM");
-    expect(await exited).toBe(0);
-    expect(output).toContain("tessera serve: stopped");
+    expect((await rawRequest(served.url, "//")).status).toBe(404);
+    expect(await served.stop()).toBe(0);
+    expect(served.output()).toContain("tessera serve: stopped");
   });
 
   it("refuses a principals file that does not match its schema", () => {

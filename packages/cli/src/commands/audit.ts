@@ -1,19 +1,27 @@
 import { existsSync } from "node:fs";
 import {
   type AuditEvent,
+  type ExplainPrincipal,
   explain,
   JsonlAuditSink,
   type ReadableAuditSink,
   TesseraError,
 } from "@tessera/core";
 import { Command } from "commander";
-import { wholeNumber } from "../options.js";
+import { nonEmpty, wholeNumber } from "../options.js";
 import { printJson, printLines } from "../output.js";
 import { openStoresByUrl } from "../stores.js";
 
 interface SourceOptions {
   store?: string;
   file?: string;
+}
+
+interface PrincipalOptions {
+  namespace?: string;
+  actor?: string;
+  authority?: string;
+  owner?: string;
 }
 
 /** Opens the audit trail to read: a store's sink, or a JSON-lines file that must exist. */
@@ -38,6 +46,24 @@ async function openAudit(
   throw new TesseraError("invalid_config", "say where the audit is: --store URL or --file PATH");
 }
 
+/**
+ * The principal named by the flags, or none (explain then answers as core does). A principal
+ * is all of namespace, actor and authority, with its owner if it has one; half of one would
+ * read another principal's decisions as if they were its own.
+ */
+function principalOf(options: PrincipalOptions): ExplainPrincipal | undefined {
+  const { namespace, actor, authority, owner } = options;
+  if ([namespace, actor, authority, owner].every((part) => part === undefined)) return undefined;
+  if (namespace === undefined || actor === undefined || authority === undefined) {
+    throw new TesseraError(
+      "invalid_usage",
+      "name the whole principal: --namespace, --actor and --authority (and --owner if it has one)",
+    );
+  }
+  const principal = { namespaceId: namespace, actor, authority };
+  return owner === undefined ? principal : { ...principal, owner };
+}
+
 function formatEvent(event: AuditEvent): string {
   const who = event.actor
     ? ` actor=${event.actor}`
@@ -55,10 +81,10 @@ export function auditCommand(): Command {
   audit
     .command("list", { isDefault: true })
     .description("decisions, oldest first")
-    .option("--store <url>", "audit store (sqlite:, postgres://, redis://)")
-    .option("--file <path>", "a JSON-lines audit log")
-    .option("--call-id <id>", "only this call")
-    .option("--trace-id <id>", "only this trace")
+    .option("--store <url>", "audit store (sqlite:, postgres://, redis://)", nonEmpty)
+    .option("--file <path>", "a JSON-lines audit log", nonEmpty)
+    .option("--call-id <id>", "only this call", nonEmpty)
+    .option("--trace-id <id>", "only this trace", nonEmpty)
     .option("--limit <n>", "at most this many", wholeNumber(1, 1_000_000))
     .option("--json", "print JSON")
     .action(
@@ -88,19 +114,26 @@ export function auditCommand(): Command {
   audit
     .command("explain <callId>")
     .description('tell "spent" from "never granted" (and revoked, expired, …) for one call')
-    .option("--store <url>", "audit store")
-    .option("--file <path>", "a JSON-lines audit log")
+    .option("--store <url>", "audit store", nonEmpty)
+    .option("--file <path>", "a JSON-lines audit log", nonEmpty)
+    .option("--namespace <id>", "only this principal's decisions: its namespace", nonEmpty)
+    .option("--actor <id>", "… its actor", nonEmpty)
+    .option("--authority <id>", "… its authority", nonEmpty)
+    .option("--owner <id>", "… its owner (leave out for a principal without one)", nonEmpty)
     .option("--json", "print JSON")
-    .action(async (callId: string, options: SourceOptions & { json?: boolean }) => {
-      const { audit: sink, close } = await openAudit(options);
-      try {
-        const explanation = await explain(sink, callId);
-        if (options.json) printJson(explanation);
-        else printLines([`${explanation.verdict}: ${explanation.summary}`]);
-      } finally {
-        await close();
-      }
-    });
+    .action(
+      async (callId: string, options: SourceOptions & PrincipalOptions & { json?: boolean }) => {
+        const principal = principalOf(options);
+        const { audit: sink, close } = await openAudit(options);
+        try {
+          const explanation = await explain(sink, callId, principal);
+          if (options.json) printJson(explanation);
+          else printLines([`${explanation.verdict}: ${explanation.summary}`]);
+        } finally {
+          await close();
+        }
+      },
+    );
 
   return audit;
 }

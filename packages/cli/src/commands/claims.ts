@@ -1,6 +1,7 @@
 import { DirectoryClaimStore } from "@tessera/a2ui";
 import { type ClaimStore, TesseraError } from "@tessera/core";
 import { Command } from "commander";
+import { nonEmpty } from "../options.js";
 import { printJson, printLines } from "../output.js";
 import { openStoresByUrl } from "../stores.js";
 
@@ -30,9 +31,9 @@ export function claimsCommand(): Command {
   return new Command("claims")
     .description("inspect A2UI function-call claims")
     .option("--in-doubt", "list claims whose worker died between claim and outcome")
-    .option("--dir <dir>", "a private claim directory")
-    .option("--store <url>", "a shared claim store (sqlite:, postgres://, redis://)")
-    .option("--session <session>", "only this trusted host session")
+    .option("--dir <dir>", "a private claim directory", nonEmpty)
+    .option("--store <url>", "a shared claim store (sqlite:, postgres://, redis://)", nonEmpty)
+    .option("--session <session>", "only this trusted host session", nonEmpty)
     .option("--json", "print JSON")
     .action(async (options: ClaimsOptions) => {
       if (!options.inDoubt) {

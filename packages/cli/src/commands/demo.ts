@@ -1,7 +1,7 @@
 import { formatFanoutReport, runFanoutDemo } from "@tessera/example-recipient-fanout";
 import { formatTwoWorkersReport, runTwoWorkersDemo } from "@tessera/example-two-workers";
 import { Command } from "commander";
-import { wholeNumber } from "../options.js";
+import { nonEmpty, wholeNumber } from "../options.js";
 import { printJson } from "../output.js";
 import { backendFor, openStoresByUrl } from "../stores.js";
 
@@ -24,7 +24,11 @@ export function demoCommand(): Command {
     .command("fanout")
     .description("recipient-scoped single-use messaging: the five scenes")
     .option("--recipients <n>", "colleagues asked in scene 1", wholeNumber(1, 100_000), 3)
-    .option("--store <url>", "count ticket use in this store (sqlite:, postgres://, redis://)")
+    .option(
+      "--store <url>",
+      "count ticket use in this store (sqlite:, postgres://, redis://)",
+      nonEmpty,
+    )
     .option("--json", "print the results as JSON")
     .action(async (options: FanoutOptions) => {
       const stores = options.store ? await openStoresByUrl(options.store) : undefined;
@@ -44,7 +48,11 @@ export function demoCommand(): Command {
     .command("two-workers")
     .description("two worker processes, one function call ID: before and after a shared claim")
     .option("--workers <n>", "processes in each parallel case", wholeNumber(2, 64), 2)
-    .option("--store <url>", "share claims through this store instead of a private directory")
+    .option(
+      "--store <url>",
+      "share claims through this store instead of a private directory",
+      nonEmpty,
+    )
     .option("--json", "print the results as JSON")
     .action(async (options: TwoWorkersOptions) => {
       if (options.store) backendFor(options.store); // refuse an unknown scheme before spawning

@@ -1,6 +1,7 @@
-import { readFileSync } from "node:fs";
 import { GrantSchema, TesseraError } from "@tessera/core";
 import { Command } from "commander";
+import { readNamedFile } from "../files.js";
+import { nonEmpty } from "../options.js";
 import { printJson, printLines } from "../output.js";
 import { openStoresByUrl } from "../stores.js";
 
@@ -22,7 +23,7 @@ async function withStores<T>(
 }
 
 function readGrantFile(path: string): unknown {
-  const text = readFileSync(path === "-" ? 0 : path, "utf8");
+  const text = readNamedFile(path, "grant file", "invalid_input");
   try {
     return JSON.parse(text);
   } catch (error) {
@@ -36,8 +37,8 @@ export function grantsCommand(): Command {
   grants
     .command("list")
     .description("every grant in a namespace, revoked ones included")
-    .requiredOption("--store <url>", "grant store (sqlite:, postgres://, redis://)")
-    .requiredOption("--namespace <id>", "namespace")
+    .requiredOption("--store <url>", "grant store (sqlite:, postgres://, redis://)", nonEmpty)
+    .requiredOption("--namespace <id>", "namespace", nonEmpty)
     .option("--json", "print JSON")
     .action(async (options: StoreOption & { namespace: string; json?: boolean }) => {
       const list = await withStores(options.store, (s) =>
@@ -60,8 +61,8 @@ export function grantsCommand(): Command {
   grants
     .command("add")
     .description("add a grant from a JSON file (or - for standard input), validated first")
-    .requiredOption("--store <url>", "grant store")
-    .requiredOption("--file <path>", "grant JSON")
+    .requiredOption("--store <url>", "grant store", nonEmpty)
+    .requiredOption("--file <path>", "grant JSON", nonEmpty)
     .action(async (options: StoreOption & { file: string }) => {
       const parsed = GrantSchema.safeParse(readGrantFile(options.file));
       if (!parsed.success) {
@@ -77,9 +78,9 @@ export function grantsCommand(): Command {
   grants
     .command("revoke")
     .description("revoke one grant; turns already open keep their lease, the next turn sees it")
-    .requiredOption("--store <url>", "grant store")
-    .requiredOption("--namespace <id>", "namespace")
-    .requiredOption("--id <grantId>", "grant")
+    .requiredOption("--store <url>", "grant store", nonEmpty)
+    .requiredOption("--namespace <id>", "namespace", nonEmpty)
+    .requiredOption("--id <grantId>", "grant", nonEmpty)
     .action(async (options: StoreOption & { namespace: string; id: string }) => {
       const revoked = await withStores(options.store, (s) =>
         s.grants.revoke(options.namespace, options.id),

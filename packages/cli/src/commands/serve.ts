@@ -1,5 +1,5 @@
 import { Command } from "commander";
-import { wholeNumber } from "../options.js";
+import { nonEmpty, wholeNumber } from "../options.js";
 import { loadPrincipals } from "../serve/principals.js";
 import { startServer } from "../serve/server.js";
 import { openStoresByUrl } from "../stores.js";
@@ -14,14 +14,19 @@ interface ServeCommandOptions {
 export function serveCommand(): Command {
   return new Command("serve")
     .description(
-      "serve kernel decisions over HTTP: POST /v1/authorize, GET /v1/explain?callId=, GET /healthz",
+      "serve kernel decisions over HTTP: POST /v1/authorize, GET /v1/explain?callId=, GET /healthz, GET /readyz",
     )
     .requiredOption(
       "--store <url>",
       "shared store for grants, usage and audit (sqlite:, postgres://, redis://)",
+      nonEmpty,
     )
-    .requiredOption("--principals <file>", "JSON: bearer-token SHA-256 → trusted turn identity")
-    .option("--host <host>", "address to listen on", "127.0.0.1")
+    .requiredOption(
+      "--principals <file>",
+      "JSON: bearer-token SHA-256 → trusted turn identity (and purpose)",
+      nonEmpty,
+    )
+    .option("--host <host>", "address to listen on", nonEmpty, "127.0.0.1")
     .option("--port <port>", "port (0 picks a free one)", wholeNumber(0, 65_535), 8787)
     .action(async (options: ServeCommandOptions) => {
       const principals = loadPrincipals(options.principals);

@@ -1,12 +1,14 @@
 import { createHash, timingSafeEqual } from "node:crypto";
-import { readFileSync } from "node:fs";
-import { TesseraError } from "@tessera/core";
+import { type ExplainPrincipal, TesseraError } from "@tessera/core";
 import { z } from "zod";
+import { readNamedFile } from "../files.js";
 
 /**
  * Who may call the service, and as whom. The host authenticates its agents; this file maps
  * each bearer token (stored only as its SHA-256) to the trusted turn identity the kernel
- * decides for. Nothing in a request body can change it.
+ * decides for, purpose included: a purpose is what a grant's `purposes` admit, so an agent
+ * that could name its own would pass every purpose check. Nothing in a request body can
+ * change any of it.
  */
 const id = z.string().min(1).max(512);
 const PrincipalSchema = z.strictObject({
@@ -15,19 +17,19 @@ const PrincipalSchema = z.strictObject({
   actor: id,
   authority: id,
   owner: id.optional(),
+  purpose: id.optional(),
 });
 const PrincipalsFileSchema = z.strictObject({ principals: z.array(PrincipalSchema).min(1) });
 
 export type Principal = z.infer<typeof PrincipalSchema>;
 
 export function loadPrincipals(path: string): readonly Principal[] {
+  const text = readNamedFile(path, "principals file", "invalid_config");
   let raw: unknown;
   try {
-    raw = JSON.parse(readFileSync(path, "utf8"));
+    raw = JSON.parse(text);
   } catch (error) {
-    throw new TesseraError("invalid_config", "the principals file is unreadable or not JSON", {
-      cause: error,
-    });
+    throw new TesseraError("invalid_config", "the principals file is not JSON", { cause: error });
   }
   const parsed = PrincipalsFileSchema.safeParse(raw);
   if (!parsed.success) {
@@ -50,4 +52,12 @@ export function authenticate(
   if (token === undefined) return undefined;
   const presented = Buffer.from(tokenDigest(token), "hex");
   return principals.find((p) => timingSafeEqual(Buffer.from(p.tokenSha256, "hex"), presented));
+}
+
+/** Whose decisions a principal may read back: exactly its own turn identity, every part. */
+export function explainPrincipal(principal: Principal): ExplainPrincipal {
+  const { namespaceId, actor, authority, owner } = principal;
+  return owner === undefined
+    ? { namespaceId, actor, authority }
+    : { namespaceId, actor, authority, owner };
 }

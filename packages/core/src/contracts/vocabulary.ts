@@ -93,6 +93,11 @@ export const ERROR_CODES = [
   // A turn driver returned something other than a documented step result.
   "invalid_request",
   "store_unavailable",
+  // The CLI's edges: a command line, a file it names, an address it listens on.
+  "invalid_usage",
+  "file_not_found",
+  "address_in_use",
+  "address_unavailable",
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

@@ -1,0 +1,32 @@
+import type { OpenedStores } from "../stores.js";
+
+/** Names no grant or call can have a use for; the probe reads them and expects nothing. */
+const PROBE = "tessera.readyz";
+
+/**
+ * `GET /readyz`: can the service take a decision now? One cheap read from each port a
+ * decision touches (grants, usage, audit). Anyone may ask, so concurrent probes share one
+ * read: a flood of probes costs the store one query per port at a time, not one per request.
+ */
+export function readinessProbe(stores: OpenedStores): () => Promise<boolean> {
+  let running: Promise<boolean> | undefined;
+  return () => {
+    running ??= probe(stores).finally(() => {
+      running = undefined;
+    });
+    return running;
+  };
+}
+
+async function probe(stores: OpenedStores): Promise<boolean> {
+  try {
+    await Promise.all([
+      stores.grants.listGrants(PROBE, PROBE),
+      stores.usage.getUsage(PROBE, PROBE),
+      stores.audit.read({ callId: PROBE, limit: 1 }),
+    ]);
+    return true;
+  } catch {
+    return false;
+  }
+}

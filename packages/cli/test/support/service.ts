@@ -1,0 +1,122 @@
+import { mkdtempSync } from "node:fs";
+import { request } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { GrantInput } from "@tessera/core";
+import { type Principal, tokenDigest } from "../../src/serve/principals.js";
+import { type RunningServer, startServer } from "../../src/serve/server.js";
+import { type OpenedStores, openStoresByUrl } from "../../src/stores.js";
+
+/** A principal for tests: the token in clear (for requests) beside its configured identity. */
+export function principal(token: string, identity: Omit<Principal, "tokenSha256">) {
+  return { token, config: { tokenSha256: tokenDigest(token), ...identity } as Principal };
+}
+
+export interface Service {
+  readonly stores: OpenedStores;
+  readonly server: RunningServer;
+  close(): Promise<void>;
+}
+
+/** The real service on a loopback port, over a fresh SQLite store holding `grants`. */
+export async function startService(
+  principals: readonly Principal[],
+  grants: readonly GrantInput[] = [],
+): Promise<Service> {
+  const dir = mkdtempSync(join(tmpdir(), "tessera-serve-"));
+  const stores = await openStoresByUrl(`sqlite:${join(dir, "t.db")}`);
+  for (const grant of grants) await stores.grants.add(grant);
+  const server = await startServer({ stores, principals, port: 0 });
+  return {
+    stores,
+    server,
+    close: async () => {
+      await server.close();
+      await stores.close();
+    },
+  };
+}
+
+export async function authorize(base: string, token: string | null, body: unknown) {
+  const reply = await fetch(`${base}/v1/authorize`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      ...(token === null ? {} : { authorization: `Bearer ${token}` }),
+    },
+    body: JSON.stringify(body),
+  });
+  return { status: reply.status, body: (await reply.json()) as Record<string, unknown> };
+}
+
+export async function explainCall(base: string, token: string, callId: string) {
+  const reply = await fetch(`${base}/v1/explain?callId=${encodeURIComponent(callId)}`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  return { status: reply.status, body: (await reply.json()) as Record<string, unknown> };
+}
+
+/**
+ * Sends `target` exactly as given in the request line (fetch would normalise `//` or an
+ * absolute URL before it reaches the server).
+ */
+export function rawRequest(
+  base: string,
+  target: string,
+  token?: string,
+): Promise<{ status: number; body: unknown }> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const sent = request(
+      {
+        host: hostname.replace(/^\[|\]$/g, ""),
+        port,
+        path: target,
+        method: "GET",
+        headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+      },
+      (reply) => {
+        const chunks: Buffer[] = [];
+        reply.on("data", (chunk: Buffer) => chunks.push(chunk));
+        reply.on("end", () => {
+          const text = Buffer.concat(chunks).toString("utf8");
+          resolve({ status: reply.statusCode ?? 0, body: text ? JSON.parse(text) : undefined });
+        });
+      },
+    );
+    sent.on("error", reject);
+    sent.end();
+  });
+}
+
+/** A single-use ticket for `recipient`, owned by `owner`, issued by `issuer` to `subject`. */
+export function ticket(
+  id: string,
+  recipient: string,
+  options: { owner?: string; issuer?: string; subject?: string; purposes?: string[] } = {},
+): GrantInput {
+  return {
+    id,
+    namespaceId: "team",
+    issuer: options.issuer ?? "host",
+    subject: options.subject ?? "asker",
+    capabilities: [
+      {
+        resource: { namespace: "messages", path: [recipient], owner: options.owner ?? "alice" },
+        actions: ["messages.send"],
+        scope: "exact",
+      },
+    ],
+    constraints: {
+      maxUses: 1,
+      ...(options.purposes === undefined ? {} : { purposes: options.purposes }),
+    },
+    issuedAt: new Date(Date.now() - 60_000).toISOString(),
+  };
+}
+
+export const send = (recipient: string, callId: string, owner = "alice") => ({
+  action: "messages.send",
+  resource: { namespace: "messages", path: [recipient], owner },
+  callId,
+});
