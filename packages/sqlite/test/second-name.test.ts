@@ -7,8 +7,9 @@
  * such a file (`store_file_shared`); these cases run the race in real OS processes.
  */
 import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from "node:child_process";
-import { linkSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { linkSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { openStores } from "@tessera/sqlite";
 import { afterEach, describe, expect, it } from "vitest";
@@ -184,34 +185,51 @@ const canUnshare =
   process.platform === "linux" &&
   spawnSync("unshare", ["-m", "--propagation", "private", "true"]).status === 0;
 
+/** Runs node in a private mount namespace in which `source` is bind-mounted on `target`. */
+function mountedThen(source: string, target: string): string[] {
+  return [
+    "unshare",
+    "-m",
+    "--propagation",
+    "private",
+    "sh",
+    "-c",
+    'mount --bind "$1" "$2" && shift 2 && exec "$@"',
+    "sh",
+    source,
+    target,
+    process.execPath,
+  ];
+}
+
 describe.skipIf(!canUnshare)(
-  "a bind mount of the file (needs unshare -m: root or user namespaces)",
+  "bind mounts (need unshare -m: root or user namespaces; skipped without)",
   () => {
-    it("the mounted name is refused; the original name works; no key is won twice", async () => {
+    it("the file alone mounted: the mounted name is refused; the original works; no key is won twice", async () => {
       const path = await provisioned();
       const mounted = join(path, "..", "mounted.db");
       writeFileSync(mounted, "");
-      const inNamespace = [
-        "unshare",
-        "-m",
-        "--propagation",
-        "private",
-        "sh",
-        "-c",
-        'mount --bind "$1" "$2" && shift 2 && exec "$@"',
-        "sh",
-        path,
-        mounted,
-        process.execPath,
-      ];
       const results = await race([
         racer(NODE, `sqlite:${path}`),
-        racer(inNamespace, `sqlite:${mounted}`),
+        racer(mountedThen(path, mounted), `sqlite:${mounted}`),
       ]);
       expect(won(results, "claimed")).toBeLessThanOrEqual(KEYS);
       expect(won(results, "spent")).toBeLessThanOrEqual(KEYS);
       expect(results[0]).toEqual({ claimed: KEYS, spent: KEYS });
       expect(results[1]).toMatchObject({ refused: "store_file_shared" });
+    });
+
+    it("the directory mounted (the advice): both names open and each key is won exactly once", async () => {
+      const path = await provisioned();
+      const elsewhere = mkdtempSync(join(tmpdir(), "tessera-sqlite-mount-"));
+      files.push({ dispose: () => rmSync(elsewhere, { recursive: true, force: true }) });
+      const results = await race([
+        racer(NODE, `sqlite:${path}`),
+        racer(mountedThen(dirname(path), elsewhere), `sqlite:${join(elsewhere, basename(path))}`),
+      ]);
+      expect(results.every((r) => !("refused" in r))).toBe(true);
+      expect(won(results, "claimed")).toBe(KEYS);
+      expect(won(results, "spent")).toBe(KEYS);
     });
   },
 );
