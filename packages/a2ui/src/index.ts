@@ -22,5 +22,7 @@ export type {
 export {
   DirectoryClaimStore,
   type DirectoryClaimStoreOptions,
+  type InDoubtReport,
+  type SkippedMarker,
 } from "./stores/directory/directory-store.js";
 export { MemoryClaimStore } from "./stores/memory.js";

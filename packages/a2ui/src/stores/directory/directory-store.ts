@@ -1,5 +1,5 @@
 import { constants, existsSync } from "node:fs";
-import { type FileHandle, open, readdir, readFile, unlink } from "node:fs/promises";
+import { type FileHandle, open, readdir, unlink } from "node:fs/promises";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import {
@@ -17,7 +17,25 @@ import {
 } from "@tessera/core";
 import { checkPrivateDirectory, checkSameDirectory, type DirectoryIdentity } from "./checks.js";
 import { GroupSync } from "./group-sync.js";
-import { decodeMarker, encodeReceipt, encodeRecord, MARKER_NAME } from "./marker.js";
+import { encodeReceipt, encodeRecord, MARKER_NAME, type MarkerRead, readMarker } from "./marker.js";
+
+/**
+ * A directory entry named like a marker that names no claim: `not_a_file` (a FIFO, a
+ * directory, a symlink, a socket: not made by this store) or `no_record` (a marker whose
+ * record line is missing or torn: its worker died, or a full disk kept it from being written
+ * and removed; the ID stays claimed, in doubt, but its key cannot be named).
+ */
+export interface SkippedMarker {
+  readonly marker: string;
+  readonly why: "not_a_file" | "no_record";
+}
+
+/** What `inDoubtReport` finds: the claims in doubt, and the entries it could not read. */
+export interface InDoubtReport {
+  readonly inDoubt: StoredClaim[];
+  /** Never filtered by session: an entry that cannot be read cannot be attributed. */
+  readonly skipped: SkippedMarker[];
+}
 
 export interface DirectoryClaimStoreOptions {
   /**
@@ -40,7 +58,9 @@ const CREATE_MARKER =
   constants.O_EXCL |
   constants.O_NOFOLLOW |
   constants.O_APPEND;
-const APPEND_TO_MARKER = constants.O_WRONLY | constants.O_APPEND | constants.O_NOFOLLOW;
+/** Non-blocking, like every open of an existing marker (see `readMarker`). */
+const APPEND_TO_MARKER =
+  constants.O_WRONLY | constants.O_APPEND | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 const OPEN_DIRECTORY = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 /** Markers kept open between claim and settle (one per call in flight, in practice). */
 const MAX_HELD_MARKERS = 256;
@@ -151,11 +171,31 @@ export class DirectoryClaimStore implements ClaimStore {
       await this.#syncDir();
     } catch (error) {
       await marker.close().catch(() => undefined);
-      // The marker may exist without being durable: it stays (the ID is spent, in doubt).
-      throw unavailable("the claim marker could not be made durable", error);
+      throw await this.#abandon(name, error);
     }
     this.#keepForSettle(name, marker);
     return CLAIMED;
+  }
+
+  /**
+   * After a failed write or fsync (a full disk) the caller is told the call could not be
+   * claimed and nothing runs, so the marker goes too: left behind, it would refuse the ID
+   * forever while its empty content kept it out of `listInDoubt`. A loser that saw it in the
+   * meantime was refused, and nothing ran for it either. If the removal fails as well, the
+   * error says so, and `inDoubtReport` lists the marker as `no_record`.
+   */
+  async #abandon(name: string, cause: unknown): Promise<TesseraError> {
+    try {
+      await unlink(this.#entry(name));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") {
+        return unavailable(
+          "the claim marker could not be written nor removed: the ID stays claimed, in doubt",
+          cause,
+        );
+      }
+    }
+    return unavailable("the claim marker could not be written; it was removed", cause);
   }
 
   /**
@@ -206,26 +246,43 @@ export class DirectoryClaimStore implements ClaimStore {
   async get(key: ClaimKey): Promise<StoredClaim | undefined> {
     this.#checkOpen();
     checkSameDirectory(this.#dir, this.#identity);
-    const claim = await this.#read(claimKeyDigest(key));
+    const read = await this.#read(claimKeyDigest(key));
+    if (read === "not_a_file") throw notAFile();
+    const claim = claimOf(read);
     return claim && sameKey(claim, key) ? claim : undefined;
   }
 
-  /** Markers without a recorded outcome. Markers whose content is unreadable are skipped. */
+  /**
+   * Markers without a recorded outcome, oldest first. Entries that name no claim (see
+   * `SkippedMarker`) are left out; `inDoubtReport` lists them.
+   */
   async listInDoubt(session?: string): Promise<StoredClaim[]> {
-    const claims = await this.#all();
-    return claims
-      .filter(
-        (claim) =>
-          claim.receipt === undefined && (session === undefined || claim.session === session),
-      )
-      .sort((a, b) => a.claimedAt - b.claimedAt);
+    return (await this.inDoubtReport(session)).inDoubt;
+  }
+
+  /** `listInDoubt`, plus every entry named like a marker that could not be read as a claim. */
+  async inDoubtReport(session?: string): Promise<InDoubtReport> {
+    this.#checkOpen();
+    checkSameDirectory(this.#dir, this.#identity);
+    const inDoubt: StoredClaim[] = [];
+    const skipped: SkippedMarker[] = [];
+    for (const name of await this.#markerNames()) {
+      const read = await this.#read(name);
+      if (read === "missing") continue; // removed since the listing (endSession)
+      if (typeof read === "string") skipped.push(Object.freeze({ marker: name, why: read }));
+      else if (read.receipt === undefined && (session === undefined || read.session === session))
+        inDoubt.push(read);
+    }
+    inDoubt.sort((a, b) => a.claimedAt - b.claimedAt);
+    return Object.freeze({ inDoubt, skipped });
   }
 
   async endSession(session: string): Promise<void> {
     this.#checkOpen();
     checkSameDirectory(this.#dir, this.#identity);
     for (const name of await this.#markerNames()) {
-      const claim = await this.#read(name);
+      // An entry that names no claim belongs to no session: it stays for the operator.
+      const claim = claimOf(await this.#read(name));
       if (claim?.session !== session) continue;
       try {
         await unlink(this.#entry(name));
@@ -270,29 +327,12 @@ export class DirectoryClaimStore implements ClaimStore {
     }
   }
 
-  async #all(): Promise<StoredClaim[]> {
-    this.#checkOpen();
-    checkSameDirectory(this.#dir, this.#identity);
-    const claims: StoredClaim[] = [];
-    for (const name of await this.#markerNames()) {
-      const claim = await this.#read(name);
-      if (claim) claims.push(claim);
-    }
-    return claims;
-  }
-
-  async #read(name: string): Promise<StoredClaim | undefined> {
-    let text: string;
+  async #read(name: string): Promise<MarkerRead> {
     try {
-      text = await readFile(this.#entry(name), {
-        encoding: "utf8",
-        flag: constants.O_RDONLY | constants.O_NOFOLLOW,
-      });
+      return await readMarker(this.#entry(name));
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
       throw unavailable("a claim marker could not be read", error);
     }
-    return decodeMarker(text);
   }
 
   /**
@@ -304,7 +344,10 @@ export class DirectoryClaimStore implements ClaimStore {
   async #readClaimed(key: ClaimKey, name: string): Promise<StoredClaim> {
     const deadline = Date.now() + CONTENT_WAIT_MS;
     for (let pause = 1; ; pause = Math.min(pause * 2, 20)) {
-      const claim = await this.#read(name);
+      const read = await this.#read(name);
+      // Not made by this store: the ID's name is taken, but by nothing that is a claim.
+      if (read === "not_a_file") throw notAFile();
+      const claim = claimOf(read);
       if (claim && sameKey(claim, key)) return claim;
       if (Date.now() >= deadline) break;
       await sleep(pause);
@@ -319,6 +362,17 @@ export class DirectoryClaimStore implements ClaimStore {
 }
 
 const CLAIMED: ClaimResult = Object.freeze({ status: "claimed" });
+
+function notAFile(): TesseraError {
+  return new TesseraError(
+    "claim_store_unavailable",
+    "an entry named like this claim's marker is not a regular file",
+  );
+}
+
+function claimOf(read: MarkerRead): StoredClaim | undefined {
+  return typeof read === "string" ? undefined : read;
+}
 
 function sameKey(claim: StoredClaim, key: ClaimKey): boolean {
   return claim.session === key.session && claim.functionCallId === key.functionCallId;

@@ -1,3 +1,5 @@
+import { constants } from "node:fs";
+import { type FileHandle, lstat, open } from "node:fs/promises";
 import type { ClaimKey, ClaimReceipt, ClaimRecord, StoredClaim } from "@tessera/core";
 
 /**
@@ -76,5 +78,44 @@ function parseLine(line: string | undefined): Record<string, unknown> | undefine
     return parsed !== null && typeof parsed === "object" ? parsed : undefined;
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * One marker as read: the claim, or why there is none. `not_a_file`: a FIFO, directory,
+ * symlink or socket under a marker's name (never made by the store); `no_record`: a regular
+ * file without a whole record line (its writer died, or a full disk stopped the write).
+ */
+export type MarkerRead = StoredClaim | "missing" | "not_a_file" | "no_record";
+
+/**
+ * Non-blocking and never following a symlink: an entry named like a marker may be a FIFO,
+ * whose plain open waits for a peer forever and holds one of libuv's four threads while it
+ * does (four such opens stalled every claim in the process).
+ */
+const READ_MARKER = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
+/**
+ * Reads one marker without ever blocking on it. The type is checked before the open (so a
+ * FIFO or device is never opened) and again on the open handle (in case the entry was
+ * swapped in between). Other I/O errors are thrown as they are.
+ */
+export async function readMarker(entry: string): Promise<MarkerRead> {
+  let handle: FileHandle;
+  try {
+    if (!(await lstat(entry)).isFile()) return "not_a_file";
+    handle = await open(entry, READ_MARKER);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return "missing";
+    // A symlink swapped in after the lstat (O_NOFOLLOW), or a socket or FIFO (no peer).
+    if (code === "ELOOP" || code === "ENXIO") return "not_a_file";
+    throw error;
+  }
+  try {
+    if (!(await handle.stat()).isFile()) return "not_a_file";
+    return decodeMarker(await handle.readFile("utf8")) ?? "no_record";
+  } finally {
+    await handle.close().catch(() => undefined);
   }
 }
