@@ -30,14 +30,14 @@ export type ReadResult =
 /**
  * The gate is stricter than the schema about IDs (which allows any string): an ID is echoed
  * back and kept in claims, audit and operators' terminals, so it must be short and printable.
- * Refused: C0, DEL and C1 controls (U+009B is a terminal's CSI), the bidi controls
- * (U+061C, U+200E/F, U+202A–202E, U+2066–2069, which can make an ID read
- * as another) and the line and paragraph separators U+2028/2029. Anything else (`../`, `/`,
+ * Refused: C0, DEL and C1 controls (U+009B is a terminal's CSI), the bidi controls (U+061C,
+ * U+200E/F, U+202A–202E, U+2066–2069, which can make an ID read as another) and the line
+ * and paragraph separators U+2028/2029. Anything else (`../`, `/`,
  * other non-ASCII, emoji with joiners) is fine: stores key claims by a hash, never the raw ID.
  */
 export const MAX_CALL_ID_LENGTH = 256;
-// Spelled out rather than `/[\p{Cc}\p{Bidi_Control}]/u`: the same set, and a non-unicode
-// regex measured ~0.3 µs faster per call here.
+// Spelled out rather than `/[\p{Cc}\p{Bidi_Control}]/u` (a test checks it is the same set):
+// with the `u` flag, reading a message measured about 0.1–0.3 µs slower.
 const USABLE_ID =
   // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
   /^[^\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]+$/;
