@@ -1,5 +1,14 @@
+/**
+ * `@tessera/core`: what a host wires and calls. Test helpers live in `@tessera/core/testing`,
+ * store-author helpers in `@tessera/core/store-kit`.
+ */
+export {
+  type ExplainPrincipal,
+  type ExplainVerdict,
+  type Explanation,
+  explain,
+} from "./audit/explain.js";
 export { JsonlAuditSink, type JsonlAuditSinkOptions } from "./audit/jsonl-audit-sink.js";
-export { checkClaimKey, checkReceipt, checkRecord } from "./contracts/claim-input.js";
 export type {
   ClaimKey,
   ClaimReceipt,
@@ -8,9 +17,7 @@ export type {
   ClaimStore,
   StoredClaim,
 } from "./contracts/claims.js";
-export { claimKeyDigest } from "./contracts/claims.js";
-export { storageDigest, uniqueStorageDigest } from "./contracts/digest.js";
-export { isTesseraError, redact, TesseraError } from "./contracts/errors.js";
+export { isTesseraError, TesseraError } from "./contracts/errors.js";
 export {
   MESSAGE_NAMESPACE,
   MESSAGE_SEND_ACTION,
@@ -35,17 +42,32 @@ export type {
   AuditReason,
   CallerCode,
   DecisionGate,
+  DecisionStage,
   ErrorCode,
+  GateReason,
+  KernelReason,
   ReceiptStatus,
 } from "./contracts/vocabulary.js";
 export {
   AUDIT_REASONS,
   CALLER_CODES,
+  ERROR_CATALOG,
   ERROR_CODES,
   RECEIPT_STATUSES,
 } from "./contracts/vocabulary.js";
-export type { ScriptedStep } from "./executor/scripted-driver.js";
-export { ScriptedDriver } from "./executor/scripted-driver.js";
+export {
+  checkClaimKey,
+  checkReceipt,
+  checkRecord,
+  claimKeyDigest,
+  fixedClock,
+  ManualClock,
+  redact,
+  ScriptedDriver,
+  type ScriptedStep,
+  storageDigest,
+  uniqueStorageDigest,
+} from "./deprecated.js";
 export type {
   StepContext,
   TurnDriver,
@@ -53,8 +75,6 @@ export type {
   TurnOutcome,
 } from "./executor/turn-executor.js";
 export { TurnExecutor } from "./executor/turn-executor.js";
-export type { ExplainPrincipal, ExplainVerdict, Explanation } from "./kernel/explain.js";
-export { explain } from "./kernel/explain.js";
 export { createKernel } from "./kernel/kernel.js";
 export type {
   AuthorizeRequest,
@@ -69,19 +89,20 @@ export type {
   TurnTools,
 } from "./kernel/types.js";
 export { InMemoryAuditSink } from "./memory/audit-sink.js";
-export { fixedClock, ManualClock } from "./memory/clock.js";
-export { InMemoryGrantSource } from "./memory/grant-source.js";
+export { InMemoryGrantSource, InMemoryGrantStore } from "./memory/grant-store.js";
 export { InProcessTransport, type ReplyHandler } from "./memory/transport.js";
 export { InMemoryGrantUsageStore } from "./memory/usage-store.js";
 export { type FanoutTicketOptions, issueFanoutTickets } from "./messaging/fanout.js";
 export { findSharedBudgets, type SharedBudgetWarning } from "./messaging/shared-budget.js";
-export type { AuditSink, ReadableAuditSink } from "./ports/audit-sink.js";
+export type { AuditFilter, AuditSink, ReadableAuditSink } from "./ports/audit-sink.js";
 export type { Clock } from "./ports/clock.js";
 export { systemClock } from "./ports/clock.js";
 export type { GrantSource, GrantStore } from "./ports/grant-source.js";
+export type { Closable, StoreBundle } from "./ports/stores.js";
 export type {
   DeliveryResult,
   MessageEnvelope,
   MessageTransport,
 } from "./ports/transport.js";
 export type { ConsumeResult, GrantUsageStore } from "./ports/usage-store.js";
+export { openStores, storePackageFor } from "./stores/open-stores.js";

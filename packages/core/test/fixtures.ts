@@ -5,12 +5,12 @@ import {
   type GrantInput,
   type GrantUsageStore,
   InMemoryAuditSink,
-  InMemoryGrantSource,
+  InMemoryGrantStore,
   InMemoryGrantUsageStore,
   InProcessTransport,
   type KernelOptions,
-  ManualClock,
 } from "../src/index.js";
+import { ManualClock } from "../src/testing.js";
 
 /** Shared test fixtures: a host, an asker and an owner, with grants built field by field. */
 export const NS = "ns-test";
@@ -63,7 +63,7 @@ export function cap(
 }
 
 export interface Rig {
-  grants: InMemoryGrantSource;
+  grants: InMemoryGrantStore;
   usage: InMemoryGrantUsageStore;
   audit: InMemoryAuditSink;
   transport: InProcessTransport;
@@ -75,7 +75,7 @@ export interface Rig {
 export function rig(
   options: { usage?: GrantUsageStore | null; extra?: Partial<KernelOptions> } = {},
 ): Rig {
-  const grants = new InMemoryGrantSource();
+  const grants = new InMemoryGrantStore();
   const usage = new InMemoryGrantUsageStore();
   const audit = new InMemoryAuditSink();
   const transport = InProcessTransport.echo();

@@ -7,7 +7,7 @@ import {
   type AuditEvent,
   createKernel,
   explain,
-  InMemoryGrantSource,
+  InMemoryGrantStore,
   InMemoryGrantUsageStore,
   InProcessTransport,
   isTesseraError,
@@ -81,7 +81,7 @@ describe("JsonlAuditSink", () => {
   it("serves the kernel and explain: spent vs never granted survive on disk", async () => {
     const path = join(dir, "audit.jsonl");
     const audit = JsonlAuditSink.open(path);
-    const grants = new InMemoryGrantSource();
+    const grants = new InMemoryGrantStore();
     await grants.add(
       grant({ constraints: { maxUses: 1 }, capabilities: [messageSendCapability("bob", OWNER)] }),
     );

@@ -1,8 +1,9 @@
 import { closeSync, fsyncSync, openSync, readFileSync, writeSync } from "node:fs";
 import { TesseraError } from "../contracts/errors.js";
 import { type AuditEvent, AuditEventSchema } from "../contracts/schemas.js";
+import { checkAuditFilter } from "../contracts/store-input.js";
 import { selectEvents } from "../memory/audit-sink.js";
-import type { ReadableAuditSink } from "../ports/audit-sink.js";
+import type { AuditFilter, ReadableAuditSink } from "../ports/audit-sink.js";
 
 export interface JsonlAuditSinkOptions {
   /**
@@ -55,7 +56,9 @@ export class JsonlAuditSink implements ReadableAuditSink {
    * Reads the whole log back. A line that is not a valid event (a torn last line after a
    * crash, or tampering) is refused loudly rather than skipped.
    */
-  async read(filter: { callId?: string; traceId?: string; limit?: number } = {}) {
+  async read(filter: AuditFilter = {}) {
+    // Checked before the file is read: a bad filter is the caller's, not the log's, fault.
+    checkAuditFilter(filter);
     const text = readFileSync(this.#path, "utf8");
     const events: AuditEvent[] = [];
     let lineNumber = 0;

@@ -25,8 +25,11 @@ export const CALLER_CODES = [
 ] as const;
 export type CallerCode = (typeof CALLER_CODES)[number];
 
-/** Where in the pipeline a decision was taken. */
-export type DecisionGate =
+/**
+ * Where in the pipeline a decision was taken. "Gate" means only the A2UI function-call gate;
+ * the positions in a pipeline (the kernel's or the gate's) are stages.
+ */
+export type DecisionStage =
   | "lease"
   | "validation"
   | "discovery"
@@ -38,12 +41,15 @@ export type DecisionGate =
   | "approval"
   | "dispatch";
 
-/** What the owner may learn, and which gate produces it. */
-export const AUDIT_REASONS = {
-  // allowed decisions
-  allowed: "capability",
-  dispatched: "dispatch",
-  // kernel refusals
+/** @deprecated Renamed `DecisionStage` ("gate" now means only the A2UI gate); goes in 0.3. */
+export type DecisionGate = DecisionStage;
+
+/**
+ * Why a grant does not count for one decision, each with its stage. The kernel ranks these
+ * (which one the owner hears when several grants fail), so they are a table of their own: a
+ * new one fails compilation until it is ranked.
+ */
+export const GRANT_REASONS = {
   grant_exhausted: "discovery",
   revoked: "capability",
   expired: "capability",
@@ -53,11 +59,23 @@ export const AUDIT_REASONS = {
   owner_mismatch: "capability",
   no_capability: "capability",
   usage_store_unavailable: "usage",
+} as const satisfies Record<string, DecisionStage>;
+export type GrantReason = keyof typeof GRANT_REASONS;
+
+/** What the owner may learn about a kernel decision, and the stage that produces it. */
+export const KERNEL_REASONS = {
+  allowed: "capability",
+  ...GRANT_REASONS,
   authority_unavailable: "lease",
   turn_closed: "lease",
   invalid_request: "validation",
   delivery_failed: "transport",
-  // gate refusals
+} as const satisfies Record<string, DecisionStage>;
+export type KernelReason = keyof typeof KERNEL_REASONS;
+
+/** What the owner may learn about an A2UI gate decision, and the stage that produces it. */
+export const GATE_REASONS = {
+  dispatched: "dispatch",
   invalid_message: "validation",
   unknown_catalog: "catalog",
   unknown_function: "catalog",
@@ -69,37 +87,130 @@ export const AUDIT_REASONS = {
   policy_denied: "approval",
   approval_denied: "approval",
   callback_failed: "dispatch",
-} as const satisfies Record<string, DecisionGate>;
-export type AuditReason = keyof typeof AUDIT_REASONS;
+} as const satisfies Record<string, DecisionStage>;
+export type GateReason = keyof typeof GATE_REASONS;
 
-/** Stable codes of thrown errors (configuration, stores, I/O), one list for every package. */
-export const ERROR_CODES = [
-  "invalid_config",
-  "invalid_grant",
-  "invalid_input",
-  "authority_unavailable",
-  "usage_store_unavailable",
-  "claim_store_unavailable",
-  "audit_unavailable",
-  "grant_store_unavailable",
-  "claim_dir_missing",
-  "claim_dir_insecure",
-  "claim_dir_changed",
-  "store_self_test_failed",
-  "store_file_shared",
-  "schema_unavailable",
-  "unsupported_store_url",
-  "turn_closed",
-  // A turn driver returned something other than a documented step result.
-  "invalid_request",
-  "store_unavailable",
+/** Every audit reason: the kernel's and the gate's, which share no name. */
+export const AUDIT_REASONS = { ...KERNEL_REASONS, ...GATE_REASONS } as const satisfies Record<
+  string,
+  DecisionStage
+>;
+export type AuditReason = keyof typeof AUDIT_REASONS;
+// A name in both tables would merge silently in the spread above: refuse it at compile time.
+const disjoint: [KernelReason & GateReason] extends [never] ? true : false = true;
+void disjoint;
+
+/** One row of the error catalogue: what the code means, and the HTTP status a service answers. */
+export interface ErrorEntry {
+  readonly meaning: string;
+  readonly httpStatus: 400 | 404 | 409 | 500 | 503;
+}
+
+/**
+ * Stable codes of thrown errors (configuration, stores, I/O), one row each for every package.
+ * A store that cannot answer is 503 (the request may succeed later); a wrong argument is 400;
+ * the host's own misconfiguration is 500. docs/codes.md shows the same rows; a test compares.
+ */
+export const ERROR_CATALOG = {
+  invalid_config: {
+    meaning: "A configuration is wrong: a constructor option, a store URL option, a catalog.",
+    httpStatus: 500,
+  },
+  invalid_grant: {
+    meaning: "A grant does not match the grant schema, or its ID is taken in its namespace.",
+    httpStatus: 400,
+  },
+  invalid_input: {
+    meaning:
+      "An argument has the wrong shape: a key, record, receipt, bound, filter, access context.",
+    httpStatus: 400,
+  },
+  authority_unavailable: {
+    meaning: "Trustworthy authority could not be loaded.",
+    httpStatus: 503,
+  },
+  usage_store_unavailable: {
+    meaning: "The usage store did not answer or is closed: bounded grants fail closed.",
+    httpStatus: 503,
+  },
+  claim_store_unavailable: {
+    meaning: "The claim store did not answer or is closed: no call runs.",
+    httpStatus: 503,
+  },
+  audit_unavailable: {
+    meaning: "The audit sink did not answer, is closed, or holds an unreadable log.",
+    httpStatus: 503,
+  },
+  grant_store_unavailable: {
+    meaning: "The grant store did not answer or is closed.",
+    httpStatus: 503,
+  },
+  claim_dir_missing: {
+    meaning: "The claim directory does not exist; the gate never creates it.",
+    httpStatus: 503,
+  },
+  claim_dir_insecure: {
+    meaning:
+      "The claim directory is a symlink, not a directory, not the user's own, or open to others.",
+    httpStatus: 500,
+  },
+  claim_dir_changed: {
+    meaning: "The claim directory was removed or replaced since it was opened.",
+    httpStatus: 503,
+  },
+  store_self_test_failed: {
+    meaning: "The store could not prove its atomic primitives when it was opened.",
+    httpStatus: 500,
+  },
+  store_file_shared: {
+    meaning: "The SQLite file has a second name (a hard link, a bind mount of the file).",
+    httpStatus: 500,
+  },
+  schema_unavailable: {
+    meaning: "A schema is missing or newer than this build (store tables or keys, A2UI schemas).",
+    httpStatus: 503,
+  },
+  unsupported_store_url: {
+    meaning: "No backend serves the store URL's scheme, or its package is not installed.",
+    httpStatus: 500,
+  },
+  turn_closed: {
+    meaning: "The turn's authority lease is closed; open a new turn.",
+    httpStatus: 409,
+  },
+  invalid_request: {
+    meaning: "A request, or a turn driver's step result, is not of its documented shape.",
+    httpStatus: 400,
+  },
+  store_unavailable: {
+    meaning: "A store bundle could not be opened: its file, server or connection is unreachable.",
+    httpStatus: 503,
+  },
   // The CLI's edges: a command line, a file it names, an address it listens on.
-  "invalid_usage",
-  "file_not_found",
-  "address_in_use",
-  "address_unavailable",
-] as const;
-export type ErrorCode = (typeof ERROR_CODES)[number];
+  invalid_usage: {
+    meaning: "The command line cannot run: an unknown option, a missing or empty value.",
+    httpStatus: 400,
+  },
+  file_not_found: {
+    meaning: "A file the command names does not exist.",
+    httpStatus: 500,
+  },
+  address_in_use: {
+    meaning: "Another process holds the port to listen on.",
+    httpStatus: 500,
+  },
+  address_unavailable: {
+    meaning: "This machine cannot listen on the host address.",
+    httpStatus: 500,
+  },
+} as const satisfies Record<string, ErrorEntry>;
+export type ErrorCode = keyof typeof ERROR_CATALOG;
+
+/** Every error code, in catalogue order. */
+export const ERROR_CODES = Object.freeze(Object.keys(ERROR_CATALOG)) as readonly [
+  ErrorCode,
+  ...ErrorCode[],
+];
 
 /** Receipt statuses of a handled A2UI function call. */
 export const RECEIPT_STATUSES = ["dispatched", "none", "denied", "failed", "in_doubt"] as const;

@@ -5,11 +5,11 @@ import {
   isTesseraError,
   type Kernel,
   messageSendCapability,
-  ScriptedDriver,
   type TurnAuthority,
   type TurnDriver,
   TurnExecutor,
 } from "../index.js";
+import { ScriptedDriver } from "../testing.js";
 
 /** Watches every lease a kernel opens, so each test can check the lease was closed. */
 function watched(kernel: Kernel): { kernel: Kernel; leases: TurnAuthority[] } {

@@ -1,13 +1,13 @@
 import { TesseraError } from "../contracts/errors.js";
 import type { AccessContext, AuditEvent } from "../contracts/schemas.js";
-import type { AuditReason, CallerCode } from "../contracts/vocabulary.js";
+import type { CallerCode, KernelReason } from "../contracts/vocabulary.js";
 import type { AuditSink } from "../ports/audit-sink.js";
 
 /** The parts of an event that differ per decision. Undefined fields are left out of the event. */
 export interface DecisionRecord {
   readonly now: number;
   readonly code: CallerCode | null;
-  readonly reason: AuditReason;
+  readonly reason: KernelReason;
   readonly callId: string;
   readonly action?: string;
   readonly resource?: string;

@@ -1,4 +1,4 @@
-import type { AuditReason, CallerCode } from "../contracts/vocabulary.js";
+import type { CallerCode, GrantReason } from "../contracts/vocabulary.js";
 import type { GrantUsageStore } from "../ports/usage-store.js";
 import {
   type ActionIndex,
@@ -31,7 +31,7 @@ export type Verdict =
   | {
       readonly allowed: false;
       readonly code: CallerCode;
-      readonly reason: AuditReason;
+      readonly reason: GrantReason;
       readonly grant?: IndexedGrant;
       readonly detail?: string;
     };
@@ -53,7 +53,7 @@ const STORE_DOWN: Verdict = Object.freeze({
   reason: "usage_store_unavailable",
 });
 
-function windowReason(grant: IndexedGrant, now: number): AuditReason | undefined {
+function windowReason(grant: IndexedGrant, now: number): GrantReason | undefined {
   if (now < grant.notBefore) return "not_yet_valid";
   if (now >= grant.expiresAt) return "expired";
   return undefined;
@@ -94,11 +94,11 @@ export function decide(
 
 /** The strongest reason seen among the grants that cover the resource, and its grant. */
 interface Match {
-  reason: AuditReason | undefined;
+  reason: GrantReason | undefined;
   grant: IndexedGrant | undefined;
 }
 
-function noteReason(match: Match, reason: AuditReason, grant: IndexedGrant): void {
+function noteReason(match: Match, reason: GrantReason, grant: IndexedGrant): void {
   const stronger = strongerReason(match.reason, reason);
   if (stronger !== match.reason) match.grant = grant;
   match.reason = stronger;
@@ -178,7 +178,7 @@ function refusalFor(visibility: Visibility, match: Match): Verdict {
   const verdict: {
     allowed: false;
     code: CallerCode;
-    reason: AuditReason;
+    reason: GrantReason;
     grant?: IndexedGrant;
     detail?: string;
   } = { allowed: false, code, reason };
@@ -187,7 +187,7 @@ function refusalFor(visibility: Visibility, match: Match): Verdict {
   return verdict;
 }
 
-type Visibility = "visible" | "store_down" | AuditReason;
+type Visibility = "visible" | "store_down" | GrantReason;
 
 /**
  * Is the action discoverable now? It is when a live unbounded grant exists, or a live bounded
@@ -199,7 +199,7 @@ export function discover(
   entry: ActionIndex,
   now: number,
 ): Visibility | Promise<Visibility> {
-  let hidden: AuditReason | undefined = entry.fixedReason;
+  let hidden: GrantReason | undefined = entry.fixedReason;
   for (const grant of entry.unbounded) {
     const outside = windowReason(grant, now);
     if (outside === undefined) return "visible";
@@ -213,7 +213,7 @@ async function discoverBounded(
   scope: DecisionScope,
   entry: ActionIndex,
   now: number,
-  hiddenSoFar: AuditReason | undefined,
+  hiddenSoFar: GrantReason | undefined,
 ): Promise<Visibility> {
   let hidden = hiddenSoFar;
   const bounded = entry.bounded;

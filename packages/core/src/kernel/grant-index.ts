@@ -1,5 +1,5 @@
 import type { AccessContext, Grant } from "../contracts/schemas.js";
-import type { AuditReason } from "../contracts/vocabulary.js";
+import type { GrantReason } from "../contracts/vocabulary.js";
 
 /**
  * The grant set of one lease, compiled once when the lease opens so that a decision is a few
@@ -27,7 +27,7 @@ export interface IndexedGrant {
   readonly notBefore: number;
   readonly expiresAt: number;
   /** Why the grant never counts in this turn (issuer, revocation, purpose), if it doesn't. */
-  readonly fixedReason: AuditReason | undefined;
+  readonly fixedReason: GrantReason | undefined;
   /**
    * Set once a bounded grant has been seen spent in this lease. Usage only ever grows, so a
    * spent grant stays spent and the lease need not ask the store again; "unspent" is never
@@ -63,13 +63,16 @@ export interface ActionIndex {
   /** Every grant in `bounded` before this position is known spent: discovery starts here. */
   spentBefore: number;
   /** The most telling fixed reason among the action's grants, for "why is the tool hidden". */
-  fixedReason: AuditReason | undefined;
+  fixedReason: GrantReason | undefined;
 }
 
 export type GrantIndex = ReadonlyMap<string, ActionIndex>;
 
-/** Lower rank wins when several grants fail for different reasons: tell the owner the most. */
-const REASON_RANK: Partial<Record<AuditReason, number>> = {
+/**
+ * Lower rank wins when several grants fail for different reasons: tell the owner the most.
+ * Total over `GrantReason`, so a new reason does not compile until it is ranked here.
+ */
+const REASON_RANK: Record<GrantReason, number> = {
   grant_exhausted: 0,
   usage_store_unavailable: 1,
   revoked: 2,
@@ -82,18 +85,18 @@ const REASON_RANK: Partial<Record<AuditReason, number>> = {
 };
 
 export function strongerReason(
-  current: AuditReason | undefined,
-  candidate: AuditReason,
-): AuditReason {
+  current: GrantReason | undefined,
+  candidate: GrantReason,
+): GrantReason {
   if (current === undefined) return candidate;
-  return (REASON_RANK[candidate] ?? 99) < (REASON_RANK[current] ?? 99) ? candidate : current;
+  return REASON_RANK[candidate] < REASON_RANK[current] ? candidate : current;
 }
 
 function epoch(instant: string | undefined, fallback: number): number {
   return instant === undefined ? fallback : Date.parse(instant);
 }
 
-function fixedReasonOf(grant: Grant, ctx: AccessContext): AuditReason | undefined {
+function fixedReasonOf(grant: Grant, ctx: AccessContext): GrantReason | undefined {
   if (grant.issuer !== ctx.authority) return "issuer_mismatch";
   if (grant.revokedAt !== undefined) return "revoked";
   const purposes = grant.constraints.purposes;

@@ -8,7 +8,7 @@ import {
 import { systemClock } from "../ports/clock.js";
 import { AuditWriter } from "./audit-writer.js";
 import { buildGrantIndex } from "./grant-index.js";
-import { Lease } from "./turn-authority.js";
+import { Lease } from "./lease.js";
 import type { Kernel, KernelOptions, TurnAuthority } from "./types.js";
 import { isSealedGrant } from "./validated-grants.js";
 

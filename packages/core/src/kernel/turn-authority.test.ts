@@ -5,7 +5,7 @@ import {
   createKernel,
   type GrantSource,
   InMemoryAuditSink,
-  InMemoryGrantSource,
+  InMemoryGrantStore,
   InMemoryGrantUsageStore,
   InProcessTransport,
   isTesseraError,
@@ -30,7 +30,7 @@ function countingSource(inner: GrantSource): GrantSource & { reads: number } {
 
 describe("opening a turn", () => {
   it("reads the grant source exactly once per turn, however many decisions it takes", async () => {
-    const grants = new InMemoryGrantSource();
+    const grants = new InMemoryGrantStore();
     await grants.add(grant({ capabilities: [cap(["a"])] }));
     const source = countingSource(grants);
     const kernel = createKernel({ grants: source });
@@ -95,7 +95,7 @@ describe("opening a turn", () => {
   });
 
   it("throws a typed invalid_input for a malformed context", async () => {
-    const kernel = createKernel({ grants: new InMemoryGrantSource() });
+    const kernel = createKernel({ grants: new InMemoryGrantStore() });
     const error = await kernel.openTurnAuthority({ ...ctx(), actor: "" }).catch((e: unknown) => e);
     expect(isTesseraError(error, "invalid_input")).toBe(true);
   });
@@ -347,7 +347,7 @@ describe("results and audit", () => {
   });
 
   it("with no transport, refuses tool_unavailable before spending", async () => {
-    const grants = new InMemoryGrantSource();
+    const grants = new InMemoryGrantStore();
     const usage = new InMemoryGrantUsageStore();
     await grants.add(
       grant({
@@ -366,7 +366,7 @@ describe("results and audit", () => {
 
   it("does not deliver when the audit sink refuses the event (audit_unavailable)", async () => {
     const transport = InProcessTransport.echo();
-    const grants = new InMemoryGrantSource();
+    const grants = new InMemoryGrantStore();
     await grants.add(grant({ capabilities: [messageSendCapability("bob", "alice")] }));
     const audit = {
       append: async () => {

@@ -1,5 +1,6 @@
 import type { AuditEvent } from "../contracts/schemas.js";
-import type { ReadableAuditSink } from "../ports/audit-sink.js";
+import { checkAuditFilter } from "../contracts/store-input.js";
+import type { AuditFilter, ReadableAuditSink } from "../ports/audit-sink.js";
 
 /** Keeps every event in memory, in order. For tests, demos and `explain`. */
 export class InMemoryAuditSink implements ReadableAuditSink {
@@ -18,7 +19,7 @@ export class InMemoryAuditSink implements ReadableAuditSink {
     this.#events.push(Object.isFrozen(event) ? event : Object.freeze({ ...event }));
   }
 
-  async read(filter: { callId?: string; traceId?: string; limit?: number } = {}) {
+  async read(filter: AuditFilter = {}) {
     return selectEvents(this.#events, filter);
   }
 
@@ -28,10 +29,12 @@ export class InMemoryAuditSink implements ReadableAuditSink {
   }
 }
 
+/** The events a filter selects, in order; the filter is checked as every sink checks it. */
 export function selectEvents(
   events: readonly AuditEvent[],
-  filter: { callId?: string; traceId?: string; limit?: number },
+  filter: AuditFilter,
 ): readonly AuditEvent[] {
+  checkAuditFilter(filter);
   const selected: AuditEvent[] = [];
   const limit = filter.limit ?? Number.POSITIVE_INFINITY;
   for (const event of events) {

@@ -1,14 +1,13 @@
 import { describe, expect, it } from "vitest";
 import {
-  fixedClock,
   InMemoryAuditSink,
-  InMemoryGrantSource,
+  InMemoryGrantStore,
   InMemoryGrantUsageStore,
   InProcessTransport,
   isTesseraError,
-  ManualClock,
   messageSendCapability,
 } from "../index.js";
+import { fixedClock, ManualClock } from "../testing.js";
 
 const input = (id: string, subject = "asker") => ({
   id,
@@ -19,9 +18,9 @@ const input = (id: string, subject = "asker") => ({
   issuedAt: "2026-01-01T00:00:00.000Z",
 });
 
-describe("InMemoryGrantSource", () => {
+describe("InMemoryGrantStore", () => {
   it("validates on add, refuses duplicates, lists by subject and namespace", async () => {
-    const source = new InMemoryGrantSource();
+    const source = new InMemoryGrantStore();
     const added = await source.add(input("g1"));
     expect(added.constraints).toEqual({});
     expect(Object.isFrozen(added.capabilities[0]?.resource.path)).toBe(true);
@@ -36,7 +35,7 @@ describe("InMemoryGrantSource", () => {
   });
 
   it("revokes by storing a new object, and reports unknown grants", async () => {
-    const source = new InMemoryGrantSource();
+    const source = new InMemoryGrantStore();
     const before = await source.add(input("g1"));
     expect(await source.revoke("ns", "g1", new Date("2026-02-01T00:00:00.000Z"))).toBe(true);
     const [after] = await source.listGrants("ns", "asker");

@@ -1,4 +1,4 @@
-import { TesseraError } from "../contracts/errors.js";
+import { checkId, checkMaxUses } from "../contracts/store-input.js";
 import type { ConsumeResult, GrantUsageStore } from "../ports/usage-store.js";
 
 /**
@@ -11,13 +11,15 @@ export class InMemoryGrantUsageStore implements GrantUsageStore {
   readonly #used = new Map<string, Map<string, number>>();
 
   async getUsage(namespaceId: string, grantId: string): Promise<number> {
+    checkId(namespaceId, "namespaceId");
+    checkId(grantId, "grantId");
     return this.#used.get(namespaceId)?.get(grantId) ?? 0;
   }
 
   async tryConsume(namespaceId: string, grantId: string, maxUses: number): Promise<ConsumeResult> {
-    if (!Number.isSafeInteger(maxUses) || maxUses < 1) {
-      throw new TesseraError("invalid_input", "maxUses must be a positive whole number");
-    }
+    checkId(namespaceId, "namespaceId");
+    checkId(grantId, "grantId");
+    checkMaxUses(maxUses);
     let grants = this.#used.get(namespaceId);
     if (grants === undefined) {
       grants = new Map();

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   findSharedBudgets,
   GrantSchema,
-  InMemoryGrantSource,
+  InMemoryGrantStore,
   issueFanoutTickets,
   isTesseraError,
   MESSAGE_SEND_ACTION,
@@ -13,7 +13,7 @@ const base = { namespaceId: "ns", issuer: "host", subject: "asker", owner: "alic
 
 describe("issueFanoutTickets", () => {
   it("issues one exact single-use ticket per recipient", async () => {
-    const store = new InMemoryGrantSource();
+    const store = new InMemoryGrantStore();
     const tickets = await issueFanoutTickets(store, {
       ...base,
       recipients: ["a", "b", "c"],
@@ -31,7 +31,7 @@ describe("issueFanoutTickets", () => {
   });
 
   it("refuses duplicate recipients (two tickets would let the question be asked twice)", async () => {
-    const error = await issueFanoutTickets(new InMemoryGrantSource(), {
+    const error = await issueFanoutTickets(new InMemoryGrantStore(), {
       ...base,
       recipients: ["a", "a"],
     }).catch((e: unknown) => e);
@@ -39,7 +39,7 @@ describe("issueFanoutTickets", () => {
   });
 
   it("gives each call fresh IDs by default, so two fan-outs never collide", async () => {
-    const store = new InMemoryGrantSource();
+    const store = new InMemoryGrantStore();
     const one = await issueFanoutTickets(store, { ...base, recipients: ["a"] });
     const two = await issueFanoutTickets(store, { ...base, recipients: ["a"] });
     expect(one[0]?.id).not.toBe(two[0]?.id);

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { redact } from "../contracts/errors.js";
 import { MESSAGE_SEND_ACTION, messageResource } from "../contracts/messages.js";
 import type { AccessContext } from "../contracts/schemas.js";
-import type { AuditReason, CallerCode } from "../contracts/vocabulary.js";
+import type { CallerCode, KernelReason } from "../contracts/vocabulary.js";
 import type { Clock } from "../ports/clock.js";
 import type { MessageEnvelope, MessageTransport } from "../ports/transport.js";
 import type { AuditWriter } from "./audit-writer.js";
@@ -41,13 +41,14 @@ function refused(code: CallerCode): Refusal {
   return refusal;
 }
 
-type Gate = { readonly code: CallerCode; readonly reason: AuditReason };
-const CLOSED: Gate = { code: "turn_closed", reason: "turn_closed" };
-const NO_AUTHORITY: Gate = { code: "authority_unavailable", reason: "authority_unavailable" };
-const INVALID: Gate = { code: "invalid_request", reason: "invalid_request" };
-const NO_TRANSPORT: Gate = { code: "tool_unavailable", reason: "delivery_failed" };
+/** A refusal the lease decides before any grant is looked at (its state, the request's shape). */
+type Precheck = { readonly code: CallerCode; readonly reason: KernelReason };
+const CLOSED: Precheck = { code: "turn_closed", reason: "turn_closed" };
+const NO_AUTHORITY: Precheck = { code: "authority_unavailable", reason: "authority_unavailable" };
+const INVALID: Precheck = { code: "invalid_request", reason: "invalid_request" };
+const NO_TRANSPORT: Precheck = { code: "tool_unavailable", reason: "delivery_failed" };
 // Refused whatever the grants say, so the code tells the caller nothing it did not send.
-const OTHER_OWNER: Gate = { code: "no_matching_grant", reason: "owner_mismatch" };
+const OTHER_OWNER: Precheck = { code: "no_matching_grant", reason: "owner_mismatch" };
 
 /**
  * One authority lease. It holds the turn's indexed grant set and nothing else: usage is read
@@ -108,8 +109,8 @@ export class Lease implements TurnAuthority {
   async authorize(request: AuthorizeRequest): Promise<AuthorizeResult> {
     const now = this.#now();
     const callId = this.#callIdOf(request);
-    const gate = this.#gate(request, "authorize");
-    if (gate !== undefined) return this.#refuse(now, callId, gate, undefined, undefined);
+    const precheck = this.#precheck(request, "authorize");
+    if (precheck !== undefined) return this.#refuse(now, callId, precheck, undefined, undefined);
     const { action, resource } = request;
     const label = resourceLabel(resource.namespace, resource.path);
     // The turn acts for its owner only: a request may restate that owner, never name another.
@@ -137,9 +138,9 @@ export class Lease implements TurnAuthority {
   async sendMessage(request: SendMessageRequest): Promise<SendMessageResult> {
     const now = this.#now();
     const callId = this.#callIdOf(request);
-    const gate = this.#gate(request, "message");
-    if (gate !== undefined) {
-      return this.#refuse(now, callId, gate, MESSAGE_SEND_ACTION, undefined);
+    const precheck = this.#precheck(request, "message");
+    if (precheck !== undefined) {
+      return this.#refuse(now, callId, precheck, MESSAGE_SEND_ACTION, undefined);
     }
     const recipient = request.recipient;
     const resource: ResourceRef = messageResource(recipient, this.#ctx.owner);
@@ -226,7 +227,7 @@ export class Lease implements TurnAuthority {
   }
 
   /** Checks every call passes before a decision: lease state, then the request's shape. */
-  #gate(request: unknown, kind: "authorize" | "message"): Gate | undefined {
+  #precheck(request: unknown, kind: "authorize" | "message"): Precheck | undefined {
     if (this.#closed) return CLOSED;
     if (this.#scope === undefined) return NO_AUTHORITY;
     if (typeof request !== "object" || request === null) return INVALID;
@@ -244,20 +245,20 @@ export class Lease implements TurnAuthority {
   async #refuse(
     now: number,
     callId: string,
-    gate: Gate,
+    precheck: Precheck,
     action: string | undefined,
     resource: string | undefined,
   ): Promise<Refusal> {
     const written = this.#audit.write({
       now,
-      code: gate.code,
-      reason: gate.reason,
+      code: precheck.code,
+      reason: precheck.reason,
       callId,
       action,
       resource,
     });
     if (written !== undefined) await written;
-    return refused(gate.code);
+    return refused(precheck.code);
   }
 
   /**

@@ -1,5 +1,6 @@
 import { redact, TesseraError } from "../contracts/errors.js";
 import { type Grant, type GrantInput, GrantSchema } from "../contracts/schemas.js";
+import { checkId, checkRevocationInstant, parseGrantInput } from "../contracts/store-input.js";
 import { sealValidatedGrant } from "../kernel/validated-grants.js";
 import type { GrantStore } from "../ports/grant-source.js";
 
@@ -9,15 +10,11 @@ import type { GrantStore } from "../ports/grant-source.js";
  * again): a revocation stores a new object, so a lease that already read
  * the old one keeps its snapshot and the revocation lands on the next turn.
  */
-export class InMemoryGrantSource implements GrantStore {
+export class InMemoryGrantStore implements GrantStore {
   readonly #namespaces = new Map<string, Map<string, Grant>>();
 
   async add(input: GrantInput): Promise<Grant> {
-    const parsed = GrantSchema.safeParse(input);
-    if (!parsed.success) {
-      throw new TesseraError("invalid_grant", "the grant does not match the grant schema");
-    }
-    const grant = sealValidatedGrant(parsed.data);
+    const grant = sealValidatedGrant(parseGrantInput(input));
     let grants = this.#namespaces.get(grant.namespaceId);
     if (grants === undefined) {
       grants = new Map();
@@ -31,6 +28,9 @@ export class InMemoryGrantSource implements GrantStore {
   }
 
   async revoke(namespaceId: string, grantId: string, at: Date = new Date()): Promise<boolean> {
+    checkId(namespaceId, "namespaceId");
+    checkId(grantId, "grantId");
+    checkRevocationInstant(at);
     const grants = this.#namespaces.get(namespaceId);
     const grant = grants?.get(grantId);
     if (grants === undefined || grant === undefined) return false;
@@ -42,6 +42,8 @@ export class InMemoryGrantSource implements GrantStore {
   }
 
   async listGrants(namespaceId: string, subject: string): Promise<readonly Grant[]> {
+    checkId(namespaceId, "namespaceId");
+    checkId(subject, "subject");
     const grants = this.#namespaces.get(namespaceId);
     if (grants === undefined) return [];
     const held: Grant[] = [];
@@ -50,6 +52,12 @@ export class InMemoryGrantSource implements GrantStore {
   }
 
   async listNamespace(namespaceId: string): Promise<readonly Grant[]> {
+    checkId(namespaceId, "namespaceId");
     return [...(this.#namespaces.get(namespaceId)?.values() ?? [])];
   }
 }
+
+/** @deprecated Renamed `InMemoryGrantStore` (it is a whole `GrantStore`); kept for one release. */
+export const InMemoryGrantSource = InMemoryGrantStore;
+/** @deprecated Renamed `InMemoryGrantStore`; kept for one release. */
+export type InMemoryGrantSource = InMemoryGrantStore;

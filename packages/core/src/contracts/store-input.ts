@@ -1,0 +1,120 @@
+import type { AuditFilter } from "../ports/audit-sink.js";
+import type { ClaimKey, ClaimReceipt, ClaimRecord } from "./claims.js";
+import { TesseraError } from "./errors.js";
+import { type AuditEvent, AuditEventSchema, type Grant, GrantSchema } from "./schemas.js";
+
+/**
+ * Shape checks at the store boundary, one copy for every store (memory, directory, SQLite,
+ * PostgreSQL, Redis): each copy used to refuse a slightly different set of calls. TypeScript
+ * callers are already typed; these guard JavaScript callers and deserialised input, so a
+ * malformed call is refused with `invalid_input` (a grant with `invalid_grant`) before any
+ * storage is touched. Backends keep only their primitives.
+ */
+
+const SETTLED_STATUSES: ReadonlySet<string> = new Set(["dispatched", "denied", "failed"]);
+
+export function checkClaimKey(key: ClaimKey): void {
+  if (
+    typeof key !== "object" ||
+    key === null ||
+    typeof key.session !== "string" ||
+    typeof key.functionCallId !== "string"
+  ) {
+    throw new TesseraError(
+      "invalid_input",
+      "a claim key is { session: string, functionCallId: string }",
+    );
+  }
+}
+
+export function checkRecord(record: ClaimRecord): void {
+  if (
+    typeof record !== "object" ||
+    record === null ||
+    typeof record.bodyHash !== "string" ||
+    !Number.isSafeInteger(record.claimedAt) ||
+    (record.worker !== undefined && typeof record.worker !== "string")
+  ) {
+    throw new TesseraError(
+      "invalid_input",
+      "a claim record is { bodyHash: string, claimedAt: integer ms, worker?: string }",
+    );
+  }
+}
+
+export function checkReceipt(receipt: ClaimReceipt): void {
+  if (
+    typeof receipt !== "object" ||
+    receipt === null ||
+    !SETTLED_STATUSES.has(receipt.status) ||
+    !Number.isSafeInteger(receipt.settledAt)
+  ) {
+    throw new TesseraError(
+      "invalid_input",
+      "a receipt is { status: dispatched | denied | failed, settledAt: integer ms }",
+    );
+  }
+}
+
+/** A session of `listInDoubt` (optional there) or `endSession`. */
+export function checkSession(session: string | undefined, optional = false): void {
+  if (typeof session === "string" || (optional && session === undefined)) return;
+  throw new TesseraError("invalid_input", "a session is a string");
+}
+
+/** An ID (namespace, grant, subject): refused unless a string, naming the argument, never its value. */
+export function checkId(value: string, what: string): void {
+  if (typeof value !== "string") throw new TesseraError("invalid_input", `${what} is a string`);
+}
+
+/**
+ * A usage bound. A positive whole number, as every bounded grant's `maxUses` is: a bound of 0
+ * has no grant behind it, and a store that counts first uses by upsert would spend one.
+ */
+export function checkMaxUses(maxUses: number): void {
+  if (!Number.isSafeInteger(maxUses) || maxUses < 1) {
+    throw new TesseraError("invalid_input", "maxUses is a positive whole number");
+  }
+}
+
+/** The instant of a revocation: a `Date` that names a time. */
+export function checkRevocationInstant(at: Date): void {
+  if (!(at instanceof Date) || Number.isNaN(at.getTime())) {
+    throw new TesseraError("invalid_input", "a revocation instant is a valid Date");
+  }
+}
+
+/** A `read` filter: IDs are strings, `limit` a non-negative whole number. */
+export function checkAuditFilter(filter: AuditFilter | undefined): void {
+  if (filter === undefined) return;
+  if (
+    typeof filter !== "object" ||
+    filter === null ||
+    (filter.callId !== undefined && typeof filter.callId !== "string") ||
+    (filter.traceId !== undefined && typeof filter.traceId !== "string") ||
+    (filter.limit !== undefined && (!Number.isSafeInteger(filter.limit) || filter.limit < 0))
+  ) {
+    throw new TesseraError(
+      "invalid_input",
+      "an audit filter is { callId?: string, traceId?: string, limit?: non-negative integer }",
+    );
+  }
+}
+
+/** The grant a store keeps: the input validated (defaults filled), or `invalid_grant`. */
+export function parseGrantInput(input: unknown): Grant {
+  const parsed = GrantSchema.safeParse(input);
+  if (!parsed.success) {
+    throw new TesseraError("invalid_grant", "the grant does not match the grant schema");
+  }
+  return parsed.data;
+}
+
+/** The event a sink writes: the input validated, or `invalid_input`. */
+export function parseAuditEvent(event: unknown): AuditEvent {
+  const parsed = AuditEventSchema.safeParse(event);
+  if (!parsed.success) {
+    throw new TesseraError("invalid_input", "the audit event does not match the event schema");
+  }
+  return parsed.data;
+}

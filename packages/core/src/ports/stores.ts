@@ -1,0 +1,24 @@
+import type { ClaimStore } from "../contracts/claims.js";
+import type { ReadableAuditSink } from "./audit-sink.js";
+import type { GrantStore } from "./grant-source.js";
+import type { GrantUsageStore } from "./usage-store.js";
+
+/** A port that owns its connection: `close()` releases it, and the port refuses afterwards. */
+export type Closable<Port> = Port & { close(): Promise<void> };
+
+/**
+ * Every port a backend serves, over one connection: what `openStores(url)` returns, whichever
+ * backend the URL names.
+ */
+export interface StoreBundle {
+  readonly usage: GrantUsageStore;
+  readonly claims: ClaimStore;
+  readonly grants: GrantStore;
+  readonly audit: ReadableAuditSink;
+  /**
+   * Closes the connection; every port refuses afterwards with its `*_unavailable` code. A
+   * port's own `close()` (the claim store's) closes that port only: the bundle owns the
+   * connection.
+   */
+  close(): Promise<void>;
+}

@@ -1,0 +1,27 @@
+/**
+ * `@tessera/core/store-kit`: what a store author (a backend, a claim store, a sink) builds on,
+ * so that every store checks its input, names its keys and reports a failed open the same way.
+ * A host wiring the kernel needs none of it.
+ */
+export { claimKeyDigest } from "./contracts/claims.js";
+export { storageDigest, uniqueStorageDigest } from "./contracts/digest.js";
+export { redact } from "./contracts/errors.js";
+export {
+  checkAuditFilter,
+  checkClaimKey,
+  checkId,
+  checkMaxUses,
+  checkReceipt,
+  checkRecord,
+  checkRevocationInstant,
+  checkSession,
+  parseAuditEvent,
+  parseGrantInput,
+} from "./contracts/store-input.js";
+export {
+  type OpenFailCode,
+  openFailure,
+  type StoreBackend,
+  type StoreOpeners,
+  storeOpeners,
+} from "./stores/backend.js";

@@ -1,0 +1,132 @@
+import type { ClaimStore } from "../contracts/claims.js";
+import { isTesseraError, TesseraError } from "../contracts/errors.js";
+import type { ReadableAuditSink } from "../ports/audit-sink.js";
+import type { GrantStore } from "../ports/grant-source.js";
+import type { Closable, StoreBundle } from "../ports/stores.js";
+import type { GrantUsageStore } from "../ports/usage-store.js";
+
+/** The code an opener fails with when its backend cannot be reached: one per port, and the bundle's. */
+export type OpenFailCode =
+  | "store_unavailable"
+  | "claim_store_unavailable"
+  | "usage_store_unavailable"
+  | "grant_store_unavailable"
+  | "audit_unavailable";
+
+/**
+ * What a backend supplies to be opened by URL: how to connect, how to make the connection fit
+ * for use (migrations, self-test), and its ports over one connection. `storeOpeners` does the
+ * rest the same way for every backend: failure mapping, closing what was opened, bundling.
+ */
+export interface StoreBackend<Connection> {
+  /** For people: `SQLite`, `PostgreSQL`, `Redis`. */
+  readonly name: string;
+  /** Parses the URL (`invalid_config` when it is wrong) and connects. */
+  connect(url: string): Connection | Promise<Connection>;
+  /** Migrates and self-tests; the connection is closed when this throws. */
+  prepare(connection: Connection): void | Promise<void>;
+  disconnect(connection: Connection): void | Promise<void>;
+  usage(connection: Connection): GrantUsageStore;
+  grants(connection: Connection): GrantStore;
+  audit(connection: Connection): ReadableAuditSink;
+  /** `release`, when given, is called by the claim store's `close()`: it owns the connection. */
+  claims(connection: Connection, release?: () => Promise<void>): ClaimStore;
+}
+
+/** The openers every backend exports, the bundle and each port alone. */
+export interface StoreOpeners {
+  openStores(url: string): Promise<StoreBundle>;
+  /** The claim store alone (for the A2UI gate); its `close()` closes its connection. */
+  openClaimStore(url: string): Promise<ClaimStore>;
+  openUsageStore(url: string): Promise<Closable<GrantUsageStore>>;
+  openGrantStore(url: string): Promise<Closable<GrantStore>>;
+  openAuditSink(url: string): Promise<Closable<ReadableAuditSink>>;
+}
+
+/**
+ * The five openers of a backend. Each opens its own connection; a bundle's ports share one,
+ * which only the bundle's `close()` closes.
+ */
+export function storeOpeners<Connection>(backend: StoreBackend<Connection>): StoreOpeners {
+  const open = async (url: string, failCode: OpenFailCode): Promise<Connection> => {
+    let connection: Connection;
+    try {
+      connection = await backend.connect(url);
+    } catch (error) {
+      throw openFailure(error, failCode, backend.name);
+    }
+    try {
+      await backend.prepare(connection);
+      return connection;
+    } catch (error) {
+      try {
+        await backend.disconnect(connection);
+      } catch {
+        // The open already failed; that failure is the one to report.
+      }
+      throw openFailure(error, failCode, backend.name);
+    }
+  };
+  const closer = (connection: Connection) => async () => {
+    await backend.disconnect(connection);
+  };
+  const withClose = <Port extends object>(port: Port, close: () => Promise<void>) =>
+    Object.assign(port, { close }) as Closable<Port>;
+  return Object.freeze({
+    async openStores(url: string): Promise<StoreBundle> {
+      const connection = await open(url, "store_unavailable");
+      return Object.freeze({
+        usage: backend.usage(connection),
+        claims: backend.claims(connection),
+        grants: backend.grants(connection),
+        audit: backend.audit(connection),
+        close: closer(connection),
+      });
+    },
+    async openClaimStore(url: string): Promise<ClaimStore> {
+      const connection = await open(url, "claim_store_unavailable");
+      return backend.claims(connection, closer(connection));
+    },
+    async openUsageStore(url: string): Promise<Closable<GrantUsageStore>> {
+      const connection = await open(url, "usage_store_unavailable");
+      return withClose(backend.usage(connection), closer(connection));
+    },
+    async openGrantStore(url: string): Promise<Closable<GrantStore>> {
+      const connection = await open(url, "grant_store_unavailable");
+      return withClose(backend.grants(connection), closer(connection));
+    },
+    async openAuditSink(url: string): Promise<Closable<ReadableAuditSink>> {
+      const connection = await open(url, "audit_unavailable");
+      return withClose(backend.audit(connection), closer(connection));
+    },
+  });
+}
+
+/**
+ * What an open failed with, in one shape for every backend. A finding about the store keeps its
+ * own code (`invalid_config`, `store_self_test_failed`, `store_file_shared`,
+ * `schema_unavailable`); anything else means the store could not be reached and becomes
+ * `failCode`, "could not open the <name> store (<driver code>)", with the original as `cause`.
+ * The message names the driver's code or error class, never its text (which may quote a URL
+ * with its password, a key, a server's words).
+ */
+export function openFailure(error: unknown, failCode: OpenFailCode, name: string): TesseraError {
+  if (isTesseraError(error) && !error.code.endsWith("_unavailable")) return error;
+  if (isTesseraError(error, "schema_unavailable")) return error;
+  return new TesseraError(failCode, `could not open the ${name} store (${driverCode(error)})`, {
+    cause: error,
+  });
+}
+
+/** The first code (or error class) below Tessera's own wrapping in the cause chain. */
+function driverCode(error: unknown): string {
+  let at: unknown = error;
+  for (let depth = 0; depth < 8 && isTesseraError(at); depth++) at = at.cause;
+  if (typeof at === "object" && at !== null) {
+    const code = (at as { code?: unknown }).code;
+    if (typeof code === "string" && code !== "") return code;
+    if (at instanceof AggregateError && at.errors.length > 0) return driverCode(at.errors[0]);
+    if (at instanceof Error) return at.name;
+  }
+  return isTesseraError(error) ? error.code : "unknown error";
+}

@@ -1,0 +1,79 @@
+import { createRequire } from "node:module";
+import { TesseraError } from "../contracts/errors.js";
+import type { StoreBundle } from "../ports/stores.js";
+
+/**
+ * URL scheme → the backend package that serves it. Each is an optional peer dependency of
+ * this package, loaded only when a URL names it: a host pays only for the database it uses.
+ */
+const BACKENDS: Readonly<Record<string, string>> = Object.freeze({
+  "sqlite:": "@tessera/sqlite",
+  "postgres:": "@tessera/postgres",
+  "postgresql:": "@tessera/postgres",
+  "redis:": "@tessera/redis",
+  "rediss:": "@tessera/redis",
+});
+
+/**
+ * The package that serves a store URL (`sqlite:…` → `@tessera/sqlite`). Throws
+ * `unsupported_store_url` for any other scheme. Pure: nothing is loaded or opened.
+ */
+export function storePackageFor(url: string): string {
+  const scheme =
+    typeof url === "string" ? /^[a-z][a-z0-9+.-]*:/i.exec(url)?.[0]?.toLowerCase() : undefined;
+  const name = scheme === undefined ? undefined : BACKENDS[scheme];
+  if (name === undefined) {
+    throw new TesseraError(
+      "unsupported_store_url",
+      `unsupported store URL scheme ${scheme ?? "(none)"}; use sqlite:PATH, postgres://… or redis://…`,
+    );
+  }
+  return name;
+}
+
+interface BackendModule {
+  openStores(url: string): Promise<StoreBundle>;
+}
+
+/**
+ * Opens every port of the store a URL names, through its backend package's own
+ * `openStores(url)`: `sqlite:./tessera.db`, `postgres://…`, `redis://…`. A scheme no backend
+ * serves, or whose package is not installed, is `unsupported_store_url` (the message names
+ * the package to install); opening failures are the backend's (`store_unavailable`, …).
+ */
+export async function openStores(url: string): Promise<StoreBundle> {
+  const name = storePackageFor(url);
+  const backend = await loadBackend(name);
+  return backend.openStores(url);
+}
+
+async function loadBackend(name: string): Promise<BackendModule> {
+  let module: Partial<BackendModule>;
+  try {
+    module = (await import(name)) as Partial<BackendModule>;
+  } catch (error) {
+    // Told apart by resolving, not by reading the error's text: a package that is installed
+    // but fails to load (its driver missing, say) is reported as it is.
+    if (!isInstalled(name)) {
+      throw new TesseraError(
+        "unsupported_store_url",
+        `this store URL needs ${name}, which is not installed: npm install ${name}`,
+        { cause: error },
+      );
+    }
+    throw error;
+  }
+  if (typeof module.openStores !== "function") {
+    throw new TesseraError("unsupported_store_url", `${name} does not export openStores(url)`);
+  }
+  return module as BackendModule;
+}
+
+function isInstalled(name: string): boolean {
+  try {
+    createRequire(import.meta.url).resolve(name);
+    return true;
+  } catch {
+    return false;
+  }
+}
