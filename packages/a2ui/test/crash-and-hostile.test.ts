@@ -1,46 +1,59 @@
 import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import {
+  type GateCall,
+  gateCallMessage,
+  killGateWorkerAfterClaim,
+  type ProcessSpec,
+  readGateCallbacks,
+  runGateWorkers,
+} from "@tessera/testkit";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DirectoryClaimStore } from "../src/stores/directory/directory-store.js";
-import { CATALOG_ID, callMessage } from "./fixtures/catalog.js";
-import { callbacksRun, GateWorker, runTogether } from "./fixtures/processes.js";
 
 let root: string;
 let dir: string;
 let callbacksFile: string;
+let spec: ProcessSpec;
 
 beforeEach(() => {
   root = mkdtempSync(path.join(tmpdir(), "tessera-crash-"));
   dir = path.join(root, "claims");
   mkdirSync(dir, { mode: 0o700 });
   callbacksFile = path.join(root, "callbacks.jsonl");
+  spec = { module: "@tessera/a2ui", exportName: "DirectoryClaimStore.open", arg: dir };
 });
 
 afterEach(() => rmSync(root, { recursive: true, force: true }));
 
 describe("kill -9 between claim and callback", () => {
   it("leaves the claim in doubt; a second worker refuses the ID; nothing runs twice", async () => {
-    const task = ["session-a", callMessage("victim")] as const;
-    const doomed = new GateWorker({ dir, callbacksFile, tasks: [task], pauseAfterClaim: true });
-    await doomed.line((line) => line === "ready");
-    doomed.go();
-    await doomed.line((line) => line === "paused"); // claimed, callback not yet run
-    await doomed.killHard();
+    const call = ["session-a", gateCallMessage("victim")] as const;
+    // Killed inside the approval hook: claimed, callback not yet run.
+    await killGateWorkerAfterClaim({ spec, callbacksFile, call });
 
     const store = await DirectoryClaimStore.open(dir);
     const inDoubt = await store.listInDoubt();
     expect(inDoubt).toMatchObject([{ session: "session-a", functionCallId: "victim" }]);
     expect(inDoubt[0]?.receipt).toBeUndefined();
 
-    const [second] = await runTogether([
-      { dir, callbacksFile, tasks: [task, ["session-b", callMessage("victim")]] },
-    ]);
+    const [second] = await runGateWorkers({
+      spec,
+      callbacksFile,
+      workers: [{ calls: [call, ["session-b", gateCallMessage("victim")]] }],
+    });
     expect(second).toEqual([
-      { status: "none", reason: "duplicate_call", code: "INVALID_FUNCTION_CALL" },
-      { status: "dispatched", reason: "dispatched", code: null }, // another session is independent
+      {
+        status: "none",
+        reason: "duplicate_call",
+        code: "INVALID_FUNCTION_CALL",
+        functionCallId: "victim",
+      },
+      // another session is independent
+      { status: "dispatched", reason: "dispatched", code: null, functionCallId: "victim" },
     ]);
-    expect(callbacksRun(callbacksFile).map(([session]) => session)).toEqual(["session-b"]);
+    expect(readGateCallbacks(callbacksFile).map(({ session }) => session)).toEqual(["session-b"]);
     // Still in doubt: the gate never re-dispatches it and never settles someone else's claim.
     expect(await store.listInDoubt("session-a")).toHaveLength(1);
     await store.close();
@@ -56,12 +69,12 @@ describe("hostile input in a worker process", () => {
       "x".repeat(100 * 1024),
       "✓ заявка",
     ];
-    const tasks: (readonly [string, unknown])[] = [
-      ...hostileIds.map((id) => ["s", callMessage(id)] as const),
+    const calls: GateCall[] = [
+      ...hostileIds.map((id) => ["s", gateCallMessage(id)] as const),
       ["s", "{ this is not json"],
       ["s", JSON.stringify({ version: "v1.0" })],
-      ["s", { ...callMessage("extra"), extra: true }],
-      ["s", { ...callMessage("old"), version: "v0.9" }],
+      ["s", { ...gateCallMessage("extra"), extra: true }],
+      ["s", { ...gateCallMessage("old"), version: "v0.9" }],
       [
         "s",
         {
@@ -69,10 +82,11 @@ describe("hostile input in a worker process", () => {
           callRendererFunction: { functionCallId: "m", callFunction: { call: "add" } },
         },
       ],
-      ["s", callMessage("undeclared", { a: 1, b: 2 }, "rm -rf", CATALOG_ID)],
+      ["s", gateCallMessage("undeclared", { a: 1, b: 2 }, "rm -rf")],
       ["s", "done-marker-is-not-a-message"],
     ];
-    const [outcomes] = await runTogether([{ dir, callbacksFile, tasks }]); // exit code 0 checked
+    // The worker must answer every message and then exit 0: runGateWorkers checks both.
+    const [outcomes] = await runGateWorkers({ spec, callbacksFile, workers: [{ calls }] });
     expect(outcomes?.map((o) => o.code)).toEqual([
       null, // "../../escape" is a plain ID under a hash
       null, // "/etc/passwd" likewise
@@ -87,7 +101,7 @@ describe("hostile input in a worker process", () => {
       "INVALID_FUNCTION_CALL",
       "VALIDATION_FAILED",
     ]);
-    expect(callbacksRun(callbacksFile)).toHaveLength(3);
+    expect(readGateCallbacks(callbacksFile)).toHaveLength(3);
     const markers = readdirSync(dir);
     expect(markers).toHaveLength(3);
     for (const name of markers) expect(name).toMatch(/^[0-9a-f]{64}$/);

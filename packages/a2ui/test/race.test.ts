@@ -1,10 +1,9 @@
 import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { gateCallMessage, readGateCallbacks, runGateWorkers } from "@tessera/testkit";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DirectoryClaimStore } from "../src/stores/directory/directory-store.js";
-import { callMessage } from "./fixtures/catalog.js";
-import { callbacksRun, runTogether } from "./fixtures/processes.js";
 
 const PROCESSES = 8;
 const IDS = 500;
@@ -25,33 +24,39 @@ afterEach(() => rmSync(root, { recursive: true, force: true }));
 
 describe(`directory store: ${PROCESSES} OS processes × ${IDS} shared IDs × ${SESSIONS.length} sessions`, () => {
   it("every (session, ID) runs its callback exactly once", async () => {
-    const tasks = SESSIONS.flatMap((session) =>
-      Array.from({ length: IDS }, (_, i) => [session, callMessage(`call-${i}`)] as const),
+    const keys = SESSIONS.flatMap((session) =>
+      Array.from({ length: IDS }, (_, i) => ({ session, id: `call-${i}` })),
     );
-    const outcomes = await runTogether(
-      Array.from({ length: PROCESSES }, (_, worker) => ({
-        dir,
-        callbacksFile,
-        // Half the workers go backwards, so they collide all along the list, not only at its head.
-        tasks: worker % 2 === 0 ? tasks : [...tasks].reverse(),
+    // Half the workers go backwards, so they collide all along the list, not only at its head.
+    const keysOf = (worker: number) => (worker % 2 === 0 ? keys : [...keys].reverse());
+    const outcomes = await runGateWorkers({
+      spec: { module: "@tessera/a2ui", exportName: "DirectoryClaimStore.open", arg: dir },
+      callbacksFile,
+      workers: Array.from({ length: PROCESSES }, (_, worker) => ({
+        calls: keysOf(worker).map(({ session, id }) => [session, gateCallMessage(id)] as const),
         inFlight: 4,
       })),
-    );
-    const ran = callbacksRun(callbacksFile);
-    const pairs = ran.map(([session, id]) => `${session}\u0000${id}`);
+    });
+    const ran = readGateCallbacks(callbacksFile);
+    const pairs = ran.map(({ session, functionCallId }) => `${session}\u0000${functionCallId}`);
     expect(new Set(pairs).size).toBe(pairs.length); // nothing ran twice
     expect(pairs.length).toBe(SESSIONS.length * IDS); // everything ran once
-    expect(new Set(ran.map(([, , pid]) => pid)).size).toBeGreaterThan(1); // a real race
+    expect(new Set(ran.map(({ pid }) => pid)).size).toBeGreaterThan(1); // a real race
 
-    const all = outcomes.flat();
-    expect(all.filter((o) => o.status === "dispatched")).toHaveLength(SESSIONS.length * IDS);
-    const refused = all.filter((o) => o.status !== "dispatched");
+    const all = outcomes.flatMap((mine, worker) =>
+      mine.map((outcome, index) => ({ outcome, key: keysOf(worker)[index] })),
+    );
+    expect(all.filter(({ outcome }) => outcome.status === "dispatched")).toHaveLength(
+      SESSIONS.length * IDS,
+    );
+    const refused = all.filter(({ outcome }) => outcome.status !== "dispatched");
     expect(refused).toHaveLength((PROCESSES - 1) * SESSIONS.length * IDS);
-    for (const o of refused)
-      expect(o).toEqual({
+    for (const { outcome, key } of refused)
+      expect(outcome).toEqual({
         status: "none",
         reason: "duplicate_call",
         code: "INVALID_FUNCTION_CALL",
+        functionCallId: key?.id, // correlated: the refusal names the call it refuses
       });
 
     expect(readdirSync(dir)).toHaveLength(SESSIONS.length * IDS);

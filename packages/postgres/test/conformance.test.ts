@@ -1,6 +1,7 @@
 import {
   describeAuditSinkConformance,
   describeClaimStoreConformance,
+  describeGateWorkersConformance,
   describeGrantStoreConformance,
   describeUsageStoreConformance,
   type OpenedStore,
@@ -48,6 +49,7 @@ function factory<P extends Port>(port: P): StoreFactory<PostgresStores[P], Opene
 if (url) {
   describeUsageStoreConformance("postgres", factory("usage"));
   describeClaimStoreConformance("postgres", factory("claims"));
+  describeGateWorkersConformance("postgres", factory("claims"));
   describeGrantStoreConformance("postgres", factory("grants"));
   describeAuditSinkConformance("postgres", factory("audit"));
 } else {

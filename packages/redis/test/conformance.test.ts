@@ -1,6 +1,7 @@
 import {
   describeAuditSinkConformance,
   describeClaimStoreConformance,
+  describeGateWorkersConformance,
   describeGrantStoreConformance,
   describeUsageStoreConformance,
   type OpenedStore,
@@ -63,6 +64,7 @@ function factory<P extends Port>(port: P): StoreFactory<RedisStores[P], Opened<P
 if (url) {
   describeUsageStoreConformance("redis", factory("usage"));
   describeClaimStoreConformance("redis", factory("claims"));
+  describeGateWorkersConformance("redis", factory("claims"));
   describeGrantStoreConformance("redis", factory("grants"));
   describeAuditSinkConformance("redis", factory("audit"));
 } else {

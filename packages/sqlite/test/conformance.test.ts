@@ -1,6 +1,6 @@
 /**
  * Every conformance suite against the SQLite backend, with 8 real OS processes sharing the
- * file, and an outage in which the file disappears from its path and comes back (the
+ * file (and gate workers sharing only the file), and an outage in which the file disappears from its path and comes back (the
  * write-lock outage, where reads keep working, is run under the kernel and the gate in
  * fail-closed.test.ts).
  */
@@ -9,6 +9,7 @@ import type { SqliteStores } from "@tessera/sqlite";
 import {
   describeAuditSinkConformance,
   describeClaimStoreConformance,
+  describeGateWorkersConformance,
   describeGrantStoreConformance,
   describeUsageStoreConformance,
   type StoreFactory,
@@ -38,5 +39,6 @@ function sqliteFactory<P extends Port>(
 
 describeUsageStoreConformance("SQLite", sqliteFactory("usage"));
 describeClaimStoreConformance("SQLite", sqliteFactory("claims"));
+describeGateWorkersConformance("SQLite", sqliteFactory("claims"));
 describeGrantStoreConformance("SQLite", sqliteFactory("grants"));
 describeAuditSinkConformance("SQLite", sqliteFactory("audit"));

@@ -2,6 +2,17 @@ export { describeAuditSinkConformance } from "./audit-suite.js";
 export { describeClaimStoreConformance } from "./claims-suite.js";
 export { expectClosedStoresRefuse, type StoresBundle } from "./closed-stores.js";
 export type { OpenedStore, OutageControl, ProcessSpec, StoreFactory } from "./factory.js";
+export { gateCallMessage } from "./gate-catalog.js";
+export {
+  type GateCall,
+  type GateCallback,
+  type GateOutcome,
+  type GateWorkerPlan,
+  killGateWorkerAfterClaim,
+  readGateCallbacks,
+  runGateWorkers,
+} from "./gate-workers.js";
+export { describeGateWorkersConformance } from "./gate-workers-conformance.js";
 export { describeGrantStoreConformance } from "./grants-suite.js";
 export {
   propertyParameters,
@@ -10,4 +21,5 @@ export {
   seedReport,
 } from "./properties.js";
 export { type ServiceVariable, serviceUrl } from "./services.js";
+export { startTcpProxy, type TcpProxy } from "./tcp-proxy.js";
 export { describeUsageStoreConformance } from "./usage-suite.js";

@@ -10,6 +10,7 @@ export class WorkerProcess {
   readonly #child: ChildProcess;
   readonly #messages: FromWorker[] = [];
   readonly #waiters: (() => void)[] = [];
+  readonly #exit: Promise<number | null>;
   #exited = false;
   #stderr = "";
 
@@ -22,10 +23,13 @@ export class WorkerProcess {
     child.stderr?.on("data", (chunk: Buffer) => {
       this.#stderr = (this.#stderr + chunk.toString()).slice(-4000);
     });
-    child.on("exit", () => {
-      this.#exited = true;
-      this.#wake();
-    });
+    this.#exit = new Promise((resolve) =>
+      child.on("exit", (code) => {
+        this.#exited = true;
+        this.#wake();
+        resolve(code);
+      }),
+    );
   }
 
   /** Starts plain `node worker.js` (no loaders, no vitest) and opens the store in it. */
@@ -50,8 +54,11 @@ export class WorkerProcess {
     this.#child.send({ type: "run", task });
   }
 
+  /** The task's result, once the worker has also exited cleanly (it exits right after). */
   async result(): Promise<WorkerResult> {
     const message = await this.expect("done");
+    const code = await this.#exit;
+    if (code !== 0) throw new Error(`worker ${this.pid} exited with ${code} after its result`);
     return (message as Extract<FromWorker, { type: "done" }>).result;
   }
 
@@ -75,10 +82,8 @@ export class WorkerProcess {
 
   /** kill -9: no handler runs, nothing is flushed or settled. Resolves once it is gone. */
   async killHard(): Promise<void> {
-    if (this.#exited) return;
-    const gone = new Promise<void>((resolve) => this.#child.once("exit", () => resolve()));
-    this.#child.kill("SIGKILL");
-    await gone;
+    if (!this.#exited) this.#child.kill("SIGKILL");
+    await this.#exit;
   }
 
   #wake(): void {

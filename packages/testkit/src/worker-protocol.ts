@@ -19,7 +19,38 @@ export type WorkerTask =
     }
   | { readonly kind: "claimAndHang"; readonly key: ClaimKey; readonly record: ClaimRecord }
   | { readonly kind: "addGrants"; readonly grants: readonly GrantInput[] }
-  | { readonly kind: "append"; readonly events: readonly AuditEvent[] };
+  | { readonly kind: "append"; readonly events: readonly AuditEvent[] }
+  | GateTask;
+
+/** [trusted host session, message]: the message may be raw text, as it came off the wire. */
+export type GateCall = readonly [session: string, message: unknown];
+
+/**
+ * Run an A2UI `FunctionCallGate` over the opened claim store and hand it `calls`, with
+ * `inFlight` of them in progress at once (default 1).
+ */
+export interface GateTask {
+  readonly kind: "gate";
+  readonly calls: readonly GateCall[];
+  readonly inFlight?: number;
+  /** Each callback appends one line here, so the parent counts what ran, not what was said. */
+  readonly callbacksFile: string;
+  /**
+   * The approval hook (after the claim, before the callback) sends "claimed" and never
+   * returns: the worker sits between claim and dispatch until it is killed.
+   */
+  readonly hangAfterClaim?: boolean;
+}
+
+/** What one handled message came to, as the gate's receipt and reply said. */
+export interface GateOutcome {
+  readonly status: string;
+  readonly reason: string;
+  /** The reply's error code; `null` when the reply carried a value. */
+  readonly code: string | null;
+  /** The `functionCallId` the reply is correlated with; `null` for an uncorrelated error. */
+  readonly functionCallId: string | null;
+}
 
 export type ToWorker =
   | { readonly type: "open"; readonly spec: ProcessSpec }
@@ -27,7 +58,10 @@ export type ToWorker =
 
 export type FromWorker =
   | { readonly type: "ready" }
-  /** Sent by `claimAndHang` once the claim is stored; the worker then blocks until killed. */
+  /**
+   * Sent by `claimAndHang` (and a gate task with `hangAfterClaim`) once the claim is stored;
+   * the worker then blocks until killed.
+   */
   | { readonly type: "claimed" }
   | { readonly type: "done"; readonly result: WorkerResult }
   | { readonly type: "failed"; readonly code?: string; readonly message: string };
@@ -38,4 +72,6 @@ export type WorkerResult =
   /** Indexes (into the task's keys) this worker won, and how many it lost. */
   | { readonly kind: "claimAll"; readonly won: number[]; readonly lost: number }
   | { readonly kind: "addGrants"; readonly added: number }
-  | { readonly kind: "append"; readonly appended: number };
+  | { readonly kind: "append"; readonly appended: number }
+  /** One outcome per call, in the order of the task's calls. */
+  | { readonly kind: "gate"; readonly outcomes: GateOutcome[] };

@@ -1,13 +1,14 @@
 /**
- * The child side of the cross-process conformance cases. Spawned as plain `node worker.js`
- * with an IPC channel; opens the store the parent describes, says "ready", waits for "run",
- * does the task against the real store and reports. Nothing here shares memory with the
- * parent: only the store does.
+ * The child side of every cross-process test: the conformance cases and the gate workers.
+ * Spawned as plain `node worker.js` with an IPC channel; opens the store the parent
+ * describes, says "ready", waits for "run", does the task against the real store (or runs a
+ * gate over it) and reports. Nothing here shares memory with the parent: only the store does.
  */
 import { isAbsolute } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { AuditSink, ClaimStore, GrantStore, GrantUsageStore } from "@tessera/core";
 import type { ProcessSpec } from "./factory.js";
+import { runGateTask } from "./gate-task.js";
 import type { FromWorker, ToWorker, WorkerResult, WorkerTask } from "./worker-protocol.js";
 
 type AnyPort = GrantUsageStore & ClaimStore & GrantStore & AuditSink;
@@ -93,6 +94,8 @@ async function run(task: WorkerTask): Promise<WorkerResult> {
       for (const event of task.events) await store.append(event);
       return { kind: "append", appended: task.events.length };
     }
+    case "gate":
+      return { kind: "gate", outcomes: await runGateTask(store, task, send) };
   }
 }
 

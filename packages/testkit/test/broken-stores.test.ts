@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { MemoryClaimStore } from "@tessera/a2ui";
 import {
   type AuditEvent,
   type ClaimKey,
@@ -29,6 +30,7 @@ import {
 import {
   describeAuditSinkConformance,
   describeClaimStoreConformance,
+  describeGateWorkersConformance,
   describeGrantStoreConformance,
   describeUsageStoreConformance,
 } from "@tessera/testkit";
@@ -212,6 +214,29 @@ describeClaimStoreConformance("claim store where the last writer wins", {
     "claims once; a second claim is refused and carries the existing record",
     "settle records the receipt",
     "64 concurrent claims of one key",
+  ],
+});
+
+const PROCESS_MEMORY_CLAIMS = fileURLToPath(
+  new URL("./fixtures/process-memory-claim-store.mjs", import.meta.url),
+);
+
+// Every gate worker believes it was first: each case must see the extra callbacks (or, after
+// a kill -9, the claim missing from every other process) and fail.
+describeGateWorkersConformance("claims kept in each process's own memory", {
+  open: async () => {
+    const store = new MemoryClaimStore();
+    return { store, close: () => store.close() };
+  },
+  processSpec: () => ({
+    module: PROCESS_MEMORY_CLAIMS,
+    exportName: "openProcessMemoryClaimStore",
+    arg: null,
+  }),
+  knownFailures: [
+    "4 OS processes, one session, one call ID",
+    "two trusted sessions may use the same call ID",
+    "a worker killed between claim and callback",
   ],
 });
 

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { ErrorCode } from "@tessera/core";
+import { startTcpProxy, type TcpProxy } from "@tessera/testkit";
 import pg from "pg";
-import { startTcpProxy, type TcpProxy } from "../../../../test/support/tcp-proxy.js";
 import { openStores, type PostgresStores } from "../../src/index.js";
 
 /**

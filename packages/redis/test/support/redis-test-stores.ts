@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
+import { startTcpProxy, type TcpProxy } from "@tessera/testkit";
 import { Redis } from "ioredis";
-import { startTcpProxy, type TcpProxy } from "../../../../test/support/tcp-proxy.js";
 import { openStores, type RedisStores } from "../../src/index.js";
 
 /**

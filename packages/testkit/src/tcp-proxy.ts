@@ -4,7 +4,7 @@ import net from "node:net";
  * A TCP forwarder between a store and its server, owned by one test: `interrupt()` cuts every
  * connection through it and refuses new ones until `restore()`. It makes a real network
  * outage for this test's connections only, without stopping the server that other test runs
- * (and other engineers) share. The Redis tests use it too.
+ * (and other engineers) share: the outage hook of the PostgreSQL and Redis conformance runs.
  */
 export interface TcpProxy {
   /** `host:port` the store should connect to instead of the server. */
