@@ -2,13 +2,7 @@ import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
-    include: [
-      "packages/*/src/**/*.test.ts",
-      "packages/*/test/**/*.test.ts",
-      "examples/*/src/**/*.test.ts",
-      "examples/*/test/**/*.test.ts",
-      "test/**/*.test.ts",
-    ],
+    include: ["packages/*/src/**/*.test.ts", "packages/*/test/**/*.test.ts", "test/**/*.test.ts"],
     pool: "forks",
     // Under CI a JSON report too, from which .ci/run prints its closing "N passed, N failed".
     reporters:

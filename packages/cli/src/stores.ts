@@ -1,57 +1,36 @@
-import {
-  type ClaimStore,
-  type GrantStore,
-  type GrantUsageStore,
-  type ReadableAuditSink,
-  TesseraError,
-} from "@tessera/core";
+import { openStores, type StoreBundle, storePackageFor } from "@tessera/core";
 import { explainOpenFailure } from "./open-failure.js";
 
-/** What every backend's `openStores(url)` returns. */
-export interface OpenedStores {
-  readonly usage: GrantUsageStore;
-  readonly claims: ClaimStore;
-  readonly grants: GrantStore;
-  readonly audit: ReadableAuditSink;
-  close(): Promise<void>;
-}
-
-/** A backend package and the name of its (pure, offline) URL parser. */
-interface Backend {
-  readonly name: string;
-  readonly parser: string;
-}
-
-/** URL scheme → the package that serves it. Loaded lazily: a host pays only for its database. */
-const BACKENDS: Record<string, Backend> = {
-  "sqlite:": { name: "@tessera/sqlite", parser: "parseSqliteUrl" },
-  "postgres:": { name: "@tessera/postgres", parser: "parsePostgresUrl" },
-  "postgresql:": { name: "@tessera/postgres", parser: "parsePostgresUrl" },
-  "redis:": { name: "@tessera/redis", parser: "parseRedisUrl" },
-  "rediss:": { name: "@tessera/redis", parser: "parseRedisUrl" },
+/**
+ * Each backend's pure, offline URL parser: the CLI tries the URL's options one at a time with
+ * it to name the one at fault. The scheme → package table itself is core's (`storePackageFor`).
+ */
+const URL_PARSERS: Readonly<Record<string, string>> = {
+  "@tessera/sqlite": "parseSqliteUrl",
+  "@tessera/postgres": "parsePostgresUrl",
+  "@tessera/redis": "parseRedisUrl",
 };
 
-export function backendFor(url: string): Backend {
-  const scheme = /^[a-z][a-z0-9+.-]*:/i.exec(url)?.[0]?.toLowerCase();
-  const backend = scheme ? BACKENDS[scheme] : undefined;
-  if (!backend) {
-    throw new TesseraError(
-      "unsupported_store_url",
-      `unsupported store URL scheme ${scheme ?? "(none)"}; use sqlite:PATH, postgres://… or redis://…`,
-    );
+/**
+ * Core's `openStores(url)`, with a failure told in the operator's words: the code stays the
+ * backend's, the message gains which URL option is at fault or why the server did not answer.
+ */
+export async function openStoresByUrl(url: string): Promise<StoreBundle> {
+  try {
+    return await openStores(url);
+  } catch (error) {
+    const parse = await urlParser(url);
+    throw parse === undefined ? error : await explainOpenFailure(error, url, parse);
   }
-  return backend;
 }
 
-export async function openStoresByUrl(url: string): Promise<OpenedStores> {
-  const backend = backendFor(url);
-  const module = (await import(backend.name)) as {
-    openStores(url: string): Promise<OpenedStores>;
-  } & Record<string, unknown>;
+async function urlParser(url: string): Promise<((url: string) => unknown) | undefined> {
   try {
-    return await module.openStores(url);
-  } catch (error) {
-    const parse = module[backend.parser] as (url: string) => unknown;
-    throw await explainOpenFailure(error, url, parse);
+    const name = storePackageFor(url);
+    const parser = ((await import(name)) as Record<string, unknown>)[URL_PARSERS[name] ?? ""];
+    return typeof parser === "function" ? (parser as (url: string) => unknown) : undefined;
+  } catch {
+    // An unknown scheme or a package that does not load: the open's own error says so.
+    return undefined;
   }
 }

@@ -3,8 +3,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DirectoryClaimStore } from "@tessera/a2ui";
 import { describe, expect, it } from "vitest";
-import { expectRefusal, scratch, serveProcess, tessera } from "./support/cli.js";
-import { rawRequest } from "./support/service.js";
+import { expectRefusal, rawGet, scratch, serveProcess, tessera } from "./support/cli.js";
 
 const grant = {
   id: "ticket-0",
@@ -279,11 +278,11 @@ describe("tessera serve", () => {
       "0",
     ]);
     expect((await fetch(`${served.url}/healthz`)).status).toBe(200);
-    expect(await rawRequest(served.url, "/readyz")).toEqual({
+    expect(await rawGet(served.url, "/readyz")).toEqual({
       status: 200,
       body: { ready: true },
     });
-    expect((await rawRequest(served.url, "//")).status).toBe(404);
+    expect((await rawGet(served.url, "//")).status).toBe(404);
     expect(await served.stop()).toBe(0);
     expect(served.output()).toContain("tessera serve: stopped");
   });

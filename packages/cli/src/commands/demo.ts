@@ -1,9 +1,9 @@
-import { formatFanoutReport, runFanoutDemo } from "@tessera/example-recipient-fanout";
-import { formatTwoWorkersReport, runTwoWorkersDemo } from "@tessera/example-two-workers";
 import { Command } from "commander";
+import { formatFanoutReport, runFanoutDemo } from "../demos/fanout/index.js";
+import { formatTwoWorkersReport, runTwoWorkersDemo } from "../demos/two-workers/index.js";
 import { nonEmpty, wholeNumber } from "../options.js";
 import { printJson } from "../output.js";
-import { backendFor, openStoresByUrl } from "../stores.js";
+import { openStoresByUrl } from "../stores.js";
 
 interface FanoutOptions {
   recipients: number;
@@ -55,7 +55,6 @@ export function demoCommand(): Command {
     )
     .option("--json", "print the results as JSON")
     .action(async (options: TwoWorkersOptions) => {
-      if (options.store) backendFor(options.store); // refuse an unknown scheme before spawning
       const report = await runTwoWorkersDemo({
         workers: options.workers,
         ...(options.store ? { store: options.store } : {}),

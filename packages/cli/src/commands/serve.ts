@@ -1,7 +1,6 @@
+import { listen, loadPrincipals } from "@tessera/server";
 import { Command } from "commander";
 import { nonEmpty, wholeNumber } from "../options.js";
-import { loadPrincipals } from "../serve/principals.js";
-import { startServer } from "../serve/server.js";
 import { openStoresByUrl } from "../stores.js";
 
 interface ServeCommandOptions {
@@ -30,8 +29,9 @@ export function serveCommand(): Command {
     .option("--port <port>", "port (0 picks a free one)", wholeNumber(0, 65_535), 8787)
     .action(async (options: ServeCommandOptions) => {
       const principals = loadPrincipals(options.principals);
+      // The CLI opens the stores itself, to word an open failure for the operator.
       const stores = await openStoresByUrl(options.store);
-      const server = await startServer({
+      const server = await listen({
         stores,
         principals,
         host: options.host,

@@ -1,5 +1,6 @@
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync } from "node:fs";
+import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -48,4 +49,21 @@ export function expectRefusal(run: ReturnType<typeof tessera>, code: string): vo
     stderr: expect.stringMatching(new RegExp(`^tessera: ${code}: `)),
   });
   expect(run.stderr).not.toMatch(/\n\s+at /);
+}
+
+/** GET `target` exactly as given in the request line (fetch would normalise `//`). */
+export function rawGet(base: string, target: string): Promise<{ status: number; body: unknown }> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const sent = request({ host: hostname, port, path: target, method: "GET" }, (reply) => {
+      const chunks: Buffer[] = [];
+      reply.on("data", (chunk: Buffer) => chunks.push(chunk));
+      reply.on("end", () => {
+        const text = Buffer.concat(chunks).toString("utf8");
+        resolve({ status: reply.statusCode ?? 0, body: text ? JSON.parse(text) : undefined });
+      });
+    });
+    sent.on("error", reject);
+    sent.end();
+  });
 }

@@ -1,4 +1,4 @@
-import type { OpenedStores } from "../stores.js";
+import type { ServiceStores } from "./service.js";
 
 /** Names no grant or call can have a use for; the probe reads them and expects nothing. */
 const PROBE = "tessera.readyz";
@@ -8,7 +8,7 @@ const PROBE = "tessera.readyz";
  * decision touches (grants, usage, audit). Anyone may ask, so concurrent probes share one
  * read: a flood of probes costs the store one query per port at a time, not one per request.
  */
-export function readinessProbe(stores: OpenedStores): () => Promise<boolean> {
+export function readinessProbe(stores: ServiceStores): () => Promise<boolean> {
   let running: Promise<boolean> | undefined;
   return () => {
     running ??= probe(stores).finally(() => {
@@ -18,7 +18,7 @@ export function readinessProbe(stores: OpenedStores): () => Promise<boolean> {
   };
 }
 
-async function probe(stores: OpenedStores): Promise<boolean> {
+async function probe(stores: ServiceStores): Promise<boolean> {
   try {
     await Promise.all([
       stores.grants.listGrants(PROBE, PROBE),

@@ -2,10 +2,9 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { TesseraError } from "@tessera/core";
+import { openStores, storePackageFor, TesseraError } from "@tessera/core";
 import { CALL_ID, CASES, type CaseDefinition, type CaseKey, type CaseMode } from "./cases.js";
-import { openClaimsByUrl } from "./open-store.js";
-import { backendFor, type WorkerOutcome, type WorkerStore } from "./protocol.js";
+import type { WorkerOutcome, WorkerStore } from "./protocol.js";
 import { DemoWorker } from "./spawn.js";
 
 /** What one phase measured, straight from the run (names as on the seed page). */
@@ -47,16 +46,11 @@ export async function runTwoWorkersDemo(
   if (!Number.isInteger(workers) || workers < 2 || workers > 64) {
     throw new TesseraError("invalid_config", "workers must be an integer from 2 to 64");
   }
-  if (options.store !== undefined && !backendFor(options.store)) {
-    throw new TesseraError(
-      "unsupported_store_url",
-      "the store URL must start with sqlite:, postgres:// or redis://",
-    );
-  }
   if (options.store !== undefined) {
+    storePackageFor(options.store); // an unknown scheme is refused before anything opens
     // The host provisions its store: open it once up front, so workers never race to create
     // it, and a bad URL or an unreachable server fails here with the backend's own error.
-    await (await openClaimsByUrl(options.store)).close();
+    await (await openStores(options.store)).close();
   }
   const report: Partial<Record<CaseKey, CaseReport>> = {};
   for (const definition of CASES) {
@@ -169,7 +163,7 @@ async function countMarkers(shared: {
   sessions: string[];
 }): Promise<number> {
   if (!shared.storeUrl) return readdirSync(shared.dir).length;
-  const opened = await openClaimsByUrl(shared.storeUrl);
+  const opened = await openStores(shared.storeUrl);
   try {
     let found = 0;
     for (const session of shared.sessions) {

@@ -5,7 +5,7 @@ export type WorkerStore =
   | { readonly kind: "memory" }
   /** One private claim directory shared by every worker: the "after". */
   | { readonly kind: "directory"; readonly dir: string }
-  /** A shared database store: `(await import("@tessera/<backend>")).openStores(url)`. */
+  /** A shared database store, opened in each worker with core's `openStores(url)`. */
   | { readonly kind: "url"; readonly url: string };
 
 export interface WorkerConfig {
@@ -25,12 +25,4 @@ export interface WorkerOutcome {
   /** What the claim store answered this worker: measured at the store, not inferred. */
   readonly claimed: number;
   readonly reused: number;
-}
-
-/** The backend package a store URL names, or undefined. */
-export function backendFor(url: string): "sqlite" | "postgres" | "redis" | undefined {
-  if (url.startsWith("sqlite:")) return "sqlite";
-  if (url.startsWith("postgres://") || url.startsWith("postgresql://")) return "postgres";
-  if (url.startsWith("redis://") || url.startsWith("rediss://")) return "redis";
-  return undefined;
 }

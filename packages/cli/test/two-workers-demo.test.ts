@@ -4,9 +4,13 @@ import path from "node:path";
 import { DirectoryClaimStore } from "@tessera/a2ui";
 import { serviceUrl } from "@tessera/testkit";
 import { afterAll, describe, expect, it } from "vitest";
-import { quoteCall } from "../dist/catalog.js";
-import { CASE_KEYS, formatTwoWorkersReport, runTwoWorkersDemo } from "../dist/index.js";
-import { DemoWorker } from "../dist/spawn.js";
+import { quoteCall } from "../dist/demos/two-workers/catalog.js";
+import {
+  CASE_KEYS,
+  formatTwoWorkersReport,
+  runTwoWorkersDemo,
+} from "../dist/demos/two-workers/index.js";
+import { DemoWorker } from "../dist/demos/two-workers/spawn.js";
 
 /** The verdicts the seed page lists for a correct gate with two workers. */
 const memory = {
@@ -72,20 +76,14 @@ describe("two-workers demo, real OS processes", () => {
     });
   });
 
-  const sqliteBuilt = existsSync(
-    new URL("../../../packages/sqlite/dist/index.js", import.meta.url),
-  );
-  it.runIf(sqliteBuilt)(
-    "--store sqlite:… : the shared SQLite store gives the same verdicts",
-    async () => {
-      const url = `sqlite:${path.join(scratch, "claims.db")}`;
-      const report = await runTwoWorkersDemo({ store: url });
-      expect(report).toEqual(SEED_VERDICTS);
-      // Each case used a fresh session namespace, so a second run does not collide with the first.
-      const again = await runTwoWorkersDemo({ store: url, only: ["new-worker-old-id"] });
-      expect(again["new-worker-old-id"]).toEqual(SEED_VERDICTS["new-worker-old-id"]);
-    },
-  );
+  it("--store sqlite:… : the shared SQLite store gives the same verdicts", async () => {
+    const url = `sqlite:${path.join(scratch, "claims.db")}`;
+    const report = await runTwoWorkersDemo({ store: url });
+    expect(report).toEqual(SEED_VERDICTS);
+    // Each case used a fresh session namespace, so a second run does not collide with the first.
+    const again = await runTwoWorkersDemo({ store: url, only: ["new-worker-old-id"] });
+    expect(again["new-worker-old-id"]).toEqual(SEED_VERDICTS["new-worker-old-id"]);
+  });
 });
 
 /** The shared database stores, when their URLs are set (CI sets them; locally they skip). */

@@ -5,9 +5,8 @@
 import { appendFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { DirectoryClaimStore, FunctionCallGate, MemoryClaimStore } from "@tessera/a2ui";
-import type { ClaimStore } from "@tessera/core";
+import { type ClaimStore, openStores } from "@tessera/core";
 import { DEMO_CATALOG } from "./catalog.js";
-import { openClaimsByUrl } from "./open-store.js";
 import type { WorkerConfig, WorkerOutcome } from "./protocol.js";
 
 const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
@@ -23,7 +22,7 @@ if (config.store.kind === "memory") {
   store = await DirectoryClaimStore.open(config.store.dir);
   close = () => store.close();
 } else {
-  const opened = await openClaimsByUrl(config.store.url);
+  const opened = await openStores(config.store.url);
   store = opened.claims;
   close = () => opened.close();
 }

@@ -4,15 +4,15 @@ import {
   createKernel,
   type GrantUsageStore,
   InMemoryAuditSink,
-  InMemoryGrantSource,
+  InMemoryGrantStore,
   InMemoryGrantUsageStore,
   InProcessTransport,
   issueFanoutTickets,
-  ScriptedDriver,
   type SendMessageResult,
   TurnExecutor,
   type TurnOutcome,
 } from "@tessera/core";
+import { ScriptedDriver } from "@tessera/core/testing";
 import type { FanoutLine } from "./report.js";
 
 /**
@@ -22,7 +22,7 @@ import type { FanoutLine } from "./report.js";
  */
 export interface SceneWorld {
   readonly namespaceId: string;
-  readonly grants: InMemoryGrantSource;
+  readonly grants: InMemoryGrantStore;
   readonly usage: GrantUsageStore | undefined;
   readonly audit: InMemoryAuditSink;
   readonly transport: InProcessTransport;
@@ -51,7 +51,7 @@ export async function sceneWorld(
   usage: GrantUsageStore | undefined,
 ): Promise<SceneWorld> {
   const namespaceId = `fanout-${runId}-scene-${scene}`;
-  const grants = new InMemoryGrantSource();
+  const grants = new InMemoryGrantStore();
   const audit = new InMemoryAuditSink();
   const transport = InProcessTransport.echo();
   const tickets = await issueFanoutTickets(grants, {

@@ -2,10 +2,9 @@ import { mkdtempSync } from "node:fs";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { GrantInput } from "@tessera/core";
-import { type Principal, tokenDigest } from "../../src/serve/principals.js";
-import { type RunningServer, startServer } from "../../src/serve/server.js";
-import { type OpenedStores, openStoresByUrl } from "../../src/stores.js";
+import { type GrantInput, openStores, type StoreBundle } from "@tessera/core";
+import { listen, type RunningServer } from "../../src/listen.js";
+import { type Principal, tokenDigest } from "../../src/principals.js";
 
 /** A principal for tests: the token in clear (for requests) beside its configured identity. */
 export function principal(token: string, identity: Omit<Principal, "tokenSha256">) {
@@ -13,20 +12,20 @@ export function principal(token: string, identity: Omit<Principal, "tokenSha256"
 }
 
 export interface Service {
-  readonly stores: OpenedStores;
+  readonly stores: StoreBundle;
   readonly server: RunningServer;
   close(): Promise<void>;
 }
 
-/** The real service on a loopback port, over a fresh SQLite store holding `grants`. */
+/** The real service on a loopback port (`listen`), over a fresh SQLite store holding `grants`. */
 export async function startService(
   principals: readonly Principal[],
   grants: readonly GrantInput[] = [],
 ): Promise<Service> {
   const dir = mkdtempSync(join(tmpdir(), "tessera-serve-"));
-  const stores = await openStoresByUrl(`sqlite:${join(dir, "t.db")}`);
+  const stores = await openStores(`sqlite:${join(dir, "t.db")}`);
   for (const grant of grants) await stores.grants.add(grant);
-  const server = await startServer({ stores, principals, port: 0 });
+  const server = await listen({ stores, principals, port: 0 });
   return {
     stores,
     server,

@@ -1,10 +1,10 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { openStores, type StoreBundle } from "@tessera/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { tokenDigest } from "../src/serve/principals.js";
-import { type RunningServer, startServer } from "../src/serve/server.js";
-import { type OpenedStores, openStoresByUrl } from "../src/stores.js";
+import { listen, type RunningServer } from "../src/listen.js";
+import { tokenDigest } from "../src/principals.js";
 
 const TOKEN = "agent-token-1";
 const principal = {
@@ -20,11 +20,11 @@ const resource = (recipient: string) => ({
   owner: "alice",
 });
 
-let stores: OpenedStores;
+let stores: StoreBundle;
 let server: RunningServer;
 
 beforeAll(async () => {
-  stores = await openStoresByUrl(`sqlite:${join(mkdtempSync(join(tmpdir(), "serve-")), "t.db")}`);
+  stores = await openStores(`sqlite:${join(mkdtempSync(join(tmpdir(), "serve-")), "t.db")}`);
   await stores.grants.add({
     id: "ticket-0",
     namespaceId: "team",
@@ -36,7 +36,7 @@ beforeAll(async () => {
     constraints: { maxUses: 1 },
     issuedAt: new Date(Date.now() - 1000).toISOString(),
   });
-  server = await startServer({ stores, principals: [principal], port: 0 });
+  server = await listen({ stores, principals: [principal], port: 0 });
 });
 
 afterAll(async () => {
@@ -55,7 +55,7 @@ function post(body: unknown, token: string | null = TOKEN, raw?: string) {
   });
 }
 
-describe("tessera serve", () => {
+describe("the service over loopback HTTP (listen)", () => {
   it("spends a single-use ticket exactly once under 20 concurrent requests", async () => {
     const replies = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>

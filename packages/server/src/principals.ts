@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { type ExplainPrincipal, TesseraError } from "@tessera/core";
 import { z } from "zod";
-import { readNamedFile } from "../files.js";
 
 /**
  * Who may call the service, and as whom. The host authenticates its agents; this file maps
@@ -23,18 +23,47 @@ const PrincipalsFileSchema = z.strictObject({ principals: z.array(PrincipalSchem
 
 export type Principal = z.infer<typeof PrincipalSchema>;
 
+/**
+ * Reads and checks a principals file (`-` is standard input): `{ "principals": [...] }`. A
+ * missing file is `file_not_found`; anything else wrong with it is `invalid_config`.
+ */
 export function loadPrincipals(path: string): readonly Principal[] {
-  const text = readNamedFile(path, "principals file", "invalid_config");
+  let text: string;
+  try {
+    text = readFileSync(path === "-" ? 0 : path, "utf8");
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") {
+      throw new TesseraError("file_not_found", `no principals file at ${path}`, { cause: error });
+    }
+    throw new TesseraError(
+      "invalid_config",
+      `the principals file at ${path} cannot be read (${code ?? "error"})`,
+      { cause: error },
+    );
+  }
   let raw: unknown;
   try {
     raw = JSON.parse(text);
   } catch (error) {
     throw new TesseraError("invalid_config", "the principals file is not JSON", { cause: error });
   }
-  const parsed = PrincipalsFileSchema.safeParse(raw);
+  return checked(raw, "the principals file does not match");
+}
+
+/**
+ * Checks principals given as data, in the file's shape `{ principals: [...] }`: the service
+ * takes no principal it has not checked, whether it came from a file or from the host's code.
+ */
+export function parsePrincipals(value: unknown): readonly Principal[] {
+  return checked(value, "the principals do not match");
+}
+
+function checked(value: unknown, mismatch: string): readonly Principal[] {
+  const parsed = PrincipalsFileSchema.safeParse(value);
   if (!parsed.success) {
     const where = parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
-    throw new TesseraError("invalid_config", `the principals file does not match: ${where}`);
+    throw new TesseraError("invalid_config", `${mismatch}: ${where}`);
   }
   return Object.freeze(parsed.data.principals.map((p) => Object.freeze(p)));
 }
