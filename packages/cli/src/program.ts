@@ -3,6 +3,7 @@ import { auditCommand } from "./commands/audit.js";
 import { claimsCommand } from "./commands/claims.js";
 import { demoCommand } from "./commands/demo.js";
 import { grantsCommand } from "./commands/grants.js";
+import { reportCommand } from "./commands/report.js";
 import { serveCommand } from "./commands/serve.js";
 
 export function buildProgram(): Command {
@@ -13,7 +14,8 @@ export function buildProgram(): Command {
     .addCommand(claimsCommand())
     .addCommand(grantsCommand())
     .addCommand(auditCommand())
-    .addCommand(serveCommand());
+    .addCommand(serveCommand())
+    .addCommand(reportCommand());
   // addCommand does not pass settings down, so each command gets them here: usage errors
   // throw (bin.ts maps them to exit 2) instead of exiting from inside commander, and print
   // as every other refusal does, `tessera: <code>: <message>`, so scripts match one shape.

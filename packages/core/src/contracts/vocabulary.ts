@@ -203,6 +203,10 @@ export const ERROR_CATALOG = {
     meaning: "This machine cannot listen on the host address.",
     httpStatus: 500,
   },
+  verdict_mismatch: {
+    meaning: "A measured verdict differs from the expected one; the report page shows which.",
+    httpStatus: 500,
+  },
 } as const satisfies Record<string, ErrorEntry>;
 export type ErrorCode = keyof typeof ERROR_CATALOG;
 
