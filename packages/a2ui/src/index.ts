@@ -6,7 +6,7 @@ export type {
   ClaimStore,
   StoredClaim,
 } from "@tessera/core";
-export { claimKeyDigest } from "@tessera/core";
+export { claimKeyDigest } from "@tessera/core/store-kit";
 export type { CatalogDefinition, FunctionDefinition } from "./catalog/catalog.js";
 export { FunctionCallGate } from "./gate/gate.js";
 export type {
@@ -25,4 +25,4 @@ export {
   type InDoubtReport,
   type SkippedMarker,
 } from "./stores/directory/directory-store.js";
-export { MemoryClaimStore } from "./stores/memory.js";
+export { InMemoryClaimStore, MemoryClaimStore } from "./stores/memory.js";

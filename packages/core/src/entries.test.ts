@@ -82,6 +82,7 @@ describe("the entry points", () => {
         "checkRevocationInstant",
         "checkSession",
         "claimKeyDigest",
+        "flagOption",
         "openFailure",
         "parseAuditEvent",
         "parseGrantInput",

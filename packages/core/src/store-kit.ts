@@ -15,6 +15,7 @@ export {
   checkRecord,
   checkRevocationInstant,
   checkSession,
+  flagOption,
   parseAuditEvent,
   parseGrantInput,
 } from "./contracts/store-input.js";

@@ -1,10 +1,5 @@
-import {
-  type AuditEvent,
-  AuditEventSchema,
-  type ReadableAuditSink,
-  storageDigest,
-  TesseraError,
-} from "@tessera/core";
+import type { AuditEvent, AuditFilter, ReadableAuditSink } from "@tessera/core";
+import { checkAuditFilter, parseAuditEvent, storageDigest } from "@tessera/core/store-kit";
 import type { Database } from "./database.js";
 
 /**
@@ -22,42 +17,28 @@ export class PostgresAuditSink implements ReadableAuditSink {
   }
 
   async append(event: AuditEvent): Promise<void> {
-    const parsed = AuditEventSchema.safeParse(event);
-    if (!parsed.success) {
-      throw new TesseraError(
-        "invalid_input",
-        "the audit event does not match the AuditEvent schema",
-      );
-    }
+    const valid = parseAuditEvent(event);
     await this.#db.query(
       "audit_unavailable",
       `INSERT INTO ${this.#table} (call_key, trace_key, event) VALUES ($1, $2, $3)`,
-      [
-        storageDigest(parsed.data.callId),
-        storageDigest(parsed.data.traceId),
-        JSON.stringify(parsed.data),
-      ],
+      [storageDigest(valid.callId), storageDigest(valid.traceId), JSON.stringify(valid)],
     );
   }
 
-  async read(
-    filter: { callId?: string; traceId?: string; limit?: number } = {},
-  ): Promise<readonly AuditEvent[]> {
+  async read(filter: AuditFilter = {}): Promise<readonly AuditEvent[]> {
+    checkAuditFilter(filter);
     const where: string[] = [];
     const values: unknown[] = [];
     if (filter.callId !== undefined) {
-      values.push(storageDigest(String(filter.callId)));
+      values.push(storageDigest(filter.callId));
       where.push(`call_key = $${values.length}`);
     }
     if (filter.traceId !== undefined) {
-      values.push(storageDigest(String(filter.traceId)));
+      values.push(storageDigest(filter.traceId));
       where.push(`trace_key = $${values.length}`);
     }
     let limit = "";
     if (filter.limit !== undefined) {
-      if (!Number.isSafeInteger(filter.limit) || filter.limit < 0) {
-        throw new TesseraError("invalid_input", "limit must be a non-negative integer");
-      }
       values.push(filter.limit);
       limit = ` LIMIT $${values.length}`;
     }

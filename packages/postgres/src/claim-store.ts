@@ -4,14 +4,17 @@ import {
   type ClaimRecord,
   type ClaimResult,
   type ClaimStore,
+  type StoredClaim,
+  TesseraError,
+} from "@tessera/core";
+import {
   checkClaimKey,
   checkReceipt,
   checkRecord,
+  checkSession,
   claimKeyDigest,
-  type StoredClaim,
   storageDigest,
-  TesseraError,
-} from "@tessera/core";
+} from "@tessera/core/store-kit";
 import type { Database } from "./database.js";
 
 interface ClaimRow {
@@ -106,20 +109,20 @@ export class PostgresClaimStore implements ClaimStore {
 
   async listInDoubt(session?: string): Promise<StoredClaim[]> {
     this.#checkOpen();
+    checkSession(session, true);
     const { rows } =
       session === undefined
         ? await this.#db.query<ClaimRow>("claim_store_unavailable", this.#sql.inDoubtAll)
         : await this.#db.query<ClaimRow>("claim_store_unavailable", this.#sql.inDoubt, [
-            storageDigest(checkSession(session)),
+            storageDigest(session),
           ]);
     return rows.map(toStoredClaim);
   }
 
   async endSession(session: string): Promise<void> {
     this.#checkOpen();
-    await this.#db.query("claim_store_unavailable", this.#sql.end, [
-      storageDigest(checkSession(session)),
-    ]);
+    checkSession(session);
+    await this.#db.query("claim_store_unavailable", this.#sql.end, [storageDigest(session)]);
   }
 
   async close(): Promise<void> {
@@ -137,12 +140,6 @@ export class PostgresClaimStore implements ClaimStore {
     if (this.#closed)
       throw new TesseraError("claim_store_unavailable", "the claim store is closed");
   }
-}
-
-function checkSession(session: string): string {
-  if (typeof session !== "string")
-    throw new TesseraError("invalid_input", "session must be a string");
-  return session;
 }
 
 function toStoredClaim(row: ClaimRow): StoredClaim {

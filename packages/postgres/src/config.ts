@@ -1,4 +1,5 @@
-import { redact, TesseraError } from "@tessera/core";
+import { TesseraError } from "@tessera/core";
+import { flagOption, redact } from "@tessera/core/store-kit";
 
 /**
  * Everything `openStores` reads from its URL. Tessera's own settings ride in the query
@@ -65,7 +66,7 @@ export function parsePostgresUrl(url: string): PostgresConfig {
     }
     numbers[key as keyof typeof NUMERIC_OPTIONS] = value;
   }
-  const selfTest = params.get("selfTest") !== "false";
+  const selfTest = flagOption(params.get("selfTest"), "selfTest");
   const applicationName = params.get("application_name") ?? "tessera";
   for (const name of [
     "schema",

@@ -1,11 +1,10 @@
+import { type Grant, type GrantInput, type GrantStore, TesseraError } from "@tessera/core";
 import {
-  type Grant,
-  type GrantInput,
-  GrantSchema,
-  type GrantStore,
+  checkId,
+  checkRevocationInstant,
+  parseGrantInput,
   storageDigest,
-  TesseraError,
-} from "@tessera/core";
+} from "@tessera/core/store-kit";
 import type { Database } from "./database.js";
 
 interface GrantRow {
@@ -37,11 +36,8 @@ export class PostgresGrantStore implements GrantStore {
   }
 
   async add(input: GrantInput): Promise<Grant> {
-    const parsed = GrantSchema.safeParse(input);
-    if (!parsed.success) {
-      throw new TesseraError("invalid_grant", "the grant does not match the Grant schema");
-    }
-    const { revokedAt, ...grant } = parsed.data;
+    const added = parseGrantInput(input);
+    const { revokedAt, ...grant } = added;
     const inserted = await this.#db.query("grant_store_unavailable", this.#sql.add, [
       storageDigest(grant.namespaceId),
       storageDigest(grant.id),
@@ -55,14 +51,13 @@ export class PostgresGrantStore implements GrantStore {
         "a grant with this id already exists in the namespace",
       );
     }
-    return parsed.data;
+    return added;
   }
 
   async revoke(namespaceId: string, grantId: string, at: Date = new Date()): Promise<boolean> {
-    checkString(namespaceId, grantId);
-    if (!(at instanceof Date) || Number.isNaN(at.getTime())) {
-      throw new TesseraError("invalid_input", "revoke: `at` must be a valid Date");
-    }
+    checkId(namespaceId, "namespaceId");
+    checkId(grantId, "grantId");
+    checkRevocationInstant(at);
     const updated = await this.#db.query("grant_store_unavailable", this.#sql.revoke, [
       storageDigest(namespaceId),
       storageDigest(grantId),
@@ -72,7 +67,8 @@ export class PostgresGrantStore implements GrantStore {
   }
 
   async listGrants(namespaceId: string, subject: string): Promise<readonly unknown[]> {
-    checkString(namespaceId, subject);
+    checkId(namespaceId, "namespaceId");
+    checkId(subject, "subject");
     const { rows } = await this.#db.query<GrantRow>(
       "grant_store_unavailable",
       this.#sql.bySubject,
@@ -82,19 +78,13 @@ export class PostgresGrantStore implements GrantStore {
   }
 
   async listNamespace(namespaceId: string): Promise<readonly Grant[]> {
-    checkString(namespaceId);
+    checkId(namespaceId, "namespaceId");
     const { rows } = await this.#db.query<GrantRow>(
       "grant_store_unavailable",
       this.#sql.byNamespace,
       [storageDigest(namespaceId)],
     );
     return rows.map(toGrant);
-  }
-}
-
-function checkString(...values: unknown[]): void {
-  if (values.some((value) => typeof value !== "string")) {
-    throw new TesseraError("invalid_input", "namespace, grant and subject IDs must be strings");
   }
 }
 

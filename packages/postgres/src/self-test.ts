@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { claimKeyDigest, storageDigest, TesseraError } from "@tessera/core";
+import { TesseraError } from "@tessera/core";
+import { claimKeyDigest, storageDigest } from "@tessera/core/store-kit";
 import type { PostgresClaimStore } from "./claim-store.js";
 import type { Database } from "./database.js";
 import type { PostgresUsageStore } from "./usage-store.js";

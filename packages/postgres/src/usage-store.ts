@@ -1,9 +1,5 @@
-import {
-  type ConsumeResult,
-  type GrantUsageStore,
-  storageDigest,
-  TesseraError,
-} from "@tessera/core";
+import type { ConsumeResult, GrantUsageStore } from "@tessera/core";
+import { checkId, checkMaxUses, storageDigest } from "@tessera/core/store-kit";
 import type { Database } from "./database.js";
 
 /**
@@ -34,18 +30,17 @@ export class PostgresUsageStore implements GrantUsageStore {
   }
 
   async getUsage(namespaceId: string, grantId: string): Promise<number> {
-    checkIds(namespaceId, grantId);
+    checkId(namespaceId, "namespaceId");
+    checkId(grantId, "grantId");
     return this.#read(storageDigest(namespaceId, grantId));
   }
 
   async tryConsume(namespaceId: string, grantId: string, maxUses: number): Promise<ConsumeResult> {
-    checkIds(namespaceId, grantId);
-    if (!Number.isSafeInteger(maxUses) || maxUses < 0) {
-      throw new TesseraError("invalid_input", "maxUses must be a non-negative integer");
-    }
+    checkId(namespaceId, "namespaceId");
+    checkId(grantId, "grantId");
+    // A positive bound: the upsert below inserts a first use outright.
+    checkMaxUses(maxUses);
     const key = storageDigest(namespaceId, grantId);
-    // The upsert below inserts a first use outright, so a zero bound must stop here.
-    if (maxUses === 0) return { consumed: false, used: await this.#read(key) };
     const consumed = await this.#consume(this.#sql.consume, [key, maxUses]);
     if (consumed !== undefined) return { consumed: true, used: consumed };
     // Nothing matched: the bound is reached, or the counter row does not exist yet. Counts
@@ -75,11 +70,5 @@ export class PostgresUsageStore implements GrantUsageStore {
       [key],
     );
     return rows[0] ? Number(rows[0].used) : undefined;
-  }
-}
-
-function checkIds(namespaceId: string, grantId: string): void {
-  if (typeof namespaceId !== "string" || typeof grantId !== "string") {
-    throw new TesseraError("invalid_input", "namespaceId and grantId must be strings");
   }
 }

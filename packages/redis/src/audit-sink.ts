@@ -1,10 +1,5 @@
-import {
-  type AuditEvent,
-  AuditEventSchema,
-  type ReadableAuditSink,
-  storageDigest,
-  TesseraError,
-} from "@tessera/core";
+import type { AuditEvent, AuditFilter, ReadableAuditSink } from "@tessera/core";
+import { checkAuditFilter, parseAuditEvent, storageDigest } from "@tessera/core/store-kit";
 import { type Connection, script } from "./connection.js";
 
 /**
@@ -38,39 +33,29 @@ export class RedisAuditSink implements ReadableAuditSink {
   }
 
   async append(event: AuditEvent): Promise<void> {
-    const parsed = AuditEventSchema.safeParse(event);
-    if (!parsed.success) {
-      throw new TesseraError(
-        "invalid_input",
-        "the audit event does not match the AuditEvent schema",
-      );
-    }
+    const valid = parseAuditEvent(event);
     await this.#connection.eval(
       "audit_unavailable",
       APPEND,
       [
         this.#connection.key("audit"),
-        this.#connection.key("audit-call", storageDigest(parsed.data.callId)),
-        this.#connection.key("audit-trace", storageDigest(parsed.data.traceId)),
+        this.#connection.key("audit-call", storageDigest(valid.callId)),
+        this.#connection.key("audit-trace", storageDigest(valid.traceId)),
       ],
-      [JSON.stringify(parsed.data)],
+      [JSON.stringify(valid)],
     );
   }
 
-  async read(
-    filter: { callId?: string; traceId?: string; limit?: number } = {},
-  ): Promise<readonly AuditEvent[]> {
+  async read(filter: AuditFilter = {}): Promise<readonly AuditEvent[]> {
+    checkAuditFilter(filter);
     const { callId, traceId, limit } = filter;
-    if (limit !== undefined && (!Number.isSafeInteger(limit) || limit < 0)) {
-      throw new TesseraError("invalid_input", "limit must be a non-negative integer");
-    }
     if (limit === 0) return [];
     let events: AuditEvent[];
     if (callId !== undefined || traceId !== undefined) {
       const index =
         callId !== undefined
-          ? this.#connection.key("audit-call", storageDigest(String(callId)))
-          : this.#connection.key("audit-trace", storageDigest(String(traceId)));
+          ? this.#connection.key("audit-call", storageDigest(callId))
+          : this.#connection.key("audit-trace", storageDigest(traceId as string));
       const reply = await this.#connection.eval(
         "audit_unavailable",
         READ_INDEXED,

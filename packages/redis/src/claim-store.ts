@@ -4,14 +4,17 @@ import {
   type ClaimRecord,
   type ClaimResult,
   type ClaimStore,
+  type StoredClaim,
+  TesseraError,
+} from "@tessera/core";
+import {
   checkClaimKey,
   checkReceipt,
   checkRecord,
-  type StoredClaim,
+  checkSession,
   storageDigest,
-  TesseraError,
   uniqueStorageDigest,
-} from "@tessera/core";
+} from "@tessera/core/store-kit";
 import { type Connection, scanKeys, script } from "./connection.js";
 
 const CODE = "claim_store_unavailable";
@@ -107,9 +110,7 @@ export class RedisClaimStore implements ClaimStore {
   /** Walks the keyspace (SCAN), reading claims in batches: cost grows with the database. */
   async listInDoubt(session?: string): Promise<StoredClaim[]> {
     this.#checkOpen();
-    if (session !== undefined && typeof session !== "string") {
-      throw new TesseraError("invalid_input", "session must be a string");
-    }
+    checkSession(session, true);
     const pattern = this.#claimPattern(session);
     const inDoubt: StoredClaim[] = [];
     await this.#connection.run(CODE, async (redis) => {
@@ -132,8 +133,7 @@ export class RedisClaimStore implements ClaimStore {
   /** Deletes the session's claims (SCAN for its key pattern, then UNLINK per batch). */
   async endSession(session: string): Promise<void> {
     this.#checkOpen();
-    if (typeof session !== "string")
-      throw new TesseraError("invalid_input", "session must be a string");
+    checkSession(session);
     const pattern = this.#claimPattern(session);
     await this.#connection.run(CODE, (redis) =>
       scanKeys(redis, pattern, async (keys) => {

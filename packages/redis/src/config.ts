@@ -1,4 +1,5 @@
-import { redact, TesseraError } from "@tessera/core";
+import { TesseraError } from "@tessera/core";
+import { flagOption, redact } from "@tessera/core/store-kit";
 
 /**
  * Everything `openStores` reads from its URL. Tessera's own settings ride in the query
@@ -70,7 +71,7 @@ export function parseRedisUrl(url: string): RedisConfig {
       `name ${redact(connectionName)} must match ${PREFIX.source}`,
     );
   }
-  const selfTest = params.get("selfTest") !== "false";
+  const selfTest = flagOption(params.get("selfTest"), "selfTest");
   for (const name of ["prefix", "name", "selfTest", ...Object.keys(NUMERIC_OPTIONS)]) {
     params.delete(name);
   }

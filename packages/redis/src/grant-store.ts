@@ -1,11 +1,10 @@
+import { type Grant, type GrantInput, type GrantStore, TesseraError } from "@tessera/core";
 import {
-  type Grant,
-  type GrantInput,
-  GrantSchema,
-  type GrantStore,
+  checkId,
+  checkRevocationInstant,
+  parseGrantInput,
   storageDigest,
-  TesseraError,
-} from "@tessera/core";
+} from "@tessera/core/store-kit";
 import { type Connection, script } from "./connection.js";
 
 /**
@@ -50,11 +49,8 @@ export class RedisGrantStore implements GrantStore {
   }
 
   async add(input: GrantInput): Promise<Grant> {
-    const parsed = GrantSchema.safeParse(input);
-    if (!parsed.success) {
-      throw new TesseraError("invalid_grant", "the grant does not match the Grant schema");
-    }
-    const { revokedAt, ...grant } = parsed.data;
+    const parsed = parseGrantInput(input);
+    const { revokedAt, ...grant } = parsed;
     const ns = storageDigest(grant.namespaceId);
     const added = await this.#connection.eval(
       "grant_store_unavailable",
@@ -74,14 +70,13 @@ export class RedisGrantStore implements GrantStore {
         "a grant with this id already exists in the namespace",
       );
     }
-    return parsed.data;
+    return parsed;
   }
 
   async revoke(namespaceId: string, grantId: string, at: Date = new Date()): Promise<boolean> {
-    checkStrings(namespaceId, grantId);
-    if (!(at instanceof Date) || Number.isNaN(at.getTime())) {
-      throw new TesseraError("invalid_input", "revoke: `at` must be a valid Date");
-    }
+    checkId(namespaceId, "namespaceId");
+    checkId(grantId, "grantId");
+    checkRevocationInstant(at);
     const ns = storageDigest(namespaceId);
     const revoked = await this.#connection.eval(
       "grant_store_unavailable",
@@ -93,13 +88,14 @@ export class RedisGrantStore implements GrantStore {
   }
 
   async listGrants(namespaceId: string, subject: string): Promise<readonly unknown[]> {
-    checkStrings(namespaceId, subject);
+    checkId(namespaceId, "namespaceId");
+    checkId(subject, "subject");
     const ns = storageDigest(namespaceId);
     return this.#list(this.#key("grants-subject", ns, storageDigest(subject)), ns);
   }
 
   async listNamespace(namespaceId: string): Promise<readonly Grant[]> {
-    checkStrings(namespaceId);
+    checkId(namespaceId, "namespaceId");
     const ns = storageDigest(namespaceId);
     return this.#list(this.#key("grants-order", ns), ns);
   }
@@ -127,11 +123,5 @@ export class RedisGrantStore implements GrantStore {
 
   #key(...parts: string[]): string {
     return this.#connection.key(...parts);
-  }
-}
-
-function checkStrings(...values: unknown[]): void {
-  if (values.some((value) => typeof value !== "string")) {
-    throw new TesseraError("invalid_input", "namespace, grant and subject IDs must be strings");
   }
 }

@@ -1,9 +1,5 @@
-import {
-  type ConsumeResult,
-  type GrantUsageStore,
-  storageDigest,
-  TesseraError,
-} from "@tessera/core";
+import { type ConsumeResult, type GrantUsageStore, TesseraError } from "@tessera/core";
+import { checkId, checkMaxUses, storageDigest } from "@tessera/core/store-kit";
 import { type Connection, script } from "./connection.js";
 
 /**
@@ -29,9 +25,8 @@ export class RedisUsageStore implements GrantUsageStore {
 
   /** The counter's key; exported for the self-test and the benchmark's raw baseline. */
   keyOf(namespaceId: string, grantId: string): string {
-    if (typeof namespaceId !== "string" || typeof grantId !== "string") {
-      throw new TesseraError("invalid_input", "namespaceId and grantId must be strings");
-    }
+    checkId(namespaceId, "namespaceId");
+    checkId(grantId, "grantId");
     return this.#connection.key("usage", storageDigest(namespaceId, grantId));
   }
 
@@ -43,9 +38,7 @@ export class RedisUsageStore implements GrantUsageStore {
 
   async tryConsume(namespaceId: string, grantId: string, maxUses: number): Promise<ConsumeResult> {
     const key = this.keyOf(namespaceId, grantId);
-    if (!Number.isSafeInteger(maxUses) || maxUses < 0) {
-      throw new TesseraError("invalid_input", "maxUses must be a non-negative integer");
-    }
+    checkMaxUses(maxUses);
     const reply = await this.#connection.eval("usage_store_unavailable", CONSUME, [key], [maxUses]);
     if (
       !Array.isArray(reply) ||

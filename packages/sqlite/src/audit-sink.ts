@@ -1,9 +1,5 @@
-import {
-  type AuditEvent,
-  AuditEventSchema,
-  type ReadableAuditSink,
-  TesseraError,
-} from "@tessera/core";
+import type { AuditEvent, AuditFilter, ReadableAuditSink } from "@tessera/core";
+import { checkAuditFilter, parseAuditEvent } from "@tessera/core/store-kit";
 import type { SqliteDatabase } from "./database.js";
 
 const CODE = "audit_unavailable";
@@ -20,10 +16,7 @@ export class SqliteAuditSink implements ReadableAuditSink {
   }
 
   async append(event: AuditEvent): Promise<void> {
-    const parsed = AuditEventSchema.safeParse(event);
-    if (!parsed.success)
-      throw new TesseraError("invalid_input", "the audit event does not validate");
-    const valid = parsed.data;
+    const valid = parseAuditEvent(event);
     this.#db.run(CODE, () =>
       this.#db
         .statement("INSERT INTO tessera_audit (call_id, trace_id, event) VALUES (?, ?, ?)")
@@ -32,9 +25,8 @@ export class SqliteAuditSink implements ReadableAuditSink {
   }
 
   /** Events in append order; with `limit`, the first `limit` of them (as every Tessera sink). */
-  async read(
-    filter: { callId?: string; traceId?: string; limit?: number } = {},
-  ): Promise<readonly AuditEvent[]> {
+  async read(filter: AuditFilter = {}): Promise<readonly AuditEvent[]> {
+    checkAuditFilter(filter);
     const where: string[] = [];
     const params: (string | number)[] = [];
     if (filter.callId !== undefined) {
@@ -48,9 +40,6 @@ export class SqliteAuditSink implements ReadableAuditSink {
     const condition = where.length > 0 ? `WHERE ${where.join(" AND ")}` : "";
     let sql = `SELECT event FROM tessera_audit ${condition} ORDER BY seq`;
     if (filter.limit !== undefined) {
-      if (!Number.isSafeInteger(filter.limit) || filter.limit < 0) {
-        throw new TesseraError("invalid_input", "limit must be a non-negative integer");
-      }
       sql += " LIMIT ?";
       params.push(filter.limit);
     }

@@ -7,11 +7,10 @@ import {
   type StoredClaim,
   TesseraError,
 } from "@tessera/core";
+import { checkClaimKey, checkReceipt, checkRecord, checkSession } from "@tessera/core/store-kit";
 import type { SqliteDatabase } from "./database.js";
-import { requireFiniteNumber, requireString } from "./validate.js";
 
 const CODE = "claim_store_unavailable";
-const SETTLED = new Set(["dispatched", "denied", "failed"]);
 const COLUMNS =
   "session, function_call_id, body_hash, claimed_at, worker, receipt_status, settled_at";
 
@@ -33,11 +32,11 @@ interface ClaimRow {
  */
 export class SqliteClaimStore implements ClaimStore {
   readonly #db: SqliteDatabase;
-  readonly #release: (() => void) | undefined;
+  readonly #release: (() => void | Promise<void>) | undefined;
   #closed = false;
 
   /** `release` is called by `close()` when this store owns its connection. */
-  constructor(db: SqliteDatabase, release?: () => void) {
+  constructor(db: SqliteDatabase, release?: () => void | Promise<void>) {
     this.#db = db;
     this.#release = release;
   }
@@ -48,10 +47,8 @@ export class SqliteClaimStore implements ClaimStore {
 
   /** Synchronous core, also used by the self-test inside a rolled-back transaction. */
   claimNow(key: ClaimKey, record: ClaimRecord): ClaimResult {
-    this.#check(key);
-    requireString(record?.bodyHash, "record.bodyHash");
-    requireFiniteNumber(record.claimedAt, "record.claimedAt");
-    if (record.worker !== undefined) requireString(record.worker, "record.worker");
+    checkClaimKey(key);
+    checkRecord(record);
     return this.#run(() => {
       // A row deleted by a concurrent endSession between our insert and our read is retried;
       // the host never reuses an ended session, so this is bounded in practice.
@@ -77,14 +74,8 @@ export class SqliteClaimStore implements ClaimStore {
   }
 
   async settle(key: ClaimKey, receipt: ClaimReceipt): Promise<void> {
-    this.#check(key);
-    if (!SETTLED.has(receipt?.status)) {
-      throw new TesseraError(
-        "invalid_input",
-        "a receipt status must be dispatched, denied or failed",
-      );
-    }
-    requireFiniteNumber(receipt.settledAt, "receipt.settledAt");
+    checkClaimKey(key);
+    checkReceipt(receipt);
     // Only an unsettled claim takes an outcome: the first outcome stands.
     const changes = this.#run(
       () =>
@@ -101,12 +92,12 @@ export class SqliteClaimStore implements ClaimStore {
   }
 
   async get(key: ClaimKey): Promise<StoredClaim | undefined> {
-    this.#check(key);
+    checkClaimKey(key);
     return this.#run(() => this.#read(key));
   }
 
   async listInDoubt(session?: string): Promise<StoredClaim[]> {
-    if (session !== undefined) requireString(session, "session");
+    checkSession(session, true);
     return this.#run(() => {
       const rows = (
         session === undefined
@@ -126,7 +117,7 @@ export class SqliteClaimStore implements ClaimStore {
   }
 
   async endSession(session: string): Promise<void> {
-    requireString(session, "session");
+    checkSession(session);
     this.#run(() =>
       this.#db.statement("DELETE FROM tessera_claims WHERE session = ?").run(session),
     );
@@ -134,12 +125,7 @@ export class SqliteClaimStore implements ClaimStore {
 
   async close(): Promise<void> {
     this.#closed = true;
-    this.#release?.();
-  }
-
-  #check(key: ClaimKey): void {
-    requireString(key?.session, "session");
-    requireString(key.functionCallId, "functionCallId");
+    await this.#release?.();
   }
 
   #read(key: ClaimKey): StoredClaim | undefined {

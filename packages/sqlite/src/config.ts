@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
 import { TesseraError } from "@tessera/core";
+import { flagOption } from "@tessera/core/store-kit";
 
 /** What a `sqlite:` URL says. */
 export interface SqliteConfig {
@@ -48,8 +49,8 @@ export function parseSqliteUrl(url: string): SqliteConfig {
     path: location === ":memory:" ? location : resolve(decodeURIComponent(location)),
     synchronous: synchronous(query.get("synchronous")),
     busyTimeoutMs: busyTimeout(query.get("busyTimeoutMs")),
-    selfTest: flag(query.get("selfTest"), "selfTest"),
-    create: flag(query.get("create"), "create"),
+    selfTest: flagOption(query.get("selfTest"), "selfTest"),
+    create: flagOption(query.get("create"), "create"),
   };
 }
 
@@ -67,10 +68,4 @@ function busyTimeout(value: string | null): number {
     throw new TesseraError("invalid_config", "busyTimeoutMs must be an integer from 0 to 600000");
   }
   return ms;
-}
-
-function flag(value: string | null, name: string): boolean {
-  if (value === null || value === "true") return true;
-  if (value === "false") return false;
-  throw new TesseraError("invalid_config", `${name} must be true or false`);
 }

@@ -5,8 +5,8 @@ import {
   type GrantStore,
   TesseraError,
 } from "@tessera/core";
+import { checkId, checkRevocationInstant, parseGrantInput } from "@tessera/core/store-kit";
 import type { SqliteDatabase } from "./database.js";
-import { requireString } from "./validate.js";
 
 const CODE = "grant_store_unavailable";
 
@@ -29,9 +29,7 @@ export class SqliteGrantStore implements GrantStore {
   }
 
   async add(input: GrantInput): Promise<Grant> {
-    const parsed = GrantSchema.safeParse(input);
-    if (!parsed.success) throw new TesseraError("invalid_grant", "the grant does not validate");
-    const grant = parsed.data;
+    const grant = parseGrantInput(input);
     const { revokedAt, ...body } = grant;
     const changes = this.#db.run(
       CODE,
@@ -60,11 +58,9 @@ export class SqliteGrantStore implements GrantStore {
   }
 
   async revoke(namespaceId: string, grantId: string, at: Date = new Date()): Promise<boolean> {
-    requireString(namespaceId, "namespaceId");
-    requireString(grantId, "grantId");
-    if (!(at instanceof Date) || Number.isNaN(at.getTime())) {
-      throw new TesseraError("invalid_input", "the revocation instant must be a valid Date");
-    }
+    checkId(namespaceId, "namespaceId");
+    checkId(grantId, "grantId");
+    checkRevocationInstant(at);
     const changes = this.#db.run(
       CODE,
       () =>
@@ -79,8 +75,8 @@ export class SqliteGrantStore implements GrantStore {
   }
 
   async listGrants(namespaceId: string, subject: string): Promise<readonly unknown[]> {
-    requireString(namespaceId, "namespaceId");
-    requireString(subject, "subject");
+    checkId(namespaceId, "namespaceId");
+    checkId(subject, "subject");
     const rows = this.#db.run(
       CODE,
       () =>
@@ -95,7 +91,7 @@ export class SqliteGrantStore implements GrantStore {
   }
 
   async listNamespace(namespaceId: string): Promise<readonly Grant[]> {
-    requireString(namespaceId, "namespaceId");
+    checkId(namespaceId, "namespaceId");
     const rows = this.#db.run(
       CODE,
       () =>

@@ -1,25 +1,40 @@
-import type { ClaimStore, GrantStore, GrantUsageStore, ReadableAuditSink } from "@tessera/core";
+import type {
+  ClaimStore,
+  Closable as CoreClosable,
+  GrantStore,
+  GrantUsageStore,
+  ReadableAuditSink,
+  StoreBundle,
+} from "@tessera/core";
+import { storeOpeners } from "@tessera/core/store-kit";
 import { SqliteAuditSink } from "./audit-sink.js";
 import { SqliteClaimStore } from "./claim-store.js";
 import { parseSqliteUrl } from "./config.js";
-import { SqliteDatabase, type UnavailableCode } from "./database.js";
+import { SqliteDatabase } from "./database.js";
 import { SqliteGrantStore } from "./grant-store.js";
 import { migrate } from "./migrations.js";
 import { selfTest } from "./self-test.js";
 import { SqliteUsageStore } from "./usage-store.js";
 
-/** Every port this backend serves, over one connection. */
-export interface SqliteStores {
-  readonly usage: GrantUsageStore;
-  readonly claims: ClaimStore;
-  readonly grants: GrantStore;
-  readonly audit: ReadableAuditSink;
-  /** Closes the connection; every port refuses afterwards with its `*_unavailable` code. */
-  close(): Promise<void>;
-}
+/** @deprecated Use `StoreBundle` from `@tessera/core`; kept for one release. */
+export type SqliteStores = StoreBundle;
+/** @deprecated Use `Closable` from `@tessera/core`; kept for one release. */
+export type Closable<Port> = CoreClosable<Port>;
 
-/** A single port that owns its connection: `close()` closes it. */
-export type Closable<Port> = Port & { close(): Promise<void> };
+const openers = storeOpeners<SqliteDatabase>({
+  name: "SQLite",
+  // Any failure here is re-coded by the opener (`store_unavailable`, `claim_store_unavailable`…).
+  connect: (url) => SqliteDatabase.open(parseSqliteUrl(url), "store_unavailable"),
+  prepare(db) {
+    migrate(db, "store_unavailable");
+    if (db.config.selfTest) selfTest(db, new SqliteClaimStore(db), new SqliteUsageStore(db));
+  },
+  disconnect: (db) => db.close(),
+  usage: (db) => new SqliteUsageStore(db),
+  grants: (db) => new SqliteGrantStore(db),
+  audit: (db) => new SqliteAuditSink(db),
+  claims: (db, release) => new SqliteClaimStore(db, release),
+});
 
 /**
  * Opens the stores in the SQLite file named by `sqlite:./tessera.db` (created if absent),
@@ -28,52 +43,23 @@ export type Closable<Port> = Port & { close(): Promise<void> };
  * driver that cannot prove its primitives is closed and refused with
  * `store_self_test_failed`. A file that cannot be opened: `store_unavailable`.
  */
-export async function openStores(url: string): Promise<SqliteStores> {
-  const db = openDatabase(url, "store_unavailable");
-  const close = async () => db.close();
-  return Object.freeze({
-    usage: new SqliteUsageStore(db),
-    claims: new SqliteClaimStore(db),
-    grants: new SqliteGrantStore(db),
-    audit: new SqliteAuditSink(db),
-    close,
-  });
+export async function openStores(url: string): Promise<StoreBundle> {
+  return openers.openStores(url);
 }
 
 /** The claim store alone (for the A2UI gate); its `close()` closes its connection. */
 export async function openClaimStore(url: string): Promise<ClaimStore> {
-  const db = openDatabase(url, "claim_store_unavailable");
-  return new SqliteClaimStore(db, () => db.close());
+  return openers.openClaimStore(url);
 }
 
-export async function openUsageStore(url: string): Promise<Closable<GrantUsageStore>> {
-  const db = openDatabase(url, "usage_store_unavailable");
-  return withClose(new SqliteUsageStore(db), db);
+export async function openUsageStore(url: string): Promise<CoreClosable<GrantUsageStore>> {
+  return openers.openUsageStore(url);
 }
 
-export async function openGrantStore(url: string): Promise<Closable<GrantStore>> {
-  const db = openDatabase(url, "grant_store_unavailable");
-  return withClose(new SqliteGrantStore(db), db);
+export async function openGrantStore(url: string): Promise<CoreClosable<GrantStore>> {
+  return openers.openGrantStore(url);
 }
 
-export async function openAuditSink(url: string): Promise<Closable<ReadableAuditSink>> {
-  const db = openDatabase(url, "audit_unavailable");
-  return withClose(new SqliteAuditSink(db), db);
-}
-
-function openDatabase(url: string, failCode: UnavailableCode): SqliteDatabase {
-  const config = parseSqliteUrl(url);
-  const db = SqliteDatabase.open(config, failCode);
-  try {
-    migrate(db, failCode);
-    if (config.selfTest) selfTest(db, new SqliteClaimStore(db), new SqliteUsageStore(db));
-    return db;
-  } catch (error) {
-    db.close();
-    throw error;
-  }
-}
-
-function withClose<Port extends object>(port: Port, db: SqliteDatabase): Closable<Port> {
-  return Object.assign(port, { close: async () => db.close() });
+export async function openAuditSink(url: string): Promise<CoreClosable<ReadableAuditSink>> {
+  return openers.openAuditSink(url);
 }

@@ -1,6 +1,6 @@
-import { type ConsumeResult, type GrantUsageStore, TesseraError } from "@tessera/core";
+import type { ConsumeResult, GrantUsageStore } from "@tessera/core";
+import { checkId, checkMaxUses } from "@tessera/core/store-kit";
 import type { SqliteDatabase } from "./database.js";
-import { requireString } from "./validate.js";
 
 const CODE = "usage_store_unavailable";
 
@@ -27,11 +27,9 @@ export class SqliteUsageStore implements GrantUsageStore {
 
   /** Synchronous core, also used by the self-test inside a rolled-back transaction. */
   consume(namespaceId: string, grantId: string, maxUses: number): ConsumeResult {
-    requireString(namespaceId, "namespaceId");
-    requireString(grantId, "grantId");
-    if (!Number.isSafeInteger(maxUses) || maxUses < 1) {
-      throw new TesseraError("invalid_input", "maxUses must be a positive integer");
-    }
+    checkId(namespaceId, "namespaceId");
+    checkId(grantId, "grantId");
+    checkMaxUses(maxUses);
     return this.#db.run(CODE, () => {
       // `.all()`, not `.get()`: get() stops at the RETURNING row and resets the statement,
       // so the commit happens inside sqlite3_reset, whose error better-sqlite3 ignores (a
@@ -53,8 +51,8 @@ export class SqliteUsageStore implements GrantUsageStore {
   }
 
   readUsage(namespaceId: string, grantId: string): number {
-    requireString(namespaceId, "namespaceId");
-    requireString(grantId, "grantId");
+    checkId(namespaceId, "namespaceId");
+    checkId(grantId, "grantId");
     return this.#db.run(CODE, () => {
       const row = this.#db
         .statement("SELECT used FROM tessera_usage WHERE namespace_id = ? AND grant_id = ?")

@@ -69,6 +69,24 @@ export function describeAuditSinkConformance<H extends OpenedStore<ReadableAudit
       }),
     );
 
+    check("read refuses a malformed filter with invalid_input", () =>
+      use(async ({ store }) => {
+        await store.append(auditEvent(0));
+        const bad = [
+          { limit: -1 },
+          { limit: 1.5 },
+          { limit: Number.NaN },
+          { limit: "2" },
+          { callId: 5 },
+          { traceId: {} },
+        ];
+        for (const filter of bad as Parameters<typeof store.read>[0][]) {
+          await expectCode(() => store.read(filter), ["invalid_input"]);
+        }
+        expect(await store.read({ limit: 1 })).toHaveLength(1);
+      }),
+    );
+
     check("is append-only: changing what read returned changes nothing stored", () =>
       use(async ({ store }) => {
         await store.append(auditEvent(0));

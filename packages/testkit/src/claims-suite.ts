@@ -112,6 +112,46 @@ export function describeClaimStoreConformance<H extends OpenedStore<ClaimStore>>
       }),
     );
 
+    check("refuses a malformed key, record, receipt or session with invalid_input", () =>
+      use(async ({ store }) => {
+        const key = { session: "s", functionCallId: "f" };
+        const good = record("f");
+        const badKeys = [null, { session: 1, functionCallId: "f" }, { session: "s" }];
+        for (const bad of badKeys as unknown as ClaimKey[]) {
+          await expectCode(() => store.claim(bad, good), ["invalid_input"]);
+          await expectCode(() => store.get(bad), ["invalid_input"]);
+          await expectCode(
+            () => store.settle(bad, { status: "failed", settledAt: 1 }),
+            ["invalid_input"],
+          );
+        }
+        const badRecords = [
+          null,
+          { bodyHash: 7, claimedAt: 1 },
+          { bodyHash: "h", claimedAt: 1.5 },
+          { bodyHash: "h", claimedAt: "1" },
+          { bodyHash: "h", claimedAt: 1, worker: 5 },
+        ];
+        for (const bad of badRecords as unknown as ClaimRecord[]) {
+          await expectCode(() => store.claim(key, bad), ["invalid_input"]);
+        }
+        expect(await store.get(key)).toBeUndefined();
+        await store.claim(key, good);
+        for (const settledAt of [1.5, Number.NaN, "1" as unknown as number]) {
+          await expectCode(
+            () => store.settle(key, { status: "dispatched", settledAt }),
+            ["invalid_input"],
+          );
+        }
+        expect((await store.get(key))?.receipt).toBeUndefined();
+        for (const session of [42, null, {}] as unknown as string[]) {
+          await expectCode(() => store.listInDoubt(session), ["invalid_input"]);
+          await expectCode(() => store.endSession(session), ["invalid_input"]);
+        }
+        expect(await store.listInDoubt()).toEqual([{ ...key, ...good }]);
+      }),
+    );
+
     check("listInDoubt lists the oldest claim first, per session or across all", () =>
       use(async ({ store }) => {
         const at = (claimedAt: number) => ({ ...record("b"), claimedAt });

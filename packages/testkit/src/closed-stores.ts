@@ -1,19 +1,8 @@
-import type {
-  AuditEvent,
-  ClaimStore,
-  GrantStore,
-  GrantUsageStore,
-  ReadableAuditSink,
-} from "@tessera/core";
+import type { AuditEvent, StoreBundle } from "@tessera/core";
 import { expectCode } from "./errors.js";
 
-/** The ports an `openStores(url)` bundle hands out. */
-export interface StoresBundle {
-  readonly usage: GrantUsageStore;
-  readonly claims: ClaimStore;
-  readonly grants: GrantStore;
-  readonly audit: ReadableAuditSink;
-}
+/** @deprecated Use `StoreBundle` from `@tessera/core`; kept for one release. */
+export type StoresBundle = Omit<StoreBundle, "close">;
 
 const key = { session: "s", functionCallId: "c" };
 const record = { bodyHash: "h", claimedAt: 1 };
@@ -31,7 +20,7 @@ const event: AuditEvent = {
  * Asserts that every operation of every port of a closed bundle refuses with that port's
  * own `*_unavailable` code: a closed store never answers from a stale handle.
  */
-export async function expectClosedStoresRefuse(stores: StoresBundle): Promise<void> {
+export async function expectClosedStoresRefuse(stores: Omit<StoreBundle, "close">): Promise<void> {
   const refusals: [() => Promise<unknown>, string][] = [
     [() => stores.usage.tryConsume("ns", "g", 1), "usage_store_unavailable"],
     [() => stores.usage.getUsage("ns", "g"), "usage_store_unavailable"],

@@ -124,6 +124,22 @@ export function describeGrantStoreConformance<H extends OpenedStore<GrantStore>>
       }),
     );
 
+    check("refuses IDs that are not strings and an invalid instant with invalid_input", () =>
+      use(async ({ store }) => {
+        await store.add(grantInput());
+        const notAString = 7 as unknown as string;
+        await expectCode(() => store.listGrants(notAString, "agent"), ["invalid_input"]);
+        await expectCode(() => store.listGrants("ns", notAString), ["invalid_input"]);
+        await expectCode(() => store.listNamespace(notAString), ["invalid_input"]);
+        await expectCode(() => store.revoke(notAString, "grant-1"), ["invalid_input"]);
+        await expectCode(() => store.revoke("ns", notAString), ["invalid_input"]);
+        for (const at of [new Date(Number.NaN), "2026-01-01" as unknown as Date]) {
+          await expectCode(() => store.revoke("ns", "grant-1", at), ["invalid_input"]);
+        }
+        expect(parsed(await store.listGrants("ns", "agent"))[0]?.revokedAt).toBeUndefined();
+      }),
+    );
+
     check("revoke without an instant stamps the current time", () =>
       use(async ({ store }) => {
         await store.add(grantInput());

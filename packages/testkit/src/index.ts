@@ -1,4 +1,9 @@
 export { describeAuditSinkConformance } from "./audit-suite.js";
+export {
+  type BackendOpeners,
+  type BundleFactory,
+  describeStoreBundleConformance,
+} from "./bundle-suite.js";
 export { describeClaimStoreConformance } from "./claims-suite.js";
 export { expectClosedStoresRefuse, type StoresBundle } from "./closed-stores.js";
 export type { OpenedStore, OutageControl, ProcessSpec, StoreFactory } from "./factory.js";

@@ -8,25 +8,35 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { MemoryClaimStore } from "@tessera/a2ui";
-import {
-  type AuditEvent,
-  type ClaimKey,
-  type ClaimReceipt,
-  type ClaimRecord,
-  type ClaimResult,
-  type ClaimStore,
-  type ConsumeResult,
-  checkReceipt,
-  type Grant,
-  type GrantInput,
-  GrantSchema,
-  type GrantStore,
-  type GrantUsageStore,
-  type ReadableAuditSink,
-  type StoredClaim,
-  TesseraError,
+import { InMemoryClaimStore } from "@tessera/a2ui";
+import type {
+  AuditEvent,
+  AuditFilter,
+  ClaimKey,
+  ClaimReceipt,
+  ClaimRecord,
+  ClaimResult,
+  ClaimStore,
+  ConsumeResult,
+  Grant,
+  GrantInput,
+  GrantStore,
+  GrantUsageStore,
+  ReadableAuditSink,
+  StoredClaim,
 } from "@tessera/core";
+import { TesseraError } from "@tessera/core";
+import {
+  checkAuditFilter,
+  checkClaimKey,
+  checkId,
+  checkMaxUses,
+  checkReceipt,
+  checkRecord,
+  checkRevocationInstant,
+  checkSession,
+  parseGrantInput,
+} from "@tessera/core/store-kit";
 import {
   describeAuditSinkConformance,
   describeClaimStoreConformance,
@@ -50,14 +60,17 @@ class UsageStore implements GrantUsageStore {
       : pairKey(namespaceId, grantId);
   }
 
+  // The input checks every store shares (store-kit): each store here differs by its flaw only.
   async getUsage(namespaceId: string, grantId: string): Promise<number> {
+    checkId(namespaceId, "namespaceId");
+    checkId(grantId, "grantId");
     return this.#used.get(this.#key(namespaceId, grantId)) ?? 0;
   }
 
   async tryConsume(namespaceId: string, grantId: string, maxUses: number): Promise<ConsumeResult> {
-    if (!Number.isSafeInteger(maxUses) || maxUses < 1) {
-      throw new TesseraError("invalid_input", "maxUses must be a positive integer");
-    }
+    checkId(namespaceId, "namespaceId");
+    checkId(grantId, "grantId");
+    checkMaxUses(maxUses);
     const key = this.#key(namespaceId, grantId);
     const used = this.#used.get(key) ?? 0;
     if (this.flaw === "yields-between-read-and-write") await pause();
@@ -72,6 +85,8 @@ class ClaimMap implements ClaimStore {
   constructor(private readonly flaw: "yields-between-check-and-insert" | "last-writer-wins") {}
 
   async claim(key: ClaimKey, record: ClaimRecord): Promise<ClaimResult> {
+    checkClaimKey(key);
+    checkRecord(record);
     const id = pairKey(key.session, key.functionCallId);
     const existing = this.#claims.get(id);
     if (this.flaw === "yields-between-check-and-insert") await pause();
@@ -86,6 +101,7 @@ class ClaimMap implements ClaimStore {
   }
 
   async settle(key: ClaimKey, receipt: ClaimReceipt): Promise<void> {
+    checkClaimKey(key);
     checkReceipt(receipt);
     const id = pairKey(key.session, key.functionCallId);
     const existing = this.#claims.get(id);
@@ -94,16 +110,19 @@ class ClaimMap implements ClaimStore {
   }
 
   async get(key: ClaimKey): Promise<StoredClaim | undefined> {
+    checkClaimKey(key);
     return this.#claims.get(pairKey(key.session, key.functionCallId));
   }
 
   async listInDoubt(session?: string): Promise<StoredClaim[]> {
+    checkSession(session, true);
     return [...this.#claims.values()]
       .filter((claim) => !claim.receipt && (session === undefined || claim.session === session))
       .sort((a, b) => a.claimedAt - b.claimedAt);
   }
 
   async endSession(session: string): Promise<void> {
+    checkSession(session);
     for (const [id, claim] of this.#claims) if (claim.session === session) this.#claims.delete(id);
   }
 
@@ -114,14 +133,16 @@ class GrantMap implements GrantStore {
   readonly #grants = new Map<string, Grant>();
 
   async add(input: GrantInput): Promise<Grant> {
-    const parsed = GrantSchema.safeParse(input);
-    if (!parsed.success) throw new TesseraError("invalid_grant", "invalid grant");
-    this.#grants.set(pairKey(parsed.data.namespaceId, parsed.data.id), parsed.data);
-    return parsed.data;
+    const grant = parseGrantInput(input);
+    this.#grants.set(pairKey(grant.namespaceId, grant.id), grant);
+    return grant;
   }
 
   /** The flaw: says a grant was revoked even when there was none to revoke. */
   async revoke(namespaceId: string, grantId: string, at = new Date()): Promise<boolean> {
+    checkId(namespaceId, "namespaceId");
+    checkId(grantId, "grantId");
+    checkRevocationInstant(at);
     const key = pairKey(namespaceId, grantId);
     const grant = this.#grants.get(key);
     if (grant) this.#grants.set(key, { ...grant, revokedAt: at.toISOString() });
@@ -129,10 +150,12 @@ class GrantMap implements GrantStore {
   }
 
   async listGrants(namespaceId: string, subject: string): Promise<readonly unknown[]> {
+    checkId(subject, "subject");
     return (await this.listNamespace(namespaceId)).filter((grant) => grant.subject === subject);
   }
 
   async listNamespace(namespaceId: string): Promise<readonly Grant[]> {
+    checkId(namespaceId, "namespaceId");
     return [...this.#grants.values()].filter((grant) => grant.namespaceId === namespaceId);
   }
 }
@@ -145,7 +168,8 @@ class NewestFirstAudit implements ReadableAuditSink {
     this.#events.push(JSON.stringify(event));
   }
 
-  async read(filter: { callId?: string; traceId?: string; limit?: number } = {}) {
+  async read(filter: AuditFilter = {}) {
+    checkAuditFilter(filter);
     const events = this.#events
       .map((json) => JSON.parse(json) as AuditEvent)
       .filter((e) => filter.callId === undefined || e.callId === filter.callId)
@@ -225,7 +249,7 @@ const PROCESS_MEMORY_CLAIMS = fileURLToPath(
 // a kill -9, the claim missing from every other process) and fail.
 describeGateWorkersConformance("claims kept in each process's own memory", {
   open: async () => {
-    const store = new MemoryClaimStore();
+    const store = new InMemoryClaimStore();
     return { store, close: () => store.close() };
   },
   processSpec: () => ({

@@ -4,8 +4,8 @@
  * (The suites found three gaps here — a NaN bound consumed, read results mutable, limit 0
  * answering one event — which @tessera/core has fixed.)
  */
-import { MemoryClaimStore } from "@tessera/a2ui";
-import { InMemoryAuditSink, InMemoryGrantSource, InMemoryGrantUsageStore } from "@tessera/core";
+import { InMemoryClaimStore } from "@tessera/a2ui";
+import { InMemoryAuditSink, InMemoryGrantStore, InMemoryGrantUsageStore } from "@tessera/core";
 import {
   describeAuditSinkConformance,
   describeClaimStoreConformance,
@@ -17,17 +17,17 @@ describeUsageStoreConformance("InMemoryGrantUsageStore", {
   open: async () => ({ store: new InMemoryGrantUsageStore(), close: async () => {} }),
 });
 
-describeGrantStoreConformance("InMemoryGrantSource", {
-  open: async () => ({ store: new InMemoryGrantSource(), close: async () => {} }),
+describeGrantStoreConformance("InMemoryGrantStore", {
+  open: async () => ({ store: new InMemoryGrantStore(), close: async () => {} }),
 });
 
 describeAuditSinkConformance("InMemoryAuditSink", {
   open: async () => ({ store: new InMemoryAuditSink(), close: async () => {} }),
 });
 
-describeClaimStoreConformance("MemoryClaimStore", {
+describeClaimStoreConformance("InMemoryClaimStore", {
   open: async () => {
-    const store = new MemoryClaimStore();
+    const store = new InMemoryClaimStore();
     return { store, close: () => store.close() };
   },
 });

@@ -16,7 +16,7 @@ export interface FunctionDefinition {
   readonly [key: string]: unknown;
 }
 
-/** Why a call is not callable by an agent: each maps to an audit reason of the catalog gate. */
+/** Why a call is not callable by an agent: each is an audit reason of the catalog stage. */
 export type CatalogRefusal =
   | "unknown_catalog"
   | "unknown_function"

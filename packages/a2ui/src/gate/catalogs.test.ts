@@ -8,7 +8,7 @@ import {
   expectValidReply,
   setup,
 } from "../../test/fixtures/gate-setup.js";
-import { MemoryClaimStore } from "../stores/memory.js";
+import { InMemoryClaimStore } from "../stores/memory.js";
 import { FunctionCallGate } from "./gate.js";
 import type { FunctionCallGateOptions } from "./types.js";
 
@@ -23,7 +23,7 @@ const SHOP = "https://example.com/catalogs/shop";
 function configError(options: Partial<FunctionCallGateOptions>): string | undefined {
   try {
     new FunctionCallGate({
-      claims: new MemoryClaimStore(),
+      claims: new InMemoryClaimStore(),
       invoke: () => 1,
       ...options,
     } as FunctionCallGateOptions);
@@ -62,7 +62,7 @@ describe("FunctionCallGate with several catalogs", () => {
   });
 
   it("a catalog none of them serves is refused before the claim: no claim is made", async () => {
-    const claims = countingClaims(new MemoryClaimStore());
+    const claims = countingClaims(new InMemoryClaimStore());
     const { gate, calls, audit } = setup({
       claims,
       catalog: undefined,

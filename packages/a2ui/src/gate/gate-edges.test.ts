@@ -7,7 +7,7 @@ import {
   expectValidReply,
   setup,
 } from "../../test/fixtures/gate-setup.js";
-import { MemoryClaimStore } from "../stores/memory.js";
+import { InMemoryClaimStore } from "../stores/memory.js";
 import { bodyHash, isUsableCallId, MAX_ARGS_DEPTH } from "./message.js";
 
 /** `{ x: { x: … } }`, `levels` objects deep (the outermost counts as one). */
@@ -65,7 +65,7 @@ describe("call IDs: only printable characters are echoed", () => {
     ["RLM (U+200F)", "a\u200fb"],
     ["ALM (U+061C)", "a\u061cb"],
   ])("an ID with %s is refused, uncorrelated, before any claim", async (_label, id) => {
-    const claims = countingClaims(new MemoryClaimStore());
+    const claims = countingClaims(new InMemoryClaimStore());
     const { gate, calls } = setup({ claims });
     const result = await gate.handle("s", callMessage(id));
     expectValidReply(result);
@@ -110,7 +110,7 @@ describe("args depth is bounded before the claim", () => {
     ["400,000 levels of arrays, as JSON text", () => arrayText("d", 400_000)],
     ["a cycle (an in-process host)", () => cyclic("d")],
   ])("%s: VALIDATION_FAILED on the ID, invalid_message, nothing claimed", async (_l, message) => {
-    const claims = countingClaims(new MemoryClaimStore());
+    const claims = countingClaims(new InMemoryClaimStore());
     const { gate, calls, audit } = setup({ catalog: ANY_ARGS_CATALOG, claims });
     const result = await gate.handle("s", message());
     expectValidReply(result);
@@ -154,7 +154,7 @@ describe("a message object whose getters throw (an in-process host)", () => {
       "g",
     ],
   ])("%s: VALIDATION_FAILED, nothing claimed or run", async (_label, message, id) => {
-    const claims = countingClaims(new MemoryClaimStore());
+    const claims = countingClaims(new InMemoryClaimStore());
     const { gate, calls } = setup({ catalog: ANY_ARGS_CATALOG, claims });
     const result = await gate.handle("s", message());
     expectValidReply(result);

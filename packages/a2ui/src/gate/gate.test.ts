@@ -1,4 +1,5 @@
 import { AuditEventSchema, type ClaimStore, isTesseraError, TesseraError } from "@tessera/core";
+import { propertyParameters } from "@tessera/testkit";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { CATALOG_ID, callMessage, NO_ARGS, TEST_CATALOG } from "../../test/fixtures/catalog.js";
@@ -8,7 +9,7 @@ import {
   expectValidReply,
   setup,
 } from "../../test/fixtures/gate-setup.js";
-import { MemoryClaimStore } from "../stores/memory.js";
+import { InMemoryClaimStore } from "../stores/memory.js";
 import { FunctionCallGate } from "./gate.js";
 import { isUsableCallId } from "./message.js";
 
@@ -162,7 +163,7 @@ describe("FunctionCallGate: duplicates", () => {
           for (const result of results) expectValidReply(result);
         },
       ),
-      { numRuns: 50 },
+      propertyParameters({ numRuns: 50 }),
     );
   });
 });
@@ -224,7 +225,7 @@ describe("FunctionCallGate: catalog checks (each refused before any claim)", () 
 describe("FunctionCallGate: policy and approval", () => {
   it("the approval hook sees the call after it is claimed and before the callback", async () => {
     const seen: string[] = [];
-    const claims = new MemoryClaimStore();
+    const claims = new InMemoryClaimStore();
     const { gate } = setup({
       claims,
       approve: async (invocation) => {
@@ -318,7 +319,7 @@ describe("FunctionCallGate: failures", () => {
 
   it("a claim store that is down fails closed: no callback, an execution error", async () => {
     const down: ClaimStore = {
-      ...new MemoryClaimStore(),
+      ...new InMemoryClaimStore(),
       claim: async () => {
         throw new TesseraError("claim_store_unavailable", "down");
       },
@@ -337,7 +338,7 @@ describe("FunctionCallGate: failures", () => {
   });
 
   it("a store that cannot record the outcome leaves the claim in doubt; the reply stands", async () => {
-    const claims = new MemoryClaimStore();
+    const claims = new InMemoryClaimStore();
     claims.settle = async () => {
       throw new TesseraError("claim_store_unavailable", "down");
     };

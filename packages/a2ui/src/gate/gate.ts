@@ -1,7 +1,6 @@
 import { hostname } from "node:os";
 import {
   type AuditEvent,
-  type AuditReason,
   type AuditSink,
   type CallerCode,
   type ClaimKey,
@@ -9,6 +8,7 @@ import {
   type ClaimResult,
   type ClaimStore,
   type Clock,
+  type GateReason,
   type ReceiptStatus,
   systemClock,
   TesseraError,
@@ -30,7 +30,7 @@ import type {
 
 /** What the receipt and the audit event say about one outcome, beside the reply. */
 interface Outcome {
-  readonly reason: AuditReason;
+  readonly reason: GateReason;
   readonly detail?: string | undefined;
   readonly previous?: ReceiptStatus;
   readonly changedBody?: boolean;
@@ -42,7 +42,7 @@ interface Outcome {
  *
  *     validate → catalog → exclusive claim → policy + approval → callback → receipt
  *
- * The guarantee spans exactly what the claim store spans: a `MemoryClaimStore` covers one
+ * The guarantee spans exactly what the claim store spans: a `InMemoryClaimStore` covers one
  * process, a `DirectoryClaimStore` one machine, a database store every worker that uses it.
  */
 export class FunctionCallGate {

@@ -1,5 +1,5 @@
 import * as crypto from "node:crypto";
-import { redact } from "@tessera/core";
+import { redact } from "@tessera/core/store-kit";
 import type { ErrorObject } from "ajv/dist/2020.js";
 import { messageValidators } from "../schemas/official.js";
 import { correlatedValidationError, uncorrelatedValidationError } from "./replies.js";

@@ -1,4 +1,4 @@
-import type { AuditReason } from "@tessera/core";
+import type { GateReason } from "@tessera/core";
 import type {
   GateReply,
   InvalidFunctionCallError,
@@ -70,36 +70,61 @@ export function invalidFunctionCall(
   });
 }
 
-/** Caller-facing text per refusal. The owner learns the precise reason from audit. */
-const REFUSAL_TEXT: Partial<Record<AuditReason, string>> = {
-  unknown_catalog: "The call names a catalog this host does not serve.",
-  unknown_function: "The function is not declared in the catalog.",
-  caller_not_allowed: "The function may not be called by an agent.",
-  user_activation_required:
-    "The function requires a user activation and cannot be called by an agent.",
-  invalid_args: "The arguments do not match the function's schema in the catalog.",
-  duplicate_call:
-    "This functionCallId was already used in this session; a new attempt needs a new ID.",
-  claim_store_unavailable: "The call could not be claimed, so it was not run.",
-  policy_denied: "The call was refused by policy and was not run.",
-  approval_denied: "The call was not approved and was not run.",
-  callback_failed: "The function failed while running.",
+/** The gate's refusals after the message was read: every gate reason but a run and a bad message. */
+export type GateRefusal = Exclude<GateReason, "dispatched" | "invalid_message">;
+
+/**
+ * Caller-facing text and A2UI error code per refusal; the owner learns the precise reason from
+ * audit. Total over `GateRefusal`: a new gate reason does not compile until it has its text and
+ * its code here, instead of falling back to a generic answer.
+ */
+const REFUSALS: Record<
+  GateRefusal,
+  { readonly code: "INVALID_FUNCTION_CALL" | "EXECUTION_FAILED"; readonly text: string }
+> = {
+  unknown_catalog: {
+    code: "INVALID_FUNCTION_CALL",
+    text: "The call names a catalog this host does not serve.",
+  },
+  unknown_function: {
+    code: "INVALID_FUNCTION_CALL",
+    text: "The function is not declared in the catalog.",
+  },
+  caller_not_allowed: {
+    code: "INVALID_FUNCTION_CALL",
+    text: "The function may not be called by an agent.",
+  },
+  user_activation_required: {
+    code: "INVALID_FUNCTION_CALL",
+    text: "The function requires a user activation and cannot be called by an agent.",
+  },
+  invalid_args: {
+    code: "INVALID_FUNCTION_CALL",
+    text: "The arguments do not match the function's schema in the catalog.",
+  },
+  duplicate_call: {
+    code: "INVALID_FUNCTION_CALL",
+    text: "This functionCallId was already used in this session; a new attempt needs a new ID.",
+  },
+  claim_store_unavailable: {
+    code: "EXECUTION_FAILED",
+    text: "The call could not be claimed, so it was not run.",
+  },
+  policy_denied: {
+    code: "EXECUTION_FAILED",
+    text: "The call was refused by policy and was not run.",
+  },
+  approval_denied: {
+    code: "EXECUTION_FAILED",
+    text: "The call was not approved and was not run.",
+  },
+  callback_failed: { code: "EXECUTION_FAILED", text: "The function failed while running." },
 };
 
-export function refusalText(reason: AuditReason): string {
-  return REFUSAL_TEXT[reason] ?? "The call was refused.";
-}
-
 /** The reply for a refusal taken after the message was validated (so the ID is usable). */
-export function refusalReply(reason: AuditReason, functionCallId: string): GateReply {
-  const text = refusalText(reason);
-  switch (reason) {
-    case "claim_store_unavailable":
-    case "policy_denied":
-    case "approval_denied":
-    case "callback_failed":
-      return executionError(functionCallId, text);
-    default:
-      return invalidFunctionCall(functionCallId, text);
-  }
+export function refusalReply(reason: GateRefusal, functionCallId: string): GateReply {
+  const { code, text } = REFUSALS[reason];
+  return code === "EXECUTION_FAILED"
+    ? executionError(functionCallId, text)
+    : invalidFunctionCall(functionCallId, text);
 }

@@ -1,4 +1,4 @@
-import type { AuditReason, AuditSink, ClaimStore, Clock, ReceiptStatus } from "@tessera/core";
+import type { AuditSink, ClaimStore, Clock, GateReason, ReceiptStatus } from "@tessera/core";
 
 /** What the gate hands to the host's callback and approval hook: the validated call. */
 export interface FunctionInvocation {
@@ -44,7 +44,7 @@ export interface FunctionCallGateOptions {
 /** The outcome of one handled message. `reason` is for the owner (audit vocabulary). */
 export interface GateReceipt {
   readonly status: ReceiptStatus;
-  readonly reason: AuditReason;
+  readonly reason: GateReason;
   readonly session: string;
   /** Absent when the message carried no usable ID. */
   readonly functionCallId?: string;

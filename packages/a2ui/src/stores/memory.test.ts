@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { MemoryClaimStore } from "./memory.js";
+import { InMemoryClaimStore } from "./memory.js";
 
 const record = { bodyHash: "b", claimedAt: 1, worker: "w" };
 
-describe("MemoryClaimStore", () => {
+describe("InMemoryClaimStore", () => {
   it("claims once per (session, ID), settles, lists in-doubt claims and ends sessions", async () => {
-    const store = new MemoryClaimStore();
+    const store = new InMemoryClaimStore();
     const key = { session: "s", functionCallId: "1" };
     expect(await store.claim(key, record)).toEqual({ status: "claimed" });
     expect(await store.claim(key, { ...record, bodyHash: "other" })).toEqual({
@@ -32,7 +32,7 @@ describe("MemoryClaimStore", () => {
 
   it("two stores are two worlds: the failure mode across processes", async () => {
     const key = { session: "s", functionCallId: "1" };
-    expect(await new MemoryClaimStore().claim(key, record)).toEqual({ status: "claimed" });
-    expect(await new MemoryClaimStore().claim(key, record)).toEqual({ status: "claimed" });
+    expect(await new InMemoryClaimStore().claim(key, record)).toEqual({ status: "claimed" });
+    expect(await new InMemoryClaimStore().claim(key, record)).toEqual({ status: "claimed" });
   });
 });

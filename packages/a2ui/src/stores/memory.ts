@@ -4,21 +4,23 @@ import {
   type ClaimRecord,
   type ClaimResult,
   type ClaimStore,
-  checkReceipt,
   type StoredClaim,
   TesseraError,
 } from "@tessera/core";
+import { checkClaimKey, checkReceipt, checkRecord, checkSession } from "@tessera/core/store-kit";
 
 /**
  * Claims kept in this process's memory. Correct inside one process and wrong across two:
  * each worker has its own map, so two workers both "claim" the same ID. It is the "before"
  * of the two-workers demo and the store for single-process hosts and tests.
  */
-export class MemoryClaimStore implements ClaimStore {
+export class InMemoryClaimStore implements ClaimStore {
   /** session → functionCallId → claim: no hashing needed, and endSession drops one entry. */
   readonly #sessions = new Map<string, Map<string, StoredClaim>>();
 
   async claim(key: ClaimKey, record: ClaimRecord): Promise<ClaimResult> {
+    checkClaimKey(key);
+    checkRecord(record);
     let claims = this.#sessions.get(key.session);
     if (!claims) {
       claims = new Map();
@@ -31,6 +33,7 @@ export class MemoryClaimStore implements ClaimStore {
   }
 
   async settle(key: ClaimKey, receipt: ClaimReceipt): Promise<void> {
+    checkClaimKey(key);
     checkReceipt(receipt);
     const claims = this.#sessions.get(key.session);
     const existing = claims?.get(key.functionCallId);
@@ -41,10 +44,12 @@ export class MemoryClaimStore implements ClaimStore {
   }
 
   async get(key: ClaimKey): Promise<StoredClaim | undefined> {
+    checkClaimKey(key);
     return this.#sessions.get(key.session)?.get(key.functionCallId);
   }
 
   async listInDoubt(session?: string): Promise<StoredClaim[]> {
+    checkSession(session, true);
     const sessions =
       session === undefined ? [...this.#sessions.values()] : [this.#sessions.get(session)];
     return sessions
@@ -55,6 +60,7 @@ export class MemoryClaimStore implements ClaimStore {
   }
 
   async endSession(session: string): Promise<void> {
+    checkSession(session);
     this.#sessions.delete(session);
   }
 
@@ -74,3 +80,8 @@ function storedClaim(key: ClaimKey, record: ClaimRecord): StoredClaim {
     ...(record.worker === undefined ? {} : { worker: record.worker }),
   });
 }
+
+/** @deprecated Renamed `InMemoryClaimStore`, like core's in-memory stores; kept for one release. */
+export const MemoryClaimStore = InMemoryClaimStore;
+/** @deprecated Renamed `InMemoryClaimStore`; kept for one release. */
+export type MemoryClaimStore = InMemoryClaimStore;

@@ -101,6 +101,16 @@ export function checkAuditFilter(filter: AuditFilter | undefined): void {
   }
 }
 
+/**
+ * A true/false store URL option (`?selfTest=false`): absent or `true` is true, `false` is
+ * false, anything else is `invalid_config` (a typo must not silently keep the default).
+ */
+export function flagOption(value: string | null, name: string): boolean {
+  if (value === null || value === "true") return true;
+  if (value === "false") return false;
+  throw new TesseraError("invalid_config", `${name} must be true or false`);
+}
+
 /** The grant a store keeps: the input validated (defaults filled), or `invalid_grant`. */
 export function parseGrantInput(input: unknown): Grant {
   const parsed = GrantSchema.safeParse(input);

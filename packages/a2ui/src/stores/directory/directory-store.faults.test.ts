@@ -18,7 +18,8 @@ import {
 import { type FileHandle, open, unlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { type ClaimKey, type ClaimRecord, claimKeyDigest, isTesseraError } from "@tessera/core";
+import { type ClaimKey, type ClaimRecord, isTesseraError } from "@tessera/core";
+import { claimKeyDigest } from "@tessera/core/store-kit";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { DirectoryClaimStore } from "./directory-store.js";
 

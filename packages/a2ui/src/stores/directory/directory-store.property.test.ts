@@ -5,7 +5,7 @@ import type { ClaimStore, StoredClaim } from "@tessera/core";
 import { propertyParameters } from "@tessera/testkit";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { MemoryClaimStore } from "../memory.js";
+import { InMemoryClaimStore } from "../memory.js";
 import { DirectoryClaimStore } from "./directory-store.js";
 
 /** One step against a store; both stores must give the same answers to the same steps. */
@@ -71,7 +71,7 @@ describe("DirectoryClaimStore behaves like the in-memory model", () => {
         fc.asyncProperty(fc.array(step, { minLength: 10, maxLength: 40 }), async (steps) => {
           const dir = path.join(root, `run-${run++}`);
           mkdirSync(dir, { mode: 0o700 });
-          const model = new MemoryClaimStore();
+          const model = new InMemoryClaimStore();
           const real = await DirectoryClaimStore.open(dir);
           try {
             for (const [index, s] of steps.entries()) {

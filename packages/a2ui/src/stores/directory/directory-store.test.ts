@@ -13,7 +13,8 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { type ClaimRecord, claimKeyDigest, isTesseraError } from "@tessera/core";
+import { type ClaimRecord, isTesseraError } from "@tessera/core";
+import { claimKeyDigest } from "@tessera/core/store-kit";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DirectoryClaimStore } from "./directory-store.js";
 

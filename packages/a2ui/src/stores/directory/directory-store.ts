@@ -8,13 +8,17 @@ import {
   type ClaimRecord,
   type ClaimResult,
   type ClaimStore,
-  checkClaimKey,
-  checkReceipt,
-  claimKeyDigest,
   isTesseraError,
   type StoredClaim,
   TesseraError,
 } from "@tessera/core";
+import {
+  checkClaimKey,
+  checkReceipt,
+  checkRecord,
+  checkSession,
+  claimKeyDigest,
+} from "@tessera/core/store-kit";
 import { checkPrivateDirectory, checkSameDirectory, type DirectoryIdentity } from "./checks.js";
 import { GroupSync } from "./group-sync.js";
 import { encodeReceipt, encodeRecord, MARKER_NAME, type MarkerRead, readMarker } from "./marker.js";
@@ -153,6 +157,8 @@ export class DirectoryClaimStore implements ClaimStore {
 
   async claim(key: ClaimKey, record: ClaimRecord): Promise<ClaimResult> {
     this.#checkOpen();
+    checkClaimKey(key);
+    checkRecord(record);
     checkSameDirectory(this.#dir, this.#identity);
     const name = claimKeyDigest(key);
     let marker: FileHandle;
@@ -245,6 +251,7 @@ export class DirectoryClaimStore implements ClaimStore {
 
   async get(key: ClaimKey): Promise<StoredClaim | undefined> {
     this.#checkOpen();
+    checkClaimKey(key);
     checkSameDirectory(this.#dir, this.#identity);
     const read = await this.#read(claimKeyDigest(key));
     if (read === "not_a_file") throw notAFile();
@@ -263,6 +270,7 @@ export class DirectoryClaimStore implements ClaimStore {
   /** `listInDoubt`, plus every entry named like a marker that could not be read as a claim. */
   async inDoubtReport(session?: string): Promise<InDoubtReport> {
     this.#checkOpen();
+    checkSession(session, true);
     checkSameDirectory(this.#dir, this.#identity);
     const inDoubt: StoredClaim[] = [];
     const skipped: SkippedMarker[] = [];
@@ -279,6 +287,7 @@ export class DirectoryClaimStore implements ClaimStore {
 
   async endSession(session: string): Promise<void> {
     this.#checkOpen();
+    checkSession(session);
     checkSameDirectory(this.#dir, this.#identity);
     for (const name of await this.#markerNames()) {
       // An entry that names no claim belongs to no session: it stays for the operator.
