@@ -207,6 +207,29 @@ export const ERROR_CATALOG = {
     meaning: "A measured verdict differs from the expected one; the report page shows which.",
     httpStatus: 500,
   },
+  // tessera init / serve --data: the data directory is provisioned once, never by serve.
+  data_dir_missing: {
+    meaning: "The data directory or its config does not exist; tessera init provisions it.",
+    httpStatus: 500,
+  },
+  data_dir_insecure: {
+    meaning:
+      "The data directory is a symlink, not a directory, not the user's own, or open to others.",
+    httpStatus: 500,
+  },
+  data_dir_not_empty: {
+    meaning: "tessera init was pointed at a directory that already holds files.",
+    httpStatus: 500,
+  },
+  // @tessera/client: what a caller learns when no usable answer came back.
+  service_unreachable: {
+    meaning: "The service did not answer: refused connection, reset, DNS failure or timeout.",
+    httpStatus: 503,
+  },
+  invalid_response: {
+    meaning: "The service answered with a body that does not match its documented schema.",
+    httpStatus: 500,
+  },
 } as const satisfies Record<string, ErrorEntry>;
 export type ErrorCode = keyof typeof ERROR_CATALOG;
 
