@@ -1,0 +1,6 @@
+/**
+ * `@tessera/core/http`: the service's wire contracts, shared by `@tessera/server` (request
+ * validation, OpenAPI) and `@tessera/client` (response validation).
+ */
+export * from "./bodies.js";
+export { ROUTES, type RouteName, type RouteSpec } from "./routes.js";
