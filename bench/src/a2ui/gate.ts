@@ -1,4 +1,4 @@
-import { MemoryClaimStore } from "@tessera/a2ui";
+import { InMemoryClaimStore } from "@tessera/a2ui";
 import { throughput } from "../measure.js";
 import { BATCH, gateOver, MESSAGES } from "./fixtures.js";
 
@@ -8,7 +8,7 @@ import { BATCH, gateOver, MESSAGES } from "./fixtures.js";
  * first call (and the store stays small).
  */
 export async function memoryGateRate(): Promise<number> {
-  const claims = new MemoryClaimStore();
+  const claims = new InMemoryClaimStore();
   const gate = gateOver(claims);
   let batch = 0;
   const { opsPerSec } = await throughput(

@@ -5,7 +5,7 @@ import { runInNewContext } from "node:vm";
 import {
   createKernel,
   InMemoryAuditSink,
-  InMemoryGrantSource,
+  InMemoryGrantStore,
   InMemoryGrantUsageStore,
   InProcessTransport,
   issueFanoutTickets,
@@ -61,7 +61,7 @@ function syncRate(decide: () => boolean, expected: boolean): Promise<number> {
 async function fanoutOnce(recipients: number, concurrent: boolean): Promise<FanoutRun> {
   const start = performance.now();
   const cpuStart = process.cpuUsage();
-  const grants = new InMemoryGrantSource();
+  const grants = new InMemoryGrantStore();
   const usage = new InMemoryGrantUsageStore();
   const transport = InProcessTransport.echo();
   const names = Array.from({ length: recipients }, (_, i) => recipient(i));
@@ -134,7 +134,7 @@ async function heapMb(grants: number): Promise<{ source: number; lease: number }
   const gc = collector();
   gc();
   const start = process.memoryUsage().heapUsed;
-  const source = new InMemoryGrantSource();
+  const source = new InMemoryGrantStore();
   await issueFanoutTickets(source, {
     namespaceId: NS,
     issuer: CTX.authority,

@@ -2,7 +2,7 @@ import {
   type AuthorizeRequest,
   createKernel,
   InMemoryAuditSink,
-  InMemoryGrantSource,
+  InMemoryGrantStore,
   InMemoryGrantUsageStore,
   MESSAGE_NAMESPACE,
   MESSAGE_SEND_ACTION,
@@ -30,8 +30,8 @@ export const recipient = (i: number) => `colleague-${i}`;
 export async function turnHolding(
   grants: number,
   bounded: boolean,
-): Promise<{ turn: TurnAuthority; audit: InMemoryAuditSink; source: InMemoryGrantSource }> {
-  const source = new InMemoryGrantSource();
+): Promise<{ turn: TurnAuthority; audit: InMemoryAuditSink; source: InMemoryGrantStore }> {
+  const source = new InMemoryGrantStore();
   for (let i = 0; i < grants; i++) {
     await source.add({
       id: `grant-${i}`,

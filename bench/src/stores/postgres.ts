@@ -8,8 +8,7 @@
  * Every operation is a committed write. Runs in its own schema, dropped at the end.
  */
 import { randomBytes } from "node:crypto";
-import type { ClaimStore, GrantUsageStore } from "@tessera/core";
-import { openStores } from "@tessera/postgres";
+import { type ClaimStore, type GrantUsageStore, openStores, type StoreBundle } from "@tessera/core";
 import pg from "pg";
 import { BATCH, gateOver, MESSAGES } from "../a2ui/fixtures.js";
 import { concurrent, medianRatesAbba } from "../measure.js";
@@ -135,7 +134,7 @@ export async function rows(): Promise<{ rows: BenchRow[]; notes: string[] }> {
   url.searchParams.set("schema", schema);
   url.searchParams.set("poolMax", "8");
   const admin = new pg.Pool({ connectionString: base, max: 1 });
-  let stores: Awaited<ReturnType<typeof openStores>>;
+  let stores: StoreBundle;
   try {
     stores = await openStores(url.toString());
   } catch (error) {

@@ -9,7 +9,7 @@
  * Runs under its own key prefix, deleted at the end.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { openStores } from "@tessera/redis";
+import { openStores, type StoreBundle } from "@tessera/core";
 import { Redis } from "ioredis";
 import { type BenchRow, ratioRow } from "../report.js";
 import { endToEndRows, interleaved, SLICES } from "./postgres.js";
@@ -53,7 +53,7 @@ export async function rows(): Promise<{ rows: BenchRow[]; notes: string[] }> {
   const prefix = `tessera_bench:${process.pid}:${randomBytes(3).toString("hex")}:`;
   const url = new URL(base);
   url.searchParams.set("prefix", prefix);
-  let stores: Awaited<ReturnType<typeof openStores>>;
+  let stores: StoreBundle;
   try {
     stores = await openStores(url.toString());
   } catch (error) {

@@ -17,7 +17,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
-import { openStores } from "@tessera/sqlite";
+import { openStores } from "@tessera/core";
 import Database from "better-sqlite3";
 import { BATCH, gateOver, MESSAGES } from "../a2ui/fixtures.js";
 import { medianRatesAbba, throughput } from "../measure.js";

@@ -2,7 +2,7 @@ import {
   createKernel,
   type GrantUsageStore,
   InMemoryAuditSink,
-  InMemoryGrantSource,
+  InMemoryGrantStore,
   InProcessTransport,
   messageSendCapability,
 } from "@tessera/core";
@@ -12,7 +12,7 @@ export const GRANTS = 100;
 
 /** A turn holding one bounded ticket per colleague, spending in `usage`. */
 export async function turnOver(usage: GrantUsageStore) {
-  const grants = new InMemoryGrantSource();
+  const grants = new InMemoryGrantStore();
   for (let g = 0; g < GRANTS; g++) {
     await grants.add({
       id: `ticket-${g}`,

@@ -1,4 +1,4 @@
-import { claimKeyDigest, storageDigest } from "@tessera/core";
+import { claimKeyDigest, storageDigest } from "@tessera/core/store-kit";
 import { expectClosedStoresRefuse, serviceUrl } from "@tessera/testkit";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it, vi } from "vitest";

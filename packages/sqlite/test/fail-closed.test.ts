@@ -8,7 +8,7 @@ import { FunctionCallGate } from "@tessera/a2ui";
 import {
   createKernel,
   explain,
-  InMemoryGrantSource,
+  InMemoryGrantStore,
   InProcessTransport,
   issueFanoutTickets,
 } from "@tessera/core";
@@ -59,7 +59,7 @@ describe("kernel over SQLite", () => {
   });
 
   it("a closed usage store: bounded sends are refused before the transport, nothing delivered", async () => {
-    const grants = new InMemoryGrantSource();
+    const grants = new InMemoryGrantStore();
     await issueFanoutTickets(grants, {
       ...CTX,
       issuer: CTX.authority,
@@ -79,7 +79,7 @@ describe("kernel over SQLite", () => {
   });
 
   it("a write lock held past the busy timeout refuses sends; they succeed once it is released", async () => {
-    const grants = new InMemoryGrantSource();
+    const grants = new InMemoryGrantStore();
     await issueFanoutTickets(grants, {
       ...CTX,
       issuer: CTX.authority,
