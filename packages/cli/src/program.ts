@@ -3,6 +3,7 @@ import { auditCommand } from "./commands/audit.js";
 import { claimsCommand } from "./commands/claims.js";
 import { demoCommand } from "./commands/demo.js";
 import { grantsCommand } from "./commands/grants.js";
+import { initCommand } from "./commands/init.js";
 import { reportCommand } from "./commands/report.js";
 import { serveCommand } from "./commands/serve.js";
 
@@ -14,6 +15,7 @@ export function buildProgram(): Command {
     .addCommand(claimsCommand())
     .addCommand(grantsCommand())
     .addCommand(auditCommand())
+    .addCommand(initCommand())
     .addCommand(serveCommand())
     .addCommand(reportCommand());
   // addCommand does not pass settings down, so each command gets them here: usage errors

@@ -1,43 +1,63 @@
+import { DirectoryClaimStore } from "@tessera/a2ui";
 import { listen, loadPrincipals } from "@tessera/server";
 import { Command } from "commander";
+import { loadServeConfig, type ServeConfig, type ServeFlags } from "../config/load.js";
 import { nonEmpty, wholeNumber } from "../options.js";
 import { openStoresByUrl } from "../stores.js";
 
-interface ServeCommandOptions {
-  store: string;
-  principals: string;
-  host: string;
-  port: number;
-}
+type ServeCommandOptions = ServeFlags;
 
 export function serveCommand(): Command {
   return new Command("serve")
     .description(
-      "serve kernel decisions over HTTP: POST /v1/authorize, GET /v1/explain?callId=, GET /healthz, GET /readyz",
+      "serve the kernel over HTTP from a data directory (tessera init) or a store URL and principals file; flags win over TESSERA_* variables, which win over the data directory's tessera.json",
     )
-    .requiredOption(
+    .option(
+      "--data <dir>",
+      "a data directory provisioned by tessera init (or TESSERA_DATA)",
+      nonEmpty,
+    )
+    .option(
       "--store <url>",
-      "shared store for grants, usage and audit (sqlite:, postgres://, redis://)",
+      "shared store for grants, usage, audit and claims (sqlite:, postgres://, redis://; or TESSERA_STORE)",
       nonEmpty,
     )
-    .requiredOption(
+    .option(
       "--principals <file>",
-      "JSON: bearer-token SHA-256 → trusted turn identity (and purpose)",
+      "JSON: bearer-token SHA-256 → trusted identity, role and purpose (or TESSERA_PRINCIPALS)",
       nonEmpty,
     )
-    .option("--host <host>", "address to listen on", nonEmpty, "127.0.0.1")
-    .option("--port <port>", "port (0 picks a free one)", wholeNumber(0, 65_535), 8787)
+    .option("--host <host>", "address to listen on (default 127.0.0.1; or TESSERA_HOST)", nonEmpty)
+    .option(
+      "--port <port>",
+      "port, 0 picks a free one (default 8787; or TESSERA_PORT)",
+      wholeNumber(0, 65_535),
+    )
     .action(async (options: ServeCommandOptions) => {
-      const principals = loadPrincipals(options.principals);
+      const config = loadServeConfig(options);
+      warnIfExposed(config);
+      const principals = loadPrincipals(config.principals);
       // The CLI opens the stores itself, to word an open failure for the operator.
-      const stores = await openStoresByUrl(options.store);
+      const bundle = await openStoresByUrl(config.store);
+      const claims =
+        config.claims === undefined
+          ? undefined
+          : await DirectoryClaimStore.open(config.claims).catch(async (error: unknown) => {
+              await bundle.close();
+              throw error;
+            });
+      const stores = claims === undefined ? bundle : { ...bundle, claims };
+      const closeStores = async () => {
+        await claims?.close();
+        await bundle.close();
+      };
       const server = await listen({
         stores,
         principals,
-        host: options.host,
-        port: options.port,
+        host: config.host,
+        port: config.port,
       }).catch(async (error: unknown) => {
-        await stores.close();
+        await closeStores();
         throw error;
       });
       process.stdout.write(`tessera serve: listening on ${server.url}\n`);
@@ -47,7 +67,22 @@ export function serveCommand(): Command {
         process.once("SIGTERM", stop);
       });
       await server.close();
-      await stores.close();
+      await closeStores();
       process.stdout.write("tessera serve: stopped\n");
     });
+}
+
+/**
+ * Loopback only by default. Bound anywhere else without TLS, every bearer token crosses the
+ * network in clear text: allowed (a TLS proxy may sit in front), but never silently.
+ */
+function warnIfExposed(config: ServeConfig): void {
+  if (config.tls !== undefined || isLoopback(config.host)) return;
+  process.stderr.write(
+    `tessera serve: warning: listening on ${config.host} without TLS: bearer tokens cross the network in clear text; put a TLS-terminating proxy in front and say so (tls: "proxy" in tessera.json, or TESSERA_TLS=proxy)\n`,
+  );
+}
+
+function isLoopback(host: string): boolean {
+  return host === "localhost" || host === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }

@@ -1,0 +1,64 @@
+import { Command } from "commander";
+import { DEFAULT_HOST, DEFAULT_PORT } from "../config/load.js";
+import { provisionDataDir } from "../config/provision.js";
+import { nonEmpty, wholeNumber } from "../options.js";
+import { printJson, printLines } from "../output.js";
+
+interface InitOptions {
+  namespace: string;
+  authority: string;
+  host: string;
+  port: number;
+  json?: boolean;
+}
+
+export function initCommand(): Command {
+  return new Command("init")
+    .description(
+      "provision a data directory for tessera serve: private claim directory, SQLite database, config, first issuer token",
+    )
+    .argument(
+      "[dir]",
+      "the directory to provision (new, or empty); default $TESSERA_DATA or ./tessera-data",
+    )
+    .option("--namespace <id>", "the issuer token's namespace", nonEmpty, "default")
+    .option(
+      "--authority <id>",
+      "the issuer token's authority (the issuer of its grants)",
+      nonEmpty,
+      "host",
+    )
+    .option(
+      "--host <host>",
+      "address serve listens on, written to the config",
+      nonEmpty,
+      DEFAULT_HOST,
+    )
+    .option(
+      "--port <port>",
+      "port serve listens on, written to the config",
+      wholeNumber(0, 65_535),
+      DEFAULT_PORT,
+    )
+    .option("--json", "print JSON")
+    .action(async (dir: string | undefined, options: InitOptions) => {
+      const target = dir ?? process.env.TESSERA_DATA ?? "tessera-data";
+      const made = await provisionDataDir(target, options);
+      if (options.json) {
+        printJson(made);
+        return;
+      }
+      printLines([
+        `tessera init: provisioned ${made.dataDir}`,
+        `  config      ${made.config}`,
+        `  database    ${made.database}`,
+        `  claims      ${made.claims} (0700)`,
+        `  principals  ${made.principals}`,
+        "",
+        "issuer token (shown once; only its SHA-256 is stored, keep it secret):",
+        `  ${made.issuerToken}`,
+        "",
+        `serve it: tessera serve --data ${made.dataDir}`,
+      ]);
+    });
+}

@@ -1,0 +1,170 @@
+import { readFileSync } from "node:fs";
+import { isAbsolute, resolve } from "node:path";
+import { TesseraError } from "@tessera/core";
+import type { z } from "zod";
+import { checkDataDir, dataPath } from "./data-dir.js";
+import {
+  ClientEnvSchema,
+  type ConfigFile,
+  ConfigFileSchema,
+  describeIssues,
+  ServeEnvSchema,
+} from "./schema.js";
+
+/** What `tessera serve` runs with, after file, environment and flags (flags win). */
+export interface ServeConfig {
+  /** The data directory, absolute, when one was named. */
+  readonly dataDir?: string;
+  readonly store: string;
+  readonly principals: string;
+  /** The private claim directory, absolute. */
+  readonly claims?: string;
+  readonly host: string;
+  readonly port: number;
+  /** `proxy`: TLS is terminated in front of the service. */
+  readonly tls?: "proxy";
+}
+
+export interface ServeFlags {
+  data?: string;
+  store?: string;
+  principals?: string;
+  host?: string;
+  port?: number;
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+export const DEFAULT_HOST = "127.0.0.1";
+export const DEFAULT_PORT = 8787;
+
+/**
+ * Layers the configuration: the data directory's `tessera.json`, then `TESSERA_*` variables,
+ * then flags. Each layer is validated on its own, so an error names where the bad value came
+ * from (the file and key, the variable, the flag).
+ */
+export function loadServeConfig(flags: ServeFlags, env: Env = process.env): ServeConfig {
+  const fromEnv = parseEnv(ServeEnvSchema, env);
+  const data = flags.data ?? fromEnv.TESSERA_DATA;
+  const dataDir = data === undefined ? undefined : checkDataDir(data);
+  const file = dataDir === undefined ? undefined : readConfigFile(dataDir);
+  const inDir = (path: string | undefined) =>
+    path === undefined || dataDir === undefined ? path : resolve(dataDir, path);
+
+  const store = flags.store ?? fromEnv.TESSERA_STORE ?? storeInDir(file?.store, dataDir);
+  const principals = flags.principals ?? fromEnv.TESSERA_PRINCIPALS ?? inDir(file?.principals);
+  if (store === undefined) {
+    throw new TesseraError(
+      "invalid_config",
+      "say where the store is: --data DIR (provisioned by tessera init), --store URL or TESSERA_STORE",
+    );
+  }
+  if (principals === undefined) {
+    throw new TesseraError(
+      "invalid_config",
+      "say who may call: --data DIR (provisioned by tessera init), --principals FILE or TESSERA_PRINCIPALS",
+    );
+  }
+  const tls = fromEnv.TESSERA_TLS ?? file?.tls;
+  // The claim directory is private to this machine: it serves the file's own store only. A
+  // store named by flag or environment (PostgreSQL or Redis shared by several instances)
+  // brings its own shared claims, which every instance must use.
+  const storeFromFile = flags.store === undefined && fromEnv.TESSERA_STORE === undefined;
+  const claims = storeFromFile ? inDir(file?.claims) : undefined;
+  return Object.freeze({
+    ...(dataDir === undefined ? {} : { dataDir }),
+    store,
+    principals,
+    ...(claims === undefined ? {} : { claims }),
+    host: flags.host ?? fromEnv.TESSERA_HOST ?? file?.host ?? DEFAULT_HOST,
+    port: flags.port ?? fromEnv.TESSERA_PORT ?? file?.port ?? DEFAULT_PORT,
+    ...(tls === undefined ? {} : { tls }),
+  });
+}
+
+/** Where a client command sends its requests, and with which bearer token. */
+export interface ClientTarget {
+  readonly url: string;
+  readonly token: string;
+}
+
+/**
+ * `--url`/`--token`, else `TESSERA_URL`/`TESSERA_TOKEN`, else the URL of the service a data
+ * directory configures (`--data` or `TESSERA_DATA`). The token is never read from a file in the
+ * data directory: only its digest is kept there.
+ */
+export function loadClientTarget(
+  flags: { url?: string; token?: string; data?: string },
+  env: Env = process.env,
+): ClientTarget | undefined {
+  const fromEnv = parseEnv(ClientEnvSchema, env);
+  let url = flags.url ?? fromEnv.TESSERA_URL;
+  const token = flags.token ?? fromEnv.TESSERA_TOKEN;
+  const data = flags.data ?? fromEnv.TESSERA_DATA;
+  if (url === undefined && data !== undefined) {
+    const file = readConfigFile(checkDataDir(data));
+    const host = file.host ?? DEFAULT_HOST;
+    url = `http://${host.includes(":") ? `[${host}]` : host}:${file.port ?? DEFAULT_PORT}`;
+  }
+  if (url === undefined && token === undefined) return undefined;
+  if (url === undefined) {
+    throw new TesseraError("invalid_config", "a token but no service: pass --url or TESSERA_URL");
+  }
+  if (token === undefined) {
+    throw new TesseraError(
+      "invalid_config",
+      "no bearer token for the service: pass --token or set TESSERA_TOKEN",
+    );
+  }
+  return Object.freeze({ url, token });
+}
+
+function parseEnv<S extends z.ZodType>(schema: S, env: Env): z.output<S> {
+  const parsed = schema.safeParse(env);
+  if (!parsed.success) {
+    throw new TesseraError("invalid_config", describeIssues("environment", parsed.error));
+  }
+  return parsed.data;
+}
+
+export function readConfigFile(dataDir: string): ConfigFile {
+  const path = dataPath(dataDir, "config");
+  let textValue: string;
+  try {
+    textValue = readFileSync(path, "utf8");
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") {
+      throw new TesseraError(
+        "data_dir_missing",
+        `${dataDir} holds no tessera.json: it was not provisioned by tessera init`,
+        { cause: error },
+      );
+    }
+    throw new TesseraError("invalid_config", `${path} cannot be read (${code ?? "error"})`, {
+      cause: error,
+    });
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(textValue);
+  } catch (error) {
+    throw new TesseraError("invalid_config", `${path} is not JSON`, { cause: error });
+  }
+  const parsed = ConfigFileSchema.safeParse(raw);
+  if (!parsed.success) {
+    throw new TesseraError("invalid_config", describeIssues(path, parsed.error));
+  }
+  return parsed.data;
+}
+
+/** A `sqlite:` file named relatively in the config file is the data directory's. */
+function storeInDir(store: string | undefined, dataDir: string | undefined): string | undefined {
+  if (store === undefined || dataDir === undefined || !store.startsWith("sqlite:")) return store;
+  const rest = store.slice("sqlite:".length);
+  if (rest.startsWith("/") || rest.startsWith(":memory:")) return store;
+  const queryAt = rest.indexOf("?");
+  const location = queryAt === -1 ? rest : rest.slice(0, queryAt);
+  const query = queryAt === -1 ? "" : rest.slice(queryAt);
+  return `sqlite:${isAbsolute(location) ? location : resolve(dataDir, location)}${query}`;
+}

@@ -1,0 +1,177 @@
+import { randomBytes } from "node:crypto";
+import {
+  chmodSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  rmSync,
+  type Stats,
+  writeFileSync,
+} from "node:fs";
+import { dirname, resolve } from "node:path";
+import { DirectoryClaimStore } from "@tessera/a2ui";
+import { TesseraError } from "@tessera/core";
+import { tokenDigest } from "@tessera/server";
+import { openStoresByUrl } from "../stores.js";
+import {
+  DATA_LAYOUT,
+  dataPath,
+  PRIVATE_DIR_MODE,
+  PRIVATE_FILE_MODE,
+  unsafeBecause,
+} from "./data-dir.js";
+import type { ConfigFile } from "./schema.js";
+
+export interface ProvisionOptions {
+  readonly namespace: string;
+  readonly authority: string;
+  readonly host: string;
+  readonly port: number;
+}
+
+/** What `tessera init` made. The token exists only here and in the operator's terminal. */
+export interface Provisioned {
+  readonly dataDir: string;
+  readonly config: string;
+  readonly database: string;
+  readonly claims: string;
+  readonly principals: string;
+  readonly issuerToken: string;
+}
+
+/**
+ * Provisions a data directory: the directory and its private claim directory (0700), the
+ * SQLite database with its tables, the principals file holding the first issuer token's
+ * SHA-256, and `tessera.json`, written last, so a directory without it was never finished.
+ * Anything this call created is removed again if a later step fails: a half-provisioned
+ * directory would be refused by serve, and by a second init, with no way forward.
+ */
+export async function provisionDataDir(
+  dir: string,
+  options: ProvisionOptions,
+): Promise<Provisioned> {
+  const dataDir = resolve(dir);
+  const created = prepareDirectory(dataDir);
+  try {
+    const claims = dataPath(dataDir, "claims");
+    makePrivateDir(claims);
+    // The claim store checks what the gate will check: mode, owner, a real directory.
+    await (await DirectoryClaimStore.open(claims)).close();
+
+    const database = dataPath(dataDir, "database");
+    const stores = await openStoresByUrl(`sqlite:${database}`);
+    await stores.close();
+    chmodSync(database, PRIVATE_FILE_MODE);
+
+    const issuerToken = `tsk_${randomBytes(32).toString("base64url")}`;
+    const principals = dataPath(dataDir, "principals");
+    writePrivate(principals, {
+      principals: [
+        {
+          tokenSha256: tokenDigest(issuerToken),
+          role: "issuer",
+          namespaceId: options.namespace,
+          actor: "issuer",
+          authority: options.authority,
+        },
+      ],
+    });
+
+    const config = dataPath(dataDir, "config");
+    const file: ConfigFile = {
+      version: 1,
+      store: `sqlite:${DATA_LAYOUT.database}?create=false`,
+      principals: DATA_LAYOUT.principals,
+      claims: DATA_LAYOUT.claims,
+      host: options.host,
+      port: options.port,
+    };
+    writePrivate(config, file);
+    return Object.freeze({ dataDir, config, database, claims, principals, issuerToken });
+  } catch (error) {
+    undo(dataDir, created);
+    throw error;
+  }
+}
+
+/**
+ * Makes the directory, or accepts an existing one only if it is empty and this user's own
+ * (then closes it to others). Never merges into a directory that holds anything: it could be
+ * another service's data. Returns whether the directory itself was created here.
+ */
+function prepareDirectory(dataDir: string): boolean {
+  let stat: Stats | undefined;
+  try {
+    stat = lstatSync(dataDir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw inspectFailure(dataDir, error);
+  }
+  if (stat === undefined) {
+    try {
+      mkdirSync(dataDir, { mode: PRIVATE_DIR_MODE });
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === "ENOENT" || code === "ENOTDIR") {
+        throw new TesseraError(
+          "data_dir_missing",
+          `cannot create ${dataDir}: its parent ${dirname(dataDir)} does not exist (init makes one directory, not a path)`,
+          { cause: error },
+        );
+      }
+      throw inspectFailure(dataDir, error);
+    }
+    // mkdir's mode passes through the umask; set it exactly.
+    chmodSync(dataDir, PRIVATE_DIR_MODE);
+    return true;
+  }
+  const unsafe = unsafeBecause(stat);
+  if (unsafe !== undefined && !unsafe.startsWith("is open to group")) {
+    throw new TesseraError("data_dir_insecure", `${dataDir} ${unsafe}`);
+  }
+  if (readdirSync(dataDir).length > 0) {
+    throw new TesseraError(
+      "data_dir_not_empty",
+      `${dataDir} already holds files; init provisions an empty or new directory and never overwrites one`,
+    );
+  }
+  chmodSync(dataDir, PRIVATE_DIR_MODE);
+  return false;
+}
+
+function makePrivateDir(path: string): void {
+  mkdirSync(path, { mode: PRIVATE_DIR_MODE });
+  chmodSync(path, PRIVATE_DIR_MODE);
+}
+
+/** Exclusive create (`wx`): provisioning never replaces a file someone else made meanwhile. */
+function writePrivate(path: string, value: unknown): void {
+  writeFileSync(path, `${JSON.stringify(value, null, 2)}\n`, {
+    flag: "wx",
+    mode: PRIVATE_FILE_MODE,
+  });
+  chmodSync(path, PRIVATE_FILE_MODE);
+}
+
+function undo(dataDir: string, created: boolean): void {
+  try {
+    if (created) {
+      rmSync(dataDir, { recursive: true, force: true });
+      return;
+    }
+    for (const entry of readdirSync(dataDir)) {
+      rmSync(resolve(dataDir, entry), { recursive: true, force: true });
+    }
+  } catch {
+    // The original failure is what the operator needs; a failed clean-up leaves files that
+    // the next init refuses by name (data_dir_not_empty).
+  }
+}
+
+function inspectFailure(dataDir: string, error: unknown): TesseraError {
+  const code = (error as NodeJS.ErrnoException).code;
+  return new TesseraError(
+    "data_dir_insecure",
+    `${dataDir} cannot be provisioned (${code ?? "error"})`,
+    { cause: error },
+  );
+}
