@@ -1,0 +1,338 @@
+import { randomUUID } from "node:crypto";
+import {
+  type A2uiClaimRequest,
+  type A2uiSettleRequest,
+  type AuditQuery,
+  type AuthorizeRequestBody,
+  ErrorBodySchema,
+  type IssueGrantRequest,
+  ROUTES,
+  type RouteName,
+  type SendMessageRequestBody,
+} from "@tessera/core/http";
+import type { z } from "zod";
+import { TesseraClientError } from "./errors.js";
+import {
+  backoffMs,
+  parseRetryAfter,
+  RETRYABLE_STATUSES,
+  type ResolvedRetry,
+  type RetryPolicy,
+  resolveRetry,
+} from "./retry.js";
+
+export interface TesseraClientOptions {
+  /** The service's base URL: `http://127.0.0.1:8787`. */
+  readonly url: string;
+  /** The bearer token that names the principal (agent or issuer). */
+  readonly token?: string;
+  /** Each attempt's deadline in ms (default 10 000). */
+  readonly timeoutMs?: number;
+  readonly retry?: RetryPolicy;
+  /** A fetch to use instead of the global one (a proxy agent, a test double). */
+  readonly fetch?: typeof fetch;
+}
+
+/** What a route answers with 200, as its shared schema says. */
+export type RouteResponse<N extends RouteName> = z.output<(typeof ROUTES)[N]["response"]>;
+
+interface CallInput {
+  readonly body?: unknown;
+  readonly query?: Readonly<Record<string, string | number | undefined>>;
+  readonly params?: Readonly<Record<string, string>>;
+  readonly signal?: AbortSignal;
+}
+
+/** Per-call options every method takes last. */
+export interface CallOptions {
+  /** Aborting stops the call and its retries; the abort's reason is thrown as is. */
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * The Tessera service over HTTP: one method per route. Every 200 body is checked against the
+ * route's schema from `@tessera/core/http` (the one the server validates with), so a drifted or
+ * impostor service is an `invalid_response`, not a silently wrong value.
+ *
+ * A refusal is a normal return (`status: "denied"`); only "no usable answer" throws
+ * (`TesseraClientError`). Reads are retried on a dropped connection, a timeout and 429/502/503/
+ * 504, with full-jitter backoff; so are sends and authorizations, which are made retry-safe by
+ * a call ID (a fresh UUID when the caller gives none): the service answers a repeated call ID
+ * with the original decision, so nothing is decided, spent or delivered twice. The A2UI gate and
+ * grant changes are never retried: their repeats are answered as refusals, not as the original.
+ */
+export class TesseraClient {
+  readonly #base: string;
+  readonly #token: string | undefined;
+  readonly #timeoutMs: number;
+  readonly #retry: ResolvedRetry;
+  readonly #fetch: typeof fetch;
+
+  constructor(options: TesseraClientOptions) {
+    let base: URL;
+    try {
+      base = new URL(options.url);
+    } catch {
+      throw new TypeError("url must be an absolute http:// or https:// URL");
+    }
+    if (base.protocol !== "http:" && base.protocol !== "https:") {
+      throw new TypeError("url must be an absolute http:// or https:// URL");
+    }
+    this.#base = base.href.replace(/\/+$/, "");
+    this.#token = options.token;
+    this.#timeoutMs = options.timeoutMs ?? 10_000;
+    this.#retry = resolveRetry(options.retry);
+    this.#fetch = options.fetch ?? globalThis.fetch;
+  }
+
+  health(options?: CallOptions): Promise<RouteResponse<"health">> {
+    return this.#call("health", { ...options });
+  }
+
+  ready(options?: CallOptions): Promise<RouteResponse<"ready">> {
+    return this.#call("ready", { ...options });
+  }
+
+  /** The tools this principal may see now (a spent send ticket hides the send tool). */
+  tools(options?: CallOptions): Promise<RouteResponse<"tools">> {
+    return this.#call("tools", { ...options });
+  }
+
+  authorize(
+    request: AuthorizeRequestBody,
+    options?: CallOptions,
+  ): Promise<RouteResponse<"authorize">> {
+    return this.#call("authorize", { body: this.#withCallId(request), ...options });
+  }
+
+  /** Decided, spent and delivered once: `delivered` with the reply, or `denied` with a code. */
+  sendMessage(
+    request: SendMessageRequestBody,
+    options?: CallOptions,
+  ): Promise<RouteResponse<"sendMessage">> {
+    return this.#call("sendMessage", { body: this.#withCallId(request), ...options });
+  }
+
+  /** Claims an A2UI call: the refusal reply to send, or a handle to settle after running it. */
+  a2uiClaim(request: A2uiClaimRequest, options?: CallOptions): Promise<RouteResponse<"a2uiClaim">> {
+    return this.#call("a2uiClaim", { body: request, ...options });
+  }
+
+  /** Settles a claimed call with the function's value or error; returns the reply to send. */
+  a2uiSettle(
+    request: A2uiSettleRequest,
+    options?: CallOptions,
+  ): Promise<RouteResponse<"a2uiSettle">> {
+    return this.#call("a2uiSettle", { body: request, ...options });
+  }
+
+  /** One step: the service claims, calls the host's function endpoint and settles. */
+  a2uiCall(request: A2uiClaimRequest, options?: CallOptions): Promise<RouteResponse<"a2uiCall">> {
+    return this.#call("a2uiCall", { body: request, ...options });
+  }
+
+  /** "Spent" or "never granted" (and revoked, expired, …) for one of this principal's calls. */
+  explain(callId: string, options?: CallOptions): Promise<RouteResponse<"explain">> {
+    return this.#call("explain", { query: { callId }, ...options });
+  }
+
+  /** This principal's audit events for one call ID or one trace ID. */
+  audit(query: AuditQuery, options?: CallOptions): Promise<RouteResponse<"audit">> {
+    return this.#call("audit", { query, ...options });
+  }
+
+  /** This principal's A2UI claims whose outcome was never recorded. */
+  inDoubtClaims(options?: CallOptions): Promise<RouteResponse<"inDoubtClaims">> {
+    return this.#call("inDoubtClaims", { ...options });
+  }
+
+  /** Issuer tokens only: a grant in the token's namespace, issued by its authority. */
+  issueGrant(
+    request: IssueGrantRequest,
+    options?: CallOptions,
+  ): Promise<RouteResponse<"issueGrant">> {
+    return this.#call("issueGrant", { body: request, ...options });
+  }
+
+  /** Issuer tokens only: the namespace's grants with their usage counts. */
+  listGrants(options?: CallOptions): Promise<RouteResponse<"listGrants">> {
+    return this.#call("listGrants", { ...options });
+  }
+
+  /** Issuer tokens only. Turns already open keep their lease; the next turn sees it. */
+  revokeGrant(grantId: string, options?: CallOptions): Promise<RouteResponse<"revokeGrant">> {
+    return this.#call("revokeGrant", { params: { grantId }, ...options });
+  }
+
+  #withCallId<T extends { callId?: string | undefined }>(request: T): T {
+    // A call ID is what makes a retried send safe; without one, a retry after a dropped
+    // answer would be a second decision. One is made up only when retries are on.
+    if (request.callId !== undefined || this.#retry.attempts === 1) return request;
+    return { ...request, callId: randomUUID() };
+  }
+
+  async #call<N extends RouteName>(name: N, input: CallInput): Promise<RouteResponse<N>> {
+    const route = ROUTES[name];
+    const retrySafe =
+      route.method === "GET" ||
+      ("retrySafe" in route &&
+        route.retrySafe === true &&
+        typeof (input.body as { callId?: unknown } | undefined)?.callId === "string");
+    const attempts = retrySafe ? this.#retry.attempts : 1;
+    const url = this.#url(route.path, input);
+    let last: AttemptError | undefined;
+    for (let attempt = 1; attempt <= attempts; attempt++) {
+      if (attempt > 1) {
+        await sleep(backoffMs(this.#retry, attempt - 2, last?.retryAfterMs), input.signal);
+      }
+      const outcome = await this.#attempt(route, url, input, attempt);
+      if (outcome.ok) return outcome.value as RouteResponse<N>;
+      last = outcome.error;
+      if (!outcome.retryable) break;
+    }
+    // attempts ≥ 1, so a loop that did not return has a last error.
+    throw (last as AttemptError).withoutRetryHint();
+  }
+
+  #url(path: string, input: CallInput): string {
+    const filled = path.replace(/:(\w+)/g, (_, key: string) =>
+      encodeURIComponent(input.params?.[key] ?? ""),
+    );
+    const query = new URLSearchParams();
+    for (const [key, value] of Object.entries(input.query ?? {})) {
+      if (value !== undefined) query.set(key, String(value));
+    }
+    const search = query.size > 0 ? `?${query}` : "";
+    return `${this.#base}${filled}${search}`;
+  }
+
+  async #attempt(
+    route: (typeof ROUTES)[RouteName],
+    url: string,
+    input: CallInput,
+    attempt: number,
+  ): Promise<
+    { ok: true; value: unknown } | { ok: false; retryable: boolean; error: AttemptError }
+  > {
+    const timeout = AbortSignal.timeout(this.#timeoutMs);
+    const signal = input.signal === undefined ? timeout : AbortSignal.any([input.signal, timeout]);
+    const headers: Record<string, string> = { accept: "application/json" };
+    if (this.#token !== undefined) headers.authorization = `Bearer ${this.#token}`;
+    if (input.body !== undefined) headers["content-type"] = "application/json";
+    let response: Response;
+    let text: string;
+    try {
+      response = await this.#fetch(url, {
+        method: route.method,
+        headers,
+        ...(input.body === undefined ? {} : { body: JSON.stringify(input.body) }),
+        signal,
+      });
+      text = await response.text();
+    } catch (error) {
+      // The caller's own abort is theirs to handle, never turned into a retry.
+      if (input.signal?.aborted) throw input.signal.reason;
+      const timedOut = timeout.aborted;
+      return {
+        ok: false,
+        retryable: true,
+        error: new AttemptError(
+          "service_unreachable",
+          timedOut
+            ? `no answer from ${route.method} ${route.path} within ${this.#timeoutMs} ms`
+            : `${route.method} ${route.path}: ${describeNetworkError(error)}`,
+          { attempts: attempt, cause: error },
+        ),
+      };
+    }
+    const requestId = response.headers.get("x-request-id") ?? undefined;
+    const meta = {
+      status: response.status,
+      attempts: attempt,
+      ...(requestId ? { requestId } : {}),
+    };
+    const json = parseJson(text);
+    if (response.status === 200) {
+      const parsed = route.response.safeParse(json.value);
+      if (json.ok && parsed.success) return { ok: true, value: parsed.data };
+      return {
+        ok: false,
+        retryable: false,
+        error: new AttemptError(
+          "invalid_response",
+          `${route.method} ${route.path} answered 200 with a body that is not its documented shape`,
+          meta,
+        ),
+      };
+    }
+    const retryable = RETRYABLE_STATUSES.has(response.status);
+    const problem = ErrorBodySchema.safeParse(json.value);
+    const error = problem.success
+      ? new AttemptError(problem.data.error.code, problem.data.error.message, {
+          ...meta,
+          ...(problem.data.error.field === undefined ? {} : { field: problem.data.error.field }),
+        })
+      : new AttemptError(
+          retryable ? "service_unreachable" : "invalid_response",
+          `${route.method} ${route.path} answered ${response.status} without a Tessera error body`,
+          meta,
+        );
+    error.retryAfterMs = parseRetryAfter(response.headers.get("retry-after"));
+    return { ok: false, retryable, error };
+  }
+}
+
+/** A failed attempt, with the service's Retry-After, which the final error does not carry. */
+class AttemptError extends TesseraClientError {
+  retryAfterMs: number | undefined;
+
+  withoutRetryHint(): TesseraClientError {
+    const { status, field, requestId, attempts } = this;
+    return new TesseraClientError(this.code, this.message, {
+      ...(status === undefined ? {} : { status }),
+      ...(field === undefined ? {} : { field }),
+      ...(requestId === undefined ? {} : { requestId }),
+      attempts,
+      ...(this.cause === undefined ? {} : { cause: this.cause }),
+    });
+  }
+}
+
+export function createTesseraClient(options: TesseraClientOptions): TesseraClient {
+  return new TesseraClient(options);
+}
+
+function parseJson(text: string): { ok: boolean; value: unknown } {
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch {
+    return { ok: false, value: undefined };
+  }
+}
+
+function describeNetworkError(error: unknown): string {
+  const cause = (error as { cause?: { code?: string } } | undefined)?.cause;
+  if (cause?.code === "ECONNREFUSED") return "connection refused";
+  if (cause?.code === "ECONNRESET" || cause?.code === "UND_ERR_SOCKET") return "connection reset";
+  if (cause?.code === "ENOTFOUND" || cause?.code === "EAI_AGAIN")
+    return "host name does not resolve";
+  return cause?.code ?? (error instanceof Error ? error.message : "network error");
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}

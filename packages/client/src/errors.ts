@@ -1,0 +1,54 @@
+/**
+ * Why a call produced no usable answer. A refusal is not one of these: a decision that
+ * refused is a normal return with `status: "denied"` (HTTP 200), which the caller must read.
+ *
+ * `code` is stable; match on it, never on the message. It is the service's own code from its
+ * error body (`unauthenticated`, `forbidden`, `invalid_request`, `conflict`, a store's
+ * `*_unavailable`, …), or one of the client's: `service_unreachable` (no HTTP answer: refused,
+ * reset, DNS, timeout) and `invalid_response` (an answer that is not the documented shape).
+ */
+export class TesseraClientError extends Error {
+  readonly code: string;
+  /** The HTTP status, when the service answered. */
+  readonly status: number | undefined;
+  /** The request field the service named as wrong (a 400). */
+  readonly field: string | undefined;
+  /** The service's request ID (`x-request-id`), to find the request in its logs. */
+  readonly requestId: string | undefined;
+  /** Attempts made, retries included. */
+  readonly attempts: number;
+
+  constructor(
+    code: string,
+    message: string,
+    details: {
+      status?: number;
+      field?: string;
+      requestId?: string;
+      attempts?: number;
+      cause?: unknown;
+    } = {},
+  ) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.name = "TesseraClientError";
+    this.code = code;
+    this.status = details.status;
+    this.field = details.field;
+    this.requestId = details.requestId;
+    this.attempts = details.attempts ?? 1;
+  }
+
+  toJSON(): Record<string, unknown> {
+    return {
+      code: this.code,
+      message: this.message,
+      ...(this.status === undefined ? {} : { status: this.status }),
+      ...(this.field === undefined ? {} : { field: this.field }),
+      ...(this.requestId === undefined ? {} : { requestId: this.requestId }),
+    };
+  }
+}
+
+export function isTesseraClientError(value: unknown, code?: string): value is TesseraClientError {
+  return value instanceof TesseraClientError && (code === undefined || value.code === code);
+}
