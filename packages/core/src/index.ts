@@ -94,7 +94,7 @@ export { InProcessTransport, type ReplyHandler } from "./memory/transport.js";
 export { InMemoryGrantUsageStore } from "./memory/usage-store.js";
 export { type FanoutTicketOptions, issueFanoutTickets } from "./messaging/fanout.js";
 export { findSharedBudgets, type SharedBudgetWarning } from "./messaging/shared-budget.js";
-export type { AuditFilter, AuditSink, ReadableAuditSink } from "./ports/audit-sink.js";
+export type { AuditSink, ReadableAuditSink } from "./ports/audit-sink.js";
 export type { Clock } from "./ports/clock.js";
 export { systemClock } from "./ports/clock.js";
 export type { GrantSource, GrantStore } from "./ports/grant-source.js";

@@ -19,6 +19,7 @@ export {
   parseAuditEvent,
   parseGrantInput,
 } from "./contracts/store-input.js";
+export type { AuditFilter } from "./ports/audit-sink.js";
 export {
   type OpenFailCode,
   openFailure,

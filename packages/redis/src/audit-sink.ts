@@ -1,5 +1,10 @@
-import type { AuditEvent, AuditFilter, ReadableAuditSink } from "@tessera/core";
-import { checkAuditFilter, parseAuditEvent, storageDigest } from "@tessera/core/store-kit";
+import type { AuditEvent, ReadableAuditSink } from "@tessera/core";
+import {
+  type AuditFilter,
+  checkAuditFilter,
+  parseAuditEvent,
+  storageDigest,
+} from "@tessera/core/store-kit";
 import { type Connection, script } from "./connection.js";
 
 /**

@@ -1,5 +1,5 @@
-import type { AuditEvent, AuditFilter, ReadableAuditSink } from "@tessera/core";
-import { checkAuditFilter, parseAuditEvent } from "@tessera/core/store-kit";
+import type { AuditEvent, ReadableAuditSink } from "@tessera/core";
+import { type AuditFilter, checkAuditFilter, parseAuditEvent } from "@tessera/core/store-kit";
 import type { SqliteDatabase } from "./database.js";
 
 const CODE = "audit_unavailable";

@@ -11,7 +11,6 @@ import { fileURLToPath } from "node:url";
 import { InMemoryClaimStore } from "@tessera/a2ui";
 import type {
   AuditEvent,
-  AuditFilter,
   ClaimKey,
   ClaimReceipt,
   ClaimRecord,
@@ -27,6 +26,7 @@ import type {
 } from "@tessera/core";
 import { TesseraError } from "@tessera/core";
 import {
+  type AuditFilter,
   checkAuditFilter,
   checkClaimKey,
   checkId,
