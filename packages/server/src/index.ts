@@ -1,11 +1,15 @@
 /**
- * `@tessera/server`: the kernel's decisions over HTTP. `createTesseraService` is the request
- * listener a host mounts in its own `node:http` server; `listen` runs it stand-alone.
+ * `@tessera/server`: the kernel's decisions, message sends and grants over HTTP (Fastify).
+ * `listen` runs it stand-alone; `createTesseraService` is the request listener a host mounts
+ * in its own `node:http` server; `buildApp` is the Fastify app itself.
  */
+export { type AppOptions, buildApp, MAX_BODY_BYTES } from "./app.js";
 export { type ListenOptions, listen, type RunningServer } from "./listen.js";
+export { openApiDocument } from "./openapi.js";
 export {
   loadPrincipals,
   type Principal,
+  type PrincipalInput,
   parsePrincipals,
   tokenDigest,
 } from "./principals.js";
@@ -16,3 +20,9 @@ export {
   type TesseraService,
   type TesseraServiceOptions,
 } from "./service.js";
+export {
+  verifyWebhookSignature,
+  type WebhookRecipient,
+  type WebhookTransportOptions,
+  webhookTransport,
+} from "./transport/webhook.js";

@@ -1,63 +1,65 @@
-import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { openStores, type StoreBundle, TesseraError } from "@tessera/core";
-import { type Principal, parsePrincipals } from "./principals.js";
-import { createTesseraService, type ServiceStores } from "./service.js";
+import { buildApp } from "./app.js";
+import { parsePrincipals } from "./principals.js";
+import { appOptions, type ServiceStores, type TesseraServiceOptions } from "./service.js";
 
-export interface ListenOptions {
+export interface ListenOptions extends Omit<TesseraServiceOptions, "stores"> {
   /**
    * A store URL (`sqlite:./tessera.db`, `postgres://…`, `redis://…`), opened with core's
    * `openStores(url)` and closed by `close()`; or open stores the host keeps and closes.
    */
   readonly stores: string | ServiceStores;
-  readonly principals: readonly Principal[];
   /** Default `127.0.0.1`. */
   readonly host?: string;
   /** Default 8787; 0 picks a free port. */
   readonly port?: number;
+  /** How long `close()` lets running requests finish before cutting them (default 10 s). */
+  readonly drainMs?: number;
 }
 
 export interface RunningServer {
   /** `http://127.0.0.1:8787`, with the port actually bound. */
   readonly url: string;
-  /** Stops listening, cuts open connections, waits for running decisions, closes owned stores. */
+  /**
+   * Graceful: stops accepting, lets running requests answer (up to `drainMs`, then cuts
+   * them), then closes the stores it opened.
+   */
   close(): Promise<void>;
 }
 
-/** The service in a `node:http` server of its own, listening once this resolves. */
+/** The service in a server of its own, listening once this resolves. */
 export async function listen(options: ListenOptions): Promise<RunningServer> {
-  const principals = parsePrincipals({ principals: options.principals });
+  // Checked before a store URL is opened: a bad principals file costs no connection.
+  parsePrincipals({ principals: options.principals });
   const owned: StoreBundle | undefined =
     typeof options.stores === "string" ? await openStores(options.stores) : undefined;
   const stores = owned ?? (options.stores as ServiceStores);
-  const service = createTesseraService({ stores, principals });
-  const server = createServer(service.handler);
   const host = options.host ?? "127.0.0.1";
   const port = options.port ?? 8787;
+  let app: ReturnType<typeof buildApp>;
   try {
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", (error) =>
-        reject(listenFailure(error, `${host.includes(":") ? `[${host}]` : host}:${port}`)),
-      );
-      server.listen(port, host, () => resolve());
+    app = buildApp(appOptions({ ...options, stores }));
+    await app.listen({ host, port }).catch((error: unknown) => {
+      throw listenFailure(error, `${host.includes(":") ? `[${host}]` : host}:${port}`);
     });
   } catch (error) {
     await owned?.close();
     throw error;
   }
-  const { address, port: bound } = server.address() as AddressInfo;
+  const { address, port: bound } = app.server.address() as AddressInfo;
   let closing: Promise<void> | undefined;
   return Object.freeze({
     url: `http://${address.includes(":") ? `[${address}]` : address}:${bound}`,
     close: () => {
       closing ??= (async () => {
-        // Cut first, as before: a client still sending its body must not hold the shutdown.
-        await new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeAllConnections();
-        });
-        // Then let the decisions already taken finish writing before their stores close.
-        await service.close();
+        // A client that never finishes its body must not hold the shutdown forever.
+        const cut = setTimeout(() => app.server.closeAllConnections(), options.drainMs ?? 10_000);
+        try {
+          await app.close();
+        } finally {
+          clearTimeout(cut);
+        }
         await owned?.close();
       })();
       return closing;

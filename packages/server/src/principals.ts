@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { type ExplainPrincipal, TesseraError } from "@tessera/core";
+import { uniqueStorageDigest } from "@tessera/core/store-kit";
 import { z } from "zod";
 
 /**
@@ -18,10 +19,19 @@ const PrincipalSchema = z.strictObject({
   authority: id,
   owner: id.optional(),
   purpose: id.optional(),
+  /**
+   * `agent` (default) decides, sends and uses the A2UI gate; `issuer` issues, revokes and
+   * lists grants in its namespace, as the issuer named by `authority`. Neither does the other's.
+   */
+  role: z.enum(["agent", "issuer"]).default("agent"),
+  /** The trusted host session the A2UI gate keys calls by; derived from the identity when absent. */
+  session: id.optional(),
 });
 const PrincipalsFileSchema = z.strictObject({ principals: z.array(PrincipalSchema).min(1) });
 
 export type Principal = z.infer<typeof PrincipalSchema>;
+/** A principal as written in a file or passed by a host: `role` may be left out. */
+export type PrincipalInput = z.input<typeof PrincipalSchema>;
 
 /**
  * Reads and checks a principals file (`-` is standard input): `{ "principals": [...] }`. A
@@ -81,6 +91,24 @@ export function authenticate(
   if (token === undefined) return undefined;
   const presented = Buffer.from(tokenDigest(token), "hex");
   return principals.find((p) => timingSafeEqual(Buffer.from(p.tokenSha256, "hex"), presented));
+}
+
+/**
+ * The key call IDs are scoped by: the whole turn identity, so two principals never share one,
+ * and a rotated token keeps its principal's calls.
+ */
+export function principalKey(principal: Principal): string {
+  return uniqueStorageDigest(
+    principal.namespaceId,
+    principal.actor,
+    principal.authority,
+    principal.owner ?? "",
+  );
+}
+
+/** The trusted host session of the A2UI gate for this principal. */
+export function gateSession(principal: Principal): string {
+  return principal.session ?? `principal:${principalKey(principal)}`;
 }
 
 /** Whose decisions a principal may read back: exactly its own turn identity, every part. */

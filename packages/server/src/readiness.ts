@@ -5,7 +5,7 @@ const PROBE = "tessera.readyz";
 
 /**
  * `GET /readyz`: can the service take a decision now? One cheap read from each port a
- * decision touches (grants, usage, audit). Anyone may ask, so concurrent probes share one
+ * decision touches (grants, usage, audit, claims). Anyone may ask, so concurrent probes share one
  * read: a flood of probes costs the store one query per port at a time, not one per request.
  */
 export function readinessProbe(stores: ServiceStores): () => Promise<boolean> {
@@ -24,6 +24,7 @@ async function probe(stores: ServiceStores): Promise<boolean> {
       stores.grants.listGrants(PROBE, PROBE),
       stores.usage.getUsage(PROBE, PROBE),
       stores.audit.read({ callId: PROBE, limit: 1 }),
+      stores.claims.get({ session: PROBE, functionCallId: PROBE }),
     ]);
     return true;
   } catch {

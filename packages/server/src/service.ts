@@ -1,18 +1,22 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { createKernel, type StoreBundle } from "@tessera/core";
-import { problem, send } from "./http.js";
-import { type Principal, parsePrincipals } from "./principals.js";
-import { readinessProbe } from "./readiness.js";
-import { failure, logUnexpected, type Routes, route } from "./routes.js";
+import type { MessageTransport, StoreBundle } from "@tessera/core";
+import { type AppOptions, buildApp } from "./app.js";
+import { type Principal, type PrincipalInput, parsePrincipals } from "./principals.js";
 
-/** The ports a decision touches: any `StoreBundle` from `openStores(url)` serves. */
-export type ServiceStores = Pick<StoreBundle, "grants" | "usage" | "audit">;
+/** The ports the service touches: any `StoreBundle` from `openStores(url)` serves. */
+export type ServiceStores = Pick<StoreBundle, "grants" | "usage" | "audit" | "claims">;
 
 export interface TesseraServiceOptions {
   /** Open stores, owned by the host: the service never closes them. */
   readonly stores: ServiceStores;
   /** Who may call, and as whom (`loadPrincipals(path)` reads them from a file). */
-  readonly principals: readonly Principal[];
+  readonly principals: readonly (Principal | PrincipalInput)[];
+  /** Delivers authorized messages (`webhookTransport`, or core's `InProcessTransport`). */
+  readonly transport?: MessageTransport;
+  /** JSON logs: `false` for none, or a level and a stream. Default: info to stdout. */
+  readonly log?: AppOptions["log"];
+  /** How long a retry waits for the first request of its call ID (default 5 s). */
+  readonly retryWaitMs?: number;
 }
 
 /** A `node:http` request listener: `createServer(service.handler)`, or a route of the host's. */
@@ -21,46 +25,61 @@ export type RequestListener = (request: IncomingMessage, response: ServerRespons
 export interface TesseraService {
   readonly handler: RequestListener;
   /**
-   * Stops taking requests (later ones are answered 503 `unavailable`) and resolves once the
-   * ones already running have answered, so the host may then close the stores. A request
-   * whose body is still arriving holds it: close the host's connections first.
+   * Stops taking requests (later ones are answered 503) and resolves once the ones already
+   * running have answered, so the host may then close the stores.
    */
   close(): Promise<void>;
 }
 
 /**
- * The kernel's decisions over HTTP, for hosts that are not written in TypeScript, as a request
- * listener a host mounts in its own server (`listen` is the stand-alone server around it):
- * `POST /v1/authorize`, `GET /v1/explain?callId=`, `GET /healthz`, `GET /readyz`. The service
- * does not deliver messages or run functions.
+ * The service as a request listener a host mounts in its own `node:http` server (`listen` is
+ * the stand-alone server around it). Routes: see `ROUTES` in `@tessera/core/http`.
  */
 export function createTesseraService(options: TesseraServiceOptions): TesseraService {
-  const { stores } = options;
-  const routes: Routes = {
-    kernel: createKernel({ grants: stores.grants, usage: stores.usage, audit: stores.audit }),
-    stores,
-    principals: parsePrincipals({ principals: options.principals }),
-    ready: readinessProbe(stores),
-  };
+  let routing: RequestListener | undefined;
+  const app = buildApp({
+    ...appOptions(options),
+    onHandler: (handler) => {
+      routing = handler;
+    },
+  });
+  const ready = app.ready();
   const running = new Set<Promise<void>>();
   let closed = false;
   const handler: RequestListener = (request, response) => {
     if (closed) {
-      send(response, problem(503, "unavailable", "the service is closed"));
+      response.writeHead(503, { "content-type": "application/json", connection: "close" });
+      response.end(
+        JSON.stringify({ error: { code: "unavailable", message: "the service is closed" } }),
+      );
       return;
     }
-    const answered = route(request, routes)
-      .catch(failure)
-      .then((reply) => send(response, reply))
-      .catch(logUnexpected);
-    running.add(answered);
-    void answered.then(() => running.delete(answered));
+    const finished = new Promise<void>((resolve) => response.once("close", resolve));
+    running.add(finished);
+    void finished.then(() => running.delete(finished));
+    void ready.then(
+      () => routing?.(request, response),
+      () => {
+        response.writeHead(500).end();
+      },
+    );
   };
   return Object.freeze({
     handler,
     close: async () => {
       closed = true;
       await Promise.all(running);
+      await app.close();
     },
   });
+}
+
+export function appOptions(options: TesseraServiceOptions): AppOptions {
+  return {
+    stores: options.stores,
+    principals: parsePrincipals({ principals: options.principals }),
+    ...(options.transport === undefined ? {} : { transport: options.transport }),
+    ...(options.log === undefined ? {} : { log: options.log }),
+    ...(options.retryWaitMs === undefined ? {} : { retryWaitMs: options.retryWaitMs }),
+  };
 }

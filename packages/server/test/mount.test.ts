@@ -78,7 +78,7 @@ describe("createTesseraService mounted in the host's own node:http server", () =
 
   beforeAll(async () => {
     stores = await freshStores();
-    service = createTesseraService({ stores, principals: [alice.config] });
+    service = createTesseraService({ stores, principals: [alice.config], log: false });
     host = await hostServer(service);
   });
 
@@ -151,7 +151,7 @@ describe("TesseraService.close()", () => {
   it("resolves at once when nothing is running, and again when called twice", async () => {
     const stores = await freshStores();
     opened.push(stores);
-    const service = createTesseraService({ stores, principals: [alice.config] });
+    const service = createTesseraService({ stores, principals: [alice.config], log: false });
     await service.close();
     await service.close();
   });
@@ -162,10 +162,10 @@ describe("createTesseraService and listen check their options", () => {
     const stores = await freshStores();
     try {
       const principals = [{ ...alice.config, tokenSha256: "not-a-digest" }];
-      expect(() => createTesseraService({ stores, principals })).toThrow(
+      expect(() => createTesseraService({ stores, principals, log: false })).toThrow(
         expect.objectContaining({ code: "invalid_config" }),
       );
-      await expect(listen({ stores, principals, port: 0 })).rejects.toMatchObject({
+      await expect(listen({ stores, principals, port: 0, log: false })).rejects.toMatchObject({
         code: "invalid_config",
       });
     } finally {
@@ -176,13 +176,15 @@ describe("createTesseraService and listen check their options", () => {
   it("checks the principals before opening a store URL", async () => {
     // Were the store opened first, the missing directory would answer store_unavailable.
     const url = `sqlite:${join(scratch(), "not-made", "t.db")}`;
-    const error = await listen({ stores: url, principals: [], port: 0 }).catch((e) => e);
+    const error = await listen({ stores: url, principals: [], port: 0, log: false }).catch(
+      (e) => e,
+    );
     expect(isTesseraError(error, "invalid_config")).toBe(true);
   });
 
   it("refuses a store URL no backend serves", async () => {
     await expect(
-      listen({ stores: "mysql://nowhere", principals: [alice.config], port: 0 }),
+      listen({ stores: "mysql://nowhere", principals: [alice.config], port: 0, log: false }),
     ).rejects.toMatchObject({ code: "unsupported_store_url" });
   });
 });
@@ -195,7 +197,7 @@ describe("listen over a store URL", () => {
     await seed.grants.add(ticket("t-url", "colleague-0"));
     await seed.close();
 
-    const server = await listen({ stores: url, principals: [alice.config], port: 0 });
+    const server = await listen({ stores: url, principals: [alice.config], port: 0, log: false });
     const reply = await authorize(server.url, alice.token, send("colleague-0", "c-url"));
     expect(reply.body).toMatchObject({ status: "allowed", grantId: "t-url" });
     await server.close();
@@ -215,7 +217,9 @@ describe("listen over a store URL", () => {
     const { port } = holder.address() as AddressInfo;
     const stores = await freshStores();
     try {
-      await expect(listen({ stores, principals: [alice.config], port })).rejects.toMatchObject({
+      await expect(
+        listen({ stores, principals: [alice.config], port, log: false }),
+      ).rejects.toMatchObject({
         code: "address_in_use",
       });
       expect(await stores.usage.getUsage("team", "t-0")).toBe(0);

@@ -36,7 +36,7 @@ beforeAll(async () => {
     constraints: { maxUses: 1 },
     issuedAt: new Date(Date.now() - 1000).toISOString(),
   });
-  server = await listen({ stores, principals: [principal], port: 0 });
+  server = await listen({ stores, principals: [principal], port: 0, log: false });
 });
 
 afterAll(async () => {

@@ -230,6 +230,14 @@ export const ERROR_CATALOG = {
     meaning: "The service answered with a body that does not match its documented schema.",
     httpStatus: 500,
   },
+  call_id_conflict: {
+    meaning: "The call ID was used before by the same principal with a different body.",
+    httpStatus: 409,
+  },
+  call_in_progress: {
+    meaning: "The first request with this call ID has not answered yet, or stopped mid-way.",
+    httpStatus: 409,
+  },
 } as const satisfies Record<string, ErrorEntry>;
 export type ErrorCode = keyof typeof ERROR_CATALOG;
 

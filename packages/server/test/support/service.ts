@@ -25,7 +25,7 @@ export async function startService(
   const dir = mkdtempSync(join(tmpdir(), "tessera-serve-"));
   const stores = await openStores(`sqlite:${join(dir, "t.db")}`);
   for (const grant of grants) await stores.grants.add(grant);
-  const server = await listen({ stores, principals, port: 0 });
+  const server = await listen({ stores, principals, port: 0, log: false });
   return {
     stores,
     server,

@@ -1,0 +1,159 @@
+import { randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createKernel, type MessageTransport } from "@tessera/core";
+import { ROUTES, type RouteSpec } from "@tessera/core/http";
+import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
+import type { ServiceContext } from "./context.js";
+import { HttpProblem, handleError } from "./errors.js";
+import { Metrics } from "./metrics.js";
+import { openApiDocument } from "./openapi.js";
+import { authenticate, type Principal } from "./principals.js";
+import { readinessProbe } from "./readiness.js";
+import { decisionRoutes } from "./routes/decisions.js";
+import { grantRoutes } from "./routes/grants.js";
+import type { ServiceStores } from "./service.js";
+
+export const MAX_BODY_BYTES = 64 * 1024;
+
+export interface AppOptions {
+  readonly stores: ServiceStores;
+  readonly principals: readonly Principal[];
+  /** Delivers authorized messages; without one every send is refused `delivery_failed`. */
+  readonly transport?: MessageTransport;
+  /** JSON logs (pino): `false` for none; a stream to capture them. Default: stdout, info. */
+  readonly log?:
+    | false
+    | { readonly level?: string; readonly stream?: { write(line: string): void } };
+  /** How long a retry waits for the first request of its call ID (default 5 s). */
+  readonly retryWaitMs?: number;
+  /** Set by `createTesseraService`: the request listener, for a host's own server. */
+  readonly onHandler?: (handler: (req: IncomingMessage, res: ServerResponse) => void) => void;
+}
+
+/**
+ * The service as a Fastify app. Authentication runs first (`onRequest`), before the body is
+ * read: an unauthenticated caller costs no parsing and no store access. Unknown paths and
+ * wrong methods never reach it.
+ */
+export function buildApp(options: AppOptions): FastifyInstance {
+  const metrics = new Metrics();
+  const stores = metrics.timed(options.stores);
+  const context: ServiceContext = {
+    kernel: createKernel({
+      grants: stores.grants,
+      usage: stores.usage,
+      audit: stores.audit,
+      ...(options.transport === undefined ? {} : { transport: options.transport }),
+    }),
+    stores,
+    principals: options.principals,
+    metrics,
+    retry: { waitMs: options.retryWaitMs ?? 5000 },
+  };
+  const log = options.log ?? {};
+  const app: FastifyInstance = Fastify<Server>({
+    bodyLimit: MAX_BODY_BYTES,
+    // A request ID of our own making: a client-sent one would be a hostile string in every log line.
+    genReqId: () => randomUUID(),
+    requestIdHeader: false,
+    return503OnClosing: true,
+    // A target Fastify cannot read (a bad absolute-form URL) is answered in the service's shape.
+    frameworkErrors: (_error, _request, reply) => {
+      void (reply as FastifyReply)
+        .code(400)
+        .send(new HttpProblem(400, "invalid_request", "the request target is malformed").body());
+    },
+    forceCloseConnections: "idle",
+    ...(options.onHandler === undefined
+      ? {}
+      : {
+          serverFactory: (handler: (req: IncomingMessage, res: ServerResponse) => void) => {
+            options.onHandler?.(handler);
+            return createServer(handler);
+          },
+        }),
+    logger:
+      log === false
+        ? false
+        : {
+            level: log.level ?? "info",
+            ...(log.stream === undefined ? {} : { stream: log.stream }),
+            redact: { paths: ["req.headers.authorization"], censor: "[redacted]" },
+            serializers: {
+              req: (req) => ({
+                method: req.method,
+                url: req.url,
+                headers: req.headers,
+                remoteAddress: req.ip,
+              }),
+            },
+          },
+  });
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler((request, reply) => {
+    const path = targetPath(request.url);
+    if (path === undefined) {
+      const problem = new HttpProblem(400, "invalid_request", "the request target has no path");
+      return reply.code(400).send(problem.body());
+    }
+    const allowed = Object.values(ROUTES as Record<string, RouteSpec>)
+      .filter((r) => pattern(r.path).test(path))
+      .map((r) => r.method);
+    const problem =
+      allowed.length > 0
+        ? new HttpProblem(405, "method_not_allowed", `use ${allowed.join(" or ")}`, undefined, {
+            allow: allowed.join(", "),
+          })
+        : new HttpProblem(404, "not_found", "no such route");
+    void reply.code(problem.status).headers(problem.headers).send(problem.body());
+  });
+
+  app.addHook("onRequest", async (request, reply) => {
+    const role = request.routeOptions.config.role;
+    if (role === undefined || role === "public") return;
+    const principal = authenticate(context.principals, request.headers.authorization);
+    if (principal === undefined) {
+      reply.header("www-authenticate", 'Bearer realm="tessera"');
+      throw new HttpProblem(401, "unauthenticated", "a known bearer token is required");
+    }
+    if (principal.role !== role) {
+      throw new HttpProblem(403, "forbidden", `this route is for ${role} tokens`);
+    }
+    request.principal = principal;
+  });
+
+  const ready = readinessProbe(stores);
+  app.get("/healthz", { config: { role: "public" } }, async () => ({ ok: true as const }));
+  app.get("/readyz", { config: { role: "public" } }, async () => {
+    if (await ready()) return { ready: true as const };
+    throw new HttpProblem(
+      503,
+      "unavailable",
+      "the store does not answer: decisions cannot be taken",
+    );
+  });
+  app.get("/metrics", { config: { role: "public" } }, async (_request, reply) => {
+    void reply.type(metrics.registry.contentType);
+    return metrics.registry.metrics();
+  });
+  const document = openApiDocument();
+  app.get("/v1/openapi.json", { config: { role: "public" } }, async () => document);
+  decisionRoutes(app, context);
+  grantRoutes(app, context);
+  return app;
+}
+
+/**
+ * The path of a request target: origin-form split by hand (`new URL("//", base)` reads `//` as
+ * a host name and throws), absolute-form read as HTTP/1.1 asks; undefined when it has none.
+ */
+function targetPath(raw = ""): string | undefined {
+  if (raw.startsWith("/")) return raw.split("?")[0];
+  if (!URL.canParse(raw)) return undefined;
+  const url = new URL(raw);
+  return url.protocol === "http:" || url.protocol === "https:" ? url.pathname : undefined;
+}
+
+function pattern(path: string): RegExp {
+  return new RegExp(`^${path.replace(/:\w+/g, "[^/]+")}$`);
+}

@@ -1,0 +1,25 @@
+import type { Kernel, MessageTransport } from "@tessera/core";
+import type { Metrics } from "./metrics.js";
+import type { Principal } from "./principals.js";
+import type { RetryOptions } from "./retry.js";
+import type { ServiceStores } from "./service.js";
+
+/** What every route is served with: built once per service. */
+export interface ServiceContext {
+  readonly kernel: Kernel;
+  readonly stores: ServiceStores;
+  readonly principals: readonly Principal[];
+  readonly metrics: Metrics;
+  readonly retry: RetryOptions;
+  readonly transport?: MessageTransport;
+}
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** The authenticated principal; set by the auth hook on every non-public route. */
+    principal?: Principal;
+  }
+  interface FastifyContextConfig {
+    role?: "public" | "agent" | "issuer";
+  }
+}

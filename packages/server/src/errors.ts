@@ -1,0 +1,86 @@
+import { isTesseraError } from "@tessera/core";
+import type { ErrorBody } from "@tessera/core/http";
+import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import type { z } from "zod";
+
+/** A request the service answers without a decision: a status and `{ error: { code, message } }`. */
+export class HttpProblem extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly field?: string,
+    readonly headers: Readonly<Record<string, string>> = {},
+  ) {
+    super(message);
+  }
+
+  body(): ErrorBody {
+    return {
+      error: {
+        code: this.code,
+        message: this.message,
+        ...(this.field === undefined ? {} : { field: this.field }),
+      },
+    };
+  }
+}
+
+/**
+ * Parses `value` with `schema`, or a 400 naming the first offending field. A caller that sends
+ * `purpose` is told by name that it does not choose one: it believed it did.
+ */
+export function parse<S extends z.ZodType>(schema: S, value: unknown, where: string): z.output<S> {
+  if (typeof value === "object" && value !== null && Object.hasOwn(value, "purpose")) {
+    throw new HttpProblem(
+      400,
+      "invalid_request",
+      "purpose is not a request field: it comes from the principal's configuration",
+      "purpose",
+    );
+  }
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const keys =
+    issue?.code === "unrecognized_keys" ? [...issue.path, ...(issue.keys ?? []).slice(0, 1)] : [];
+  const path = keys.length > 0 ? keys : (issue?.path ?? []);
+  const field = path.map(String).join(".") || where;
+  // The message is zod's own words about the field, never the value: a hostile value is not
+  // echoed back into a response or a log.
+  throw new HttpProblem(400, "invalid_request", `${field}: ${issue?.message ?? "invalid"}`, field);
+}
+
+/**
+ * Every error a route or Fastify throws, as one body. Only a store that did not answer is an
+ * outage (503); anything not understood is this service's fault: a 500 whose cause is logged.
+ */
+export function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  const problem = toProblem(error);
+  // The cause of every 5xx is logged: a 503 (a store outage, expected to pass) as a warning.
+  if (problem.status === 503) request.log.warn({ err: error }, "store unavailable");
+  else if (problem.status >= 500) request.log.error({ err: error }, "request failed");
+  void reply.code(problem.status).headers(problem.headers).send(problem.body());
+}
+
+function toProblem(error: FastifyError): HttpProblem {
+  if (error instanceof HttpProblem) return error;
+  if (isTesseraError(error) && error.code.endsWith("_unavailable")) {
+    return new HttpProblem(503, "unavailable", "a store did not answer: nothing was decided");
+  }
+  switch (error.code) {
+    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+      return new HttpProblem(415, "unsupported_media_type", "send the body as application/json");
+    case "FST_ERR_CTP_BODY_TOO_LARGE":
+      return new HttpProblem(413, "body_too_large", "the body is larger than the limit");
+    case "FST_ERR_CTP_INVALID_JSON_BODY":
+    case "FST_ERR_CTP_EMPTY_JSON_BODY":
+      return new HttpProblem(400, "invalid_request", "the body is not valid JSON");
+  }
+  const status = error.statusCode ?? 500;
+  if (status >= 400 && status < 500) {
+    // Fastify's own 4xx (a poisoned __proto__ key, a bad content length): no decision.
+    return new HttpProblem(status, "invalid_request", "the request is malformed");
+  }
+  return new HttpProblem(500, "internal_error", "the request failed");
+}

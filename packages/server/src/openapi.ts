@@ -1,0 +1,71 @@
+import { ErrorBodySchema, ROUTES, type RouteSpec } from "@tessera/core/http";
+import { z } from "zod";
+
+const schema = (type: z.ZodType, io: "input" | "output") =>
+  z.toJSONSchema(type, { io, unrepresentable: "any", target: "openapi-3.0" });
+
+/** The OpenAPI 3 document of the service, generated from the same zod contracts it validates with. */
+export function openApiDocument(): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  const error = { content: { "application/json": { schema: schema(ErrorBodySchema, "output") } } };
+  for (const [name, route] of Object.entries(ROUTES) as [string, RouteSpec][]) {
+    const path = route.path.replace(/:(\w+)/g, "{$1}");
+    const parameters = [
+      ...[...route.path.matchAll(/:(\w+)/g)].map((m) => ({
+        name: m[1],
+        in: "path",
+        required: true,
+        schema: { type: "string" },
+      })),
+      ...queryParameters(route.query),
+    ];
+    paths[path] ??= {};
+    paths[path][route.method.toLowerCase()] = {
+      operationId: name,
+      ...(route.role === "public" ? { security: [] } : {}),
+      ...(parameters.length > 0 ? { parameters } : {}),
+      ...(route.body === undefined
+        ? {}
+        : {
+            requestBody: {
+              required: true,
+              content: { "application/json": { schema: schema(route.body, "input") } },
+            },
+          }),
+      responses: {
+        200: {
+          description: 'The answer; a refusal is a 200 with `status: "denied"`.',
+          content: { "application/json": { schema: schema(route.response, "output") } },
+        },
+        ...(route.role === "public"
+          ? { 503: { description: "Not ready: the store does not answer.", ...error } }
+          : {
+              400: { description: "Invalid request: `error.field` names the field.", ...error },
+              401: { description: "No or unknown bearer token.", ...error },
+              403: { description: "The token's role may not use this route.", ...error },
+              ...(route.retrySafe
+                ? { 409: { description: "The call ID was used with another body.", ...error } }
+                : {}),
+              503: { description: "A store did not answer: nothing was decided.", ...error },
+            }),
+      },
+    };
+  }
+  return {
+    openapi: "3.0.3",
+    info: { title: "Tessera service", version: "0.1.0" },
+    components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
+    security: [{ bearer: [] }],
+    paths,
+  };
+}
+
+function queryParameters(query: z.ZodType | undefined) {
+  if (!(query instanceof z.ZodObject)) return [];
+  return Object.entries(query.shape as Record<string, z.ZodType>).map(([name, type]) => ({
+    name,
+    in: "query",
+    required: !type.safeParse(undefined).success,
+    schema: schema(type, "input"),
+  }));
+}

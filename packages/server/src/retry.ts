@@ -1,0 +1,91 @@
+import { createHash } from "node:crypto";
+import type { ClaimKey, ClaimStore } from "@tessera/core";
+import { HttpProblem } from "./errors.js";
+
+/** How the first request of a call ID ended, for its claim's receipt and the metrics. */
+export type Settled = "dispatched" | "denied" | "failed";
+
+export interface RetryOptions {
+  /** How long a retry waits for the first request of its call ID to answer. */
+  readonly waitMs: number;
+}
+
+/**
+ * Safe retries: (principal, call ID) is claimed in the shared claim store *before* the kernel
+ * decides, so of every request carrying it exactly one decides, spends and delivers. The answer
+ * is then stored under a second key of the same store, in the record's free-form `worker`
+ * field (the port's only field that holds data), and both claims are settled. A later request
+ * with the same body reads that answer back; with another body it is a conflict.
+ *
+ * A crash between the claim and the answer leaves the call in doubt (listed by the store's
+ * `listInDoubt`): it is never decided again, and retries answer `call_in_progress`.
+ */
+export async function once<A>(
+  claims: ClaimStore,
+  principal: string,
+  callId: string,
+  body: unknown,
+  decide: () => Promise<{ answer: A; settled: Settled }>,
+  options: RetryOptions,
+): Promise<{ answer: A; replayed: boolean; settled?: Settled }> {
+  const key: ClaimKey = { session: `tessera.service:${principal}`, functionCallId: callId };
+  const answerKey: ClaimKey = {
+    session: `tessera.service.answer:${principal}`,
+    functionCallId: callId,
+  };
+  const bodyHash = digest(body);
+  const claimed = await claims.claim(key, { bodyHash, claimedAt: Date.now() });
+  if (claimed.status === "already_claimed") {
+    if (claimed.existing.bodyHash !== bodyHash) {
+      throw new HttpProblem(
+        409,
+        "call_id_conflict",
+        "this call ID was used before with a different body: use a new call ID",
+        "callId",
+      );
+    }
+    return { answer: await recorded<A>(claims, answerKey, options.waitMs), replayed: true };
+  }
+  const { answer, settled } = await decide();
+  await claims.claim(answerKey, {
+    bodyHash,
+    claimedAt: Date.now(),
+    worker: JSON.stringify({ answer }),
+  });
+  const receipt = { status: settled, settledAt: Date.now() } as const;
+  await Promise.all([claims.settle(answerKey, receipt), claims.settle(key, receipt)]);
+  return { answer, replayed: false, settled };
+}
+
+/** The first request's answer, waiting a little while it is still being decided. */
+async function recorded<A>(claims: ClaimStore, key: ClaimKey, waitMs: number): Promise<A> {
+  const until = Date.now() + waitMs;
+  for (let pause = 10; ; pause = Math.min(pause * 2, 200)) {
+    const stored = await claims.get(key);
+    if (stored?.worker !== undefined) return (JSON.parse(stored.worker) as { answer: A }).answer;
+    if (Date.now() >= until) break;
+    await new Promise((resolve) => setTimeout(resolve, pause));
+  }
+  throw new HttpProblem(
+    409,
+    "call_in_progress",
+    "the first request with this call ID has not answered yet (or its server stopped mid-way): retry later",
+    "callId",
+  );
+}
+
+/** SHA-256 of the body as canonical JSON (keys sorted): key order does not make a new body. */
+export function digest(value: unknown): string {
+  return createHash("sha256").update(canonical(value)).digest("hex");
+}
+
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (typeof value === "object" && value !== null) {
+    const entries = Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`);
+    return `{${entries.join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}

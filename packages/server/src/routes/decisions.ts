@@ -1,0 +1,200 @@
+import { randomUUID } from "node:crypto";
+import { explain, type TurnAuthority } from "@tessera/core";
+import {
+  AuditQuerySchema,
+  AuthorizeRequestSchema,
+  type AuthorizeResponse,
+  ExplainQuerySchema,
+  ROUTES,
+  SendMessageRequestSchema,
+  type SendMessageResponse,
+} from "@tessera/core/http";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { ServiceContext } from "../context.js";
+import { HttpProblem, parse } from "../errors.js";
+import { explainPrincipal, gateSession, type Principal, principalKey } from "../principals.js";
+import { once, type Settled } from "../retry.js";
+
+/**
+ * The kernel's routes. Each decision is one turn: a lease opened for the authenticated
+ * principal (purpose included: it is the principal's, never the body's), one decision, the
+ * lease closed. A refusal is a 200 with `status: "denied"`.
+ */
+export function decisionRoutes(app: FastifyInstance, context: ServiceContext): void {
+  const { metrics } = context;
+  const route = (name: keyof typeof ROUTES) => ({
+    method: ROUTES[name].method,
+    url: ROUTES[name].path,
+    config: { role: ROUTES[name].role },
+  });
+
+  app.route({
+    ...route("tools"),
+    handler: async (request) =>
+      withTurn(context, principalOf(request), async (turn) => ({
+        tools: [...(await turn.listTools())],
+      })),
+  });
+
+  app.route({
+    ...route("authorize"),
+    handler: async (request) => {
+      const body = parse(AuthorizeRequestSchema, request.body, "body");
+      const principal = principalOf(request);
+      const decide = async (callId?: string) => {
+        const answer: AuthorizeResponse = await withTurn(context, principal, (turn) =>
+          turn.authorize(callId === undefined ? body : { ...body, callId }),
+        );
+        metrics.decisions.inc({
+          route: "authorize",
+          outcome: answer.status,
+          code: answer.status === "denied" ? answer.code : "",
+        });
+        const settled: Settled = answer.status === "allowed" ? "dispatched" : "denied";
+        return { answer, settled };
+      };
+      return retrySafe(context, "authorize", principal, body.callId, body, decide);
+    },
+  });
+
+  app.route({
+    ...route("sendMessage"),
+    handler: async (request) => {
+      const body = parse(SendMessageRequestSchema, request.body, "body");
+      const principal = principalOf(request);
+      const decide = async (callId?: string) => {
+        const id = callId ?? randomUUID();
+        const result = await withTurn(context, principal, (turn) =>
+          turn.sendMessage({ recipient: body.recipient, payload: body.payload, callId: id }),
+        );
+        const answer: SendMessageResponse =
+          result.status === "delivered"
+            ? {
+                status: "delivered",
+                messageId: result.messageId,
+                grantId: result.grantId,
+                callId: id,
+                ...(result.reply === undefined ? {} : { reply: result.reply }),
+              }
+            : { status: "denied", code: result.code };
+        metrics.decisions.inc({
+          route: "send",
+          outcome: answer.status,
+          code: answer.status === "denied" ? answer.code : "",
+        });
+        const settled: Settled =
+          answer.status === "delivered"
+            ? "dispatched"
+            : answer.code === "delivery_failed"
+              ? "failed"
+              : "denied";
+        return { answer, settled };
+      };
+      return retrySafe(context, "send", principal, body.callId, body, decide);
+    },
+  });
+
+  app.route({
+    ...route("explain"),
+    handler: async (request) => {
+      const { callId } = parse(ExplainQuerySchema, request.query, "query");
+      // Scoped to the whole principal: another principal's call ID reads exactly like an ID
+      // nobody used (verdict unknown), so the answer tells nothing about anyone else.
+      const e = await explain(context.stores.audit, callId, explainPrincipal(principalOf(request)));
+      return { callId, verdict: e.verdict, code: e.code, summary: e.summary };
+    },
+  });
+
+  app.route({
+    ...route("audit"),
+    handler: async (request) => {
+      const query = parse(AuditQuerySchema, request.query, "query");
+      if ((query.callId === undefined) === (query.traceId === undefined)) {
+        throw new HttpProblem(
+          400,
+          "invalid_request",
+          "give exactly one of callId or traceId",
+          "callId",
+        );
+      }
+      const mine = explainPrincipal(principalOf(request));
+      const events = await context.stores.audit.read({
+        ...(query.callId === undefined ? {} : { callId: query.callId }),
+        ...(query.traceId === undefined ? {} : { traceId: query.traceId }),
+      });
+      // Only the principal's own decisions: a foreign ID reads like an unused one (no events).
+      const own = events.filter(
+        (e) =>
+          e.namespaceId === mine.namespaceId &&
+          e.actor === mine.actor &&
+          e.authority === mine.authority &&
+          e.owner === mine.owner,
+      );
+      return { events: own.slice(0, query.limit ?? 100) };
+    },
+  });
+
+  app.route({
+    ...route("inDoubtClaims"),
+    handler: async (request) => {
+      const claims = await context.stores.claims.listInDoubt(gateSession(principalOf(request)));
+      return {
+        claims: claims.map((c) => ({
+          functionCallId: c.functionCallId,
+          claimedAt: c.claimedAt,
+          ...(c.worker === undefined ? {} : { worker: c.worker }),
+        })),
+      };
+    },
+  });
+}
+
+export function principalOf(request: FastifyRequest): Principal {
+  if (request.principal === undefined) throw new Error("route served without authentication");
+  return request.principal;
+}
+
+async function retrySafe<A>(
+  context: ServiceContext,
+  route: string,
+  principal: Principal,
+  callId: string | undefined,
+  body: unknown,
+  decide: (callId?: string) => Promise<{ answer: A; settled: Settled }>,
+): Promise<A> {
+  if (callId === undefined) return (await decide()).answer;
+  const result = await once(
+    context.stores.claims,
+    principalKey(principal),
+    callId,
+    { route, body },
+    () => decide(callId),
+    context.retry,
+  );
+  context.metrics.claims.inc({
+    route,
+    status: result.replayed ? "none" : (result.settled ?? "none"),
+  });
+  return result.answer;
+}
+
+async function withTurn<T>(
+  context: ServiceContext,
+  principal: Principal,
+  use: (turn: TurnAuthority) => Promise<T>,
+): Promise<T> {
+  const { namespaceId, actor, authority, owner, purpose } = principal;
+  const turn = await context.kernel.openTurnAuthority({
+    namespaceId,
+    actor,
+    authority,
+    ...(owner === undefined ? {} : { owner }),
+    ...(purpose === undefined ? {} : { purpose }),
+    traceId: randomUUID(),
+  });
+  try {
+    return await use(turn);
+  } finally {
+    await turn.close();
+  }
+}
