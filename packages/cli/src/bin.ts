@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 import { CommanderError } from "commander";
-import { reportError } from "./output.js";
+import { reportError, useJsonErrors } from "./output.js";
 import { buildProgram } from "./program.js";
 
+useJsonErrors(process.argv.slice(2).includes("--json"));
 try {
   await buildProgram().parseAsync(process.argv);
 } catch (error) {

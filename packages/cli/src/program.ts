@@ -2,10 +2,12 @@ import { Command } from "commander";
 import { auditCommand } from "./commands/audit.js";
 import { claimsCommand } from "./commands/claims.js";
 import { demoCommand } from "./commands/demo.js";
+import { explainCommand } from "./commands/explain.js";
 import { grantsCommand } from "./commands/grants.js";
 import { initCommand } from "./commands/init.js";
 import { reportCommand } from "./commands/report.js";
 import { serveCommand } from "./commands/serve.js";
+import { jsonErrorsOn, writeError } from "./output.js";
 
 export function buildProgram(): Command {
   const program = new Command("tessera")
@@ -15,6 +17,7 @@ export function buildProgram(): Command {
     .addCommand(claimsCommand())
     .addCommand(grantsCommand())
     .addCommand(auditCommand())
+    .addCommand(explainCommand())
     .addCommand(initCommand())
     .addCommand(serveCommand())
     .addCommand(reportCommand());
@@ -24,9 +27,13 @@ export function buildProgram(): Command {
   const configure = (command: Command): void => {
     command
       .exitOverride()
-      .showHelpAfterError()
+      // Help after a usage error would break the one JSON object a --json caller parses.
+      .showHelpAfterError(!jsonErrorsOn())
       .configureOutput({
-        outputError: (text, write) => write(text.replace(/^error: /, "tessera: invalid_usage: ")),
+        outputError: (text, write) =>
+          jsonErrorsOn()
+            ? writeError("invalid_usage", text.replace(/^error: /, "").trim())
+            : write(text.replace(/^error: /, "tessera: invalid_usage: ")),
       });
     for (const sub of command.commands) configure(sub);
   };

@@ -11,13 +11,14 @@ import { Command } from "commander";
 import { nonEmpty, wholeNumber } from "../options.js";
 import { printJson, printLines } from "../output.js";
 import { openStoresByUrl } from "../stores.js";
+import { auditQueryCommand, auditTailCommand } from "./audit-read.js";
 
-interface SourceOptions {
+export interface SourceOptions {
   store?: string;
   file?: string;
 }
 
-interface PrincipalOptions {
+export interface PrincipalOptions {
   namespace?: string;
   actor?: string;
   authority?: string;
@@ -25,7 +26,7 @@ interface PrincipalOptions {
 }
 
 /** Opens the audit trail to read: a store's sink, or a JSON-lines file that must exist. */
-async function openAudit(
+export async function openAudit(
   options: SourceOptions,
 ): Promise<{ audit: ReadableAuditSink; close(): Promise<void> }> {
   if (options.store && options.file) {
@@ -51,7 +52,7 @@ async function openAudit(
  * is all of namespace, actor and authority, with its owner if it has one; half of one would
  * read another principal's decisions as if they were its own.
  */
-function principalOf(options: PrincipalOptions): ExplainPrincipal | undefined {
+export function principalOf(options: PrincipalOptions): ExplainPrincipal | undefined {
   const { namespace, actor, authority, owner } = options;
   if ([namespace, actor, authority, owner].every((part) => part === undefined)) return undefined;
   if (namespace === undefined || actor === undefined || authority === undefined) {
@@ -64,7 +65,7 @@ function principalOf(options: PrincipalOptions): ExplainPrincipal | undefined {
   return owner === undefined ? principal : { ...principal, owner };
 }
 
-function formatEvent(event: AuditEvent): string {
+export function formatEvent(event: AuditEvent): string {
   const who = event.actor
     ? ` actor=${event.actor}`
     : event.session
@@ -135,5 +136,6 @@ export function auditCommand(): Command {
       },
     );
 
+  audit.addCommand(auditQueryCommand()).addCommand(auditTailCommand());
   return audit;
 }

@@ -1,11 +1,17 @@
 import { DirectoryClaimStore } from "@tessera/a2ui";
 import { type ClaimStore, TesseraError } from "@tessera/core";
 import { Command } from "commander";
+import {
+  oneSource,
+  type RemoteOptions,
+  remoteClient,
+  withRemoteOptions,
+} from "../config/remote.js";
 import { nonEmpty } from "../options.js";
 import { printJson, printLines } from "../output.js";
 import { openStoresByUrl } from "../stores.js";
 
-interface ClaimsOptions {
+interface ClaimsOptions extends RemoteOptions {
   inDoubt?: boolean;
   dir?: string;
   store?: string;
@@ -24,37 +30,68 @@ async function openClaims(
     return { claims, close: () => claims.close() };
   }
   if (options.store) return openStoresByUrl(options.store);
-  throw new TesseraError("invalid_config", "say where the claims are: --dir DIR or --store URL");
+  throw new TesseraError(
+    "invalid_config",
+    "say where the claims are: a service (--url, --token), --dir DIR or --store URL",
+  );
+}
+
+interface InDoubt {
+  readonly session?: string;
+  readonly functionCallId: string;
+  readonly claimedAt: number;
+  readonly worker?: string | undefined;
+}
+
+/** From a service: the token's own session's claims; the session is never named on the wire. */
+async function remoteInDoubt(options: ClaimsOptions): Promise<readonly InDoubt[] | undefined> {
+  oneSource(options, [options.dir, options.store]);
+  if (options.dir !== undefined || options.store !== undefined) return undefined;
+  const client = remoteClient(options);
+  if (client === undefined) return undefined;
+  if (options.session !== undefined) {
+    throw new TesseraError(
+      "invalid_usage",
+      "a service lists the token's own session: --session goes with --dir or --store",
+    );
+  }
+  return (await client.inDoubtClaims()).claims;
 }
 
 export function claimsCommand(): Command {
-  return new Command("claims")
-    .description("inspect A2UI function-call claims")
-    .option("--in-doubt", "list claims whose worker died between claim and outcome")
-    .option("--dir <dir>", "a private claim directory", nonEmpty)
-    .option("--store <url>", "a shared claim store (sqlite:, postgres://, redis://)", nonEmpty)
-    .option("--session <session>", "only this trusted host session", nonEmpty)
-    .option("--json", "print JSON")
-    .action(async (options: ClaimsOptions) => {
-      if (!options.inDoubt) {
-        throw new TesseraError("invalid_config", "nothing to do: pass --in-doubt");
+  return withRemoteOptions(
+    new Command("claims")
+      .description("inspect A2UI function-call claims")
+      .option("--in-doubt", "list claims whose worker died between claim and outcome")
+      .option("--dir <dir>", "a private claim directory", nonEmpty)
+      .option("--store <url>", "a shared claim store (sqlite:, postgres://, redis://)", nonEmpty)
+      .option("--session <session>", "only this trusted host session", nonEmpty)
+      .option("--json", "print JSON"),
+  ).action(async (options: ClaimsOptions) => {
+    if (!options.inDoubt) {
+      throw new TesseraError("invalid_config", "nothing to do: pass --in-doubt");
+    }
+    const remote = await remoteInDoubt(options);
+    const local = remote === undefined ? await openClaims(options) : undefined;
+    try {
+      const inDoubt: readonly InDoubt[] =
+        remote ??
+        (await (local as Awaited<ReturnType<typeof openClaims>>).claims.listInDoubt(
+          options.session,
+        ));
+      if (options.json) {
+        printJson(inDoubt);
+        return;
       }
-      const { claims, close } = await openClaims(options);
-      try {
-        const inDoubt = await claims.listInDoubt(options.session);
-        if (options.json) {
-          printJson(inDoubt);
-          return;
-        }
-        printLines([
-          `${inDoubt.length} claim(s) in doubt: never re-dispatched automatically; decide each by hand.`,
-          ...inDoubt.map(
-            (claim) =>
-              `  session=${JSON.stringify(claim.session)} functionCallId=${JSON.stringify(claim.functionCallId)} claimedAt=${new Date(claim.claimedAt).toISOString()}${claim.worker ? ` worker=${claim.worker}` : ""}`,
-          ),
-        ]);
-      } finally {
-        await close();
-      }
-    });
+      printLines([
+        `${inDoubt.length} claim(s) in doubt: never re-dispatched automatically; decide each by hand.`,
+        ...inDoubt.map(
+          (claim) =>
+            `  ${claim.session === undefined ? "" : `session=${JSON.stringify(claim.session)} `}functionCallId=${JSON.stringify(claim.functionCallId)} claimedAt=${new Date(claim.claimedAt).toISOString()}${claim.worker ? ` worker=${claim.worker}` : ""}`,
+        ),
+      ]);
+    } finally {
+      await local?.close();
+    }
+  });
 }

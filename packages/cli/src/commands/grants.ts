@@ -1,5 +1,12 @@
-import { GrantSchema, TesseraError } from "@tessera/core";
+import { type Grant, GrantSchema, TesseraError } from "@tessera/core";
+import { IssueGrantRequestSchema } from "@tessera/core/http";
 import { Command } from "commander";
+import {
+  oneSource,
+  type RemoteOptions,
+  requireRemote,
+  withRemoteOptions,
+} from "../config/remote.js";
 import { readNamedFile } from "../files.js";
 import { nonEmpty } from "../options.js";
 import { printJson, printLines } from "../output.js";
@@ -7,6 +14,30 @@ import { openStoresByUrl } from "../stores.js";
 
 interface StoreOption {
   store: string;
+}
+
+interface LocalOptions {
+  store?: string;
+  namespace?: string;
+}
+
+function requireNamespace(options: LocalOptions): string {
+  if (options.namespace === undefined) {
+    throw new TesseraError("invalid_usage", "with --store, say which namespace: --namespace ID");
+  }
+  return options.namespace;
+}
+
+function formatGrant(grant: Grant, uses?: number): string {
+  const bound =
+    grant.constraints.maxUses === undefined ? "unbounded" : `maxUses ${grant.constraints.maxUses}`;
+  const used = uses === undefined ? "" : ` used ${uses}`;
+  const state = grant.revokedAt ? `revoked ${grant.revokedAt}` : "active";
+  return `${grant.id}  subject=${grant.subject} issuer=${grant.issuer} ${bound}${used} ${state}`;
+}
+
+function describe(issues: readonly { path: readonly PropertyKey[]; message: string }[]): string {
+  return issues.map((i) => `${i.path.map(String).join(".") || "(root)"}: ${i.message}`).join("; ");
 }
 
 /** Runs `task` against the stores at `url`, closing them on every exit path. */
@@ -34,60 +65,100 @@ function readGrantFile(path: string): unknown {
 export function grantsCommand(): Command {
   const grants = new Command("grants").description("issue, revoke and list capability grants");
 
-  grants
-    .command("list")
-    .description("every grant in a namespace, revoked ones included")
-    .requiredOption("--store <url>", "grant store (sqlite:, postgres://, redis://)", nonEmpty)
-    .requiredOption("--namespace <id>", "namespace", nonEmpty)
-    .option("--json", "print JSON")
-    .action(async (options: StoreOption & { namespace: string; json?: boolean }) => {
-      const list = await withStores(options.store, (s) =>
-        s.grants.listNamespace(options.namespace),
+  withRemoteOptions(
+    grants
+      .command("list")
+      .description(
+        "every grant in a namespace, revoked ones included: from a service (the issuer token's namespace, with usage counts) or a store",
+      )
+      .option("--store <url>", "grant store (sqlite:, postgres://, redis://)", nonEmpty)
+      .option("--namespace <id>", "namespace (with --store)", nonEmpty)
+      .option("--json", "print JSON"),
+  ).action(async (options: LocalOptions & RemoteOptions & { json?: boolean }) => {
+    oneSource(options, [options.store, options.namespace]);
+    if (options.store === undefined) {
+      const { grants: list } = await requireRemote(
+        options,
+        "grants list without --store",
+      ).listGrants();
+      if (options.json) printJson(list);
+      else printLines(list.map(({ grant, uses }) => formatGrant(grant, uses)));
+      return;
+    }
+    const namespace = requireNamespace(options);
+    const list = await withStores(options.store, (s) => s.grants.listNamespace(namespace));
+    if (options.json) printJson(list);
+    else printLines(list.map((grant) => formatGrant(grant)));
+  });
+
+  withRemoteOptions(
+    grants
+      .command("issue")
+      .description(
+        "issue a grant through a service, from a JSON file (or - for standard input); its namespace and issuer are the issuer token's",
+      )
+      .requiredOption(
+        "--file <path>",
+        "grant request JSON: { subject, capabilities, constraints?, id? }",
+        nonEmpty,
+      )
+      .option("--json", "print JSON"),
+  ).action(async (options: RemoteOptions & { file: string; json?: boolean }) => {
+    const parsed = IssueGrantRequestSchema.safeParse(readGrantFile(options.file));
+    if (!parsed.success) {
+      throw new TesseraError(
+        "invalid_grant",
+        `the grant request does not match the schema: ${describe(parsed.error.issues)}`,
       );
-      if (options.json) {
-        printJson(list);
-        return;
-      }
-      printLines(
-        list.map((g) => {
-          const bound =
-            g.constraints.maxUses === undefined ? "unbounded" : `maxUses ${g.constraints.maxUses}`;
-          const state = g.revokedAt ? `revoked ${g.revokedAt}` : "active";
-          return `${g.id}  subject=${g.subject} issuer=${g.issuer} ${bound} ${state}`;
-        }),
-      );
-    });
+    }
+    const { grant } = await requireRemote(options, "grants issue").issueGrant(parsed.data);
+    if (options.json) printJson(grant);
+    else printLines([`issued ${grant.id} in ${grant.namespaceId} to ${grant.subject}`]);
+  });
 
   grants
     .command("add")
     .description("add a grant from a JSON file (or - for standard input), validated first")
     .requiredOption("--store <url>", "grant store", nonEmpty)
     .requiredOption("--file <path>", "grant JSON", nonEmpty)
-    .action(async (options: StoreOption & { file: string }) => {
+    .option("--json", "print JSON")
+    .action(async (options: StoreOption & { file: string; json?: boolean }) => {
       const parsed = GrantSchema.safeParse(readGrantFile(options.file));
       if (!parsed.success) {
         throw new TesseraError(
           "invalid_grant",
-          `the grant does not match the schema: ${parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ")}`,
+          `the grant does not match the schema: ${describe(parsed.error.issues)}`,
         );
       }
       const added = await withStores(options.store, (s) => s.grants.add(parsed.data));
-      printLines([`added ${added.id} in ${added.namespaceId}`]);
+      if (options.json) printJson(added);
+      else printLines([`added ${added.id} in ${added.namespaceId}`]);
     });
 
-  grants
-    .command("revoke")
-    .description("revoke one grant; turns already open keep their lease, the next turn sees it")
-    .requiredOption("--store <url>", "grant store", nonEmpty)
-    .requiredOption("--namespace <id>", "namespace", nonEmpty)
-    .requiredOption("--id <grantId>", "grant", nonEmpty)
-    .action(async (options: StoreOption & { namespace: string; id: string }) => {
-      const revoked = await withStores(options.store, (s) =>
-        s.grants.revoke(options.namespace, options.id),
-      );
-      if (!revoked) throw new TesseraError("invalid_input", "no such grant in that namespace");
-      printLines([`revoked ${options.id}`]);
-    });
+  withRemoteOptions(
+    grants
+      .command("revoke")
+      .description("revoke one grant; turns already open keep their lease, the next turn sees it")
+      .option("--store <url>", "grant store (else the service's, for an issuer token)", nonEmpty)
+      .option("--namespace <id>", "namespace (with --store)", nonEmpty)
+      .requiredOption("--id <grantId>", "grant", nonEmpty)
+      .option("--json", "print JSON"),
+  ).action(async (options: LocalOptions & RemoteOptions & { id: string; json?: boolean }) => {
+    oneSource(options, [options.store, options.namespace]);
+    let revoked: boolean;
+    if (options.store === undefined) {
+      ({ revoked } = await requireRemote(options, "grants revoke without --store").revokeGrant(
+        options.id,
+      ));
+    } else {
+      const namespace = requireNamespace(options);
+      const store = options.store;
+      revoked = await withStores(store, (s) => s.grants.revoke(namespace, options.id));
+    }
+    if (!revoked) throw new TesseraError("invalid_input", "no such grant in that namespace");
+    if (options.json) printJson({ revoked: options.id });
+    else printLines([`revoked ${options.id}`]);
+  });
 
   return grants;
 }

@@ -1,0 +1,168 @@
+import type { TesseraClient } from "@tessera/client";
+import { type AuditEvent, TesseraError } from "@tessera/core";
+import { Command } from "commander";
+import {
+  oneSource,
+  type RemoteOptions,
+  requireRemote,
+  withRemoteOptions,
+} from "../config/remote.js";
+import { nonEmpty, wholeNumber } from "../options.js";
+import { printJson, printLines } from "../output.js";
+import { formatEvent, openAudit, type SourceOptions } from "./audit.js";
+
+interface FilterOptions {
+  callId?: string;
+  traceId?: string;
+  limit?: number;
+  json?: boolean;
+}
+
+type ReadOptions = SourceOptions & RemoteOptions & FilterOptions;
+
+/**
+ * Where the events come from: a store or a log file (every principal's), or a service (only
+ * the token's own, and only by call or trace ID: the service never lists a whole trail).
+ */
+async function reader(options: ReadOptions, what: string) {
+  oneSource(options, [options.store, options.file]);
+  if (options.store !== undefined || options.file !== undefined) {
+    const { audit, close } = await openAudit(options);
+    return {
+      read: (limit?: number) =>
+        audit.read({
+          ...(options.callId ? { callId: options.callId } : {}),
+          ...(options.traceId ? { traceId: options.traceId } : {}),
+          ...(limit ? { limit } : {}),
+        }),
+      close,
+    };
+  }
+  const client = requireRemote(options, what);
+  return { read: (limit?: number) => remoteRead(client, options, limit), close: async () => {} };
+}
+
+async function remoteRead(
+  client: TesseraClient,
+  options: FilterOptions,
+  limit: number | undefined,
+): Promise<readonly AuditEvent[]> {
+  if ((options.callId === undefined) === (options.traceId === undefined)) {
+    throw new TesseraError(
+      "invalid_usage",
+      "a service answers by one call or one trace: pass --call-id or --trace-id",
+    );
+  }
+  const query =
+    options.callId === undefined ? { traceId: options.traceId } : { callId: options.callId };
+  const { events } = await client.audit({ ...query, ...(limit ? { limit } : {}) });
+  return events;
+}
+
+function filters(command: Command): Command {
+  return withRemoteOptions(
+    command
+      .option("--store <url>", "audit store (sqlite:, postgres://, redis://)", nonEmpty)
+      .option("--file <path>", "a JSON-lines audit log", nonEmpty)
+      .option("--call-id <id>", "only this call", nonEmpty)
+      .option("--trace-id <id>", "only this trace", nonEmpty),
+  );
+}
+
+export function auditQueryCommand(): Command {
+  return filters(
+    new Command("query").description(
+      "decisions for one call or trace, oldest first, from a service (the token's own) or a store",
+    ),
+  )
+    .option("--limit <n>", "at most this many", wholeNumber(1, 1000))
+    .option("--json", "print JSON")
+    .action(async (options: ReadOptions) => {
+      const source = await reader(options, "audit query without --store or --file");
+      try {
+        const events = await source.read(options.limit);
+        if (options.json) printJson(events);
+        else printLines(events.map(formatEvent));
+      } finally {
+        await source.close();
+      }
+    });
+}
+
+interface TailOptions extends ReadOptions {
+  lines: number;
+  follow?: boolean;
+  interval: number;
+}
+
+export function auditTailCommand(): Command {
+  return filters(
+    new Command("tail").description(
+      "the last decisions, and with --follow each new one as it is recorded (JSON lines with --json)",
+    ),
+  )
+    .option(
+      "-n, --lines <n>",
+      "how many of the last events to show first",
+      wholeNumber(0, 1000),
+      20,
+    )
+    .option("-f, --follow", "keep reading; stop with Ctrl-C")
+    .option("--interval <ms>", "how often --follow reads again", wholeNumber(50, 600_000), 1000)
+    .option("--json", "print one JSON object per line")
+    .action(async (options: TailOptions) => {
+      const source = await reader(options, "audit tail without --store or --file");
+      const print = (events: readonly AuditEvent[]) => {
+        if (options.json) printLines(events.map((event) => JSON.stringify(event)));
+        else printLines(events.map(formatEvent));
+      };
+      try {
+        // The trail is append-only and read oldest first, so what is new is what lies past the
+        // count already seen. A service caps one answer at 1000 events.
+        const cap = options.store || options.file ? undefined : 1000;
+        const first = await source.read(cap);
+        let seen = first.length;
+        print(options.lines === 0 ? [] : first.slice(-options.lines));
+        if (!options.follow) return;
+        const stopped = stopSignal();
+        while (!(await stopped.wait(options.interval))) {
+          const now = await source.read(cap);
+          if (now.length > seen) print(now.slice(seen));
+          seen = Math.max(seen, now.length);
+        }
+        stopped.dispose();
+      } finally {
+        await source.close();
+      }
+    });
+}
+
+/** SIGINT/SIGTERM end a --follow cleanly (stores closed), instead of killing mid-read. */
+function stopSignal() {
+  let stopped = false;
+  let wake: (() => void) | undefined;
+  const stop = () => {
+    stopped = true;
+    wake?.();
+  };
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+  return {
+    wait: (ms: number) =>
+      new Promise<boolean>((resolve) => {
+        if (stopped) {
+          resolve(true);
+          return;
+        }
+        const timer = setTimeout(() => resolve(stopped), ms);
+        wake = () => {
+          clearTimeout(timer);
+          resolve(true);
+        };
+      }),
+    dispose: () => {
+      process.off("SIGINT", stop);
+      process.off("SIGTERM", stop);
+    },
+  };
+}
