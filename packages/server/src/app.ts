@@ -9,6 +9,7 @@ import { Metrics } from "./metrics.js";
 import { openApiDocument } from "./openapi.js";
 import { authenticate, type Principal } from "./principals.js";
 import { readinessProbe } from "./readiness.js";
+import { type A2uiOptions, a2uiRoutes } from "./routes/a2ui.js";
 import { decisionRoutes } from "./routes/decisions.js";
 import { grantRoutes } from "./routes/grants.js";
 import type { ServiceStores } from "./service.js";
@@ -26,6 +27,8 @@ export interface AppOptions {
     | { readonly level?: string; readonly stream?: { write(line: string): void } };
   /** How long a retry waits for the first request of its call ID (default 5 s). */
   readonly retryWaitMs?: number;
+  /** The A2UI gate's catalogs and function endpoint; without it the A2UI routes answer 404. */
+  readonly a2ui?: A2uiOptions;
   /** Set by `createTesseraService`: the request listener, for a host's own server. */
   readonly onHandler?: (handler: (req: IncomingMessage, res: ServerResponse) => void) => void;
 }
@@ -90,6 +93,8 @@ export function buildApp(options: AppOptions): FastifyInstance {
           },
   });
   app.setErrorHandler(handleError);
+  // JSON only: a text body is a 415, not a string handed to a schema.
+  app.removeContentTypeParser("text/plain");
   app.setNotFoundHandler((request, reply) => {
     const path = targetPath(request.url);
     if (path === undefined) {
@@ -140,6 +145,7 @@ export function buildApp(options: AppOptions): FastifyInstance {
   app.get("/v1/openapi.json", { config: { role: "public" } }, async () => document);
   decisionRoutes(app, context);
   grantRoutes(app, context);
+  a2uiRoutes(app, context, options.a2ui);
   return app;
 }
 

@@ -13,6 +13,7 @@ export {
   parsePrincipals,
   tokenDigest,
 } from "./principals.js";
+export type { A2uiOptions } from "./routes/a2ui.js";
 export {
   createTesseraService,
   type RequestListener,

@@ -17,6 +17,8 @@ export interface TesseraServiceOptions {
   readonly log?: AppOptions["log"];
   /** How long a retry waits for the first request of its call ID (default 5 s). */
   readonly retryWaitMs?: number;
+  /** The A2UI gate: catalogs, and the function endpoint of the one-step mode. */
+  readonly a2ui?: AppOptions["a2ui"];
 }
 
 /** A `node:http` request listener: `createServer(service.handler)`, or a route of the host's. */
@@ -81,5 +83,6 @@ export function appOptions(options: TesseraServiceOptions): AppOptions {
     ...(options.transport === undefined ? {} : { transport: options.transport }),
     ...(options.log === undefined ? {} : { log: options.log }),
     ...(options.retryWaitMs === undefined ? {} : { retryWaitMs: options.retryWaitMs }),
+    ...(options.a2ui === undefined ? {} : { a2ui: options.a2ui }),
   };
 }

@@ -1,5 +1,6 @@
-import { createHmac, timingSafeEqual } from "node:crypto";
+import { timingSafeEqual } from "node:crypto";
 import type { DeliveryResult, MessageEnvelope, MessageTransport } from "@tessera/core";
+import { sign, signedPost } from "./signed-post.js";
 
 export interface WebhookRecipient {
   /** Where the envelope is POSTed. */
@@ -13,79 +14,34 @@ export interface WebhookTransportOptions {
   readonly recipients: Readonly<Record<string, WebhookRecipient>>;
   /** Per delivery, connection to last byte of the answer (default 5000 ms). */
   readonly timeoutMs?: number;
-  /** Seconds since the epoch; for tests. */
-  readonly now?: () => number;
 }
 
-const MAX_REPLY_BYTES = 64 * 1024;
-
 /**
- * Delivers each authorized envelope as a signed POST to its recipient's URL. The signature
- * header is `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`: the receiver checks it with
- * `verifyWebhookSignature` and refuses stale timestamps, so a captured request cannot be
- * replayed later. A 2xx is `delivered`, its JSON body (if any) the reply; every failure is
- * `{ status: "failed", code }`: `no_route`, `timeout`, `unreachable`, `rejected` (4xx),
- * `receiver_error` (5xx or other), `invalid_reply` (not JSON, or too large).
+ * Delivers each authorized envelope as a signed POST to its recipient's URL. The
+ * `tessera-signature` header is `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`: the
+ * receiver checks it with `verifyWebhookSignature` and refuses stale timestamps, so a captured
+ * request cannot be replayed later. A 2xx is `delivered`, its JSON body (if any) the reply.
+ * Every failure is `{ status: "failed", code }`: `no_route`, `timeout`, `unreachable`,
+ * `rejected` (4xx), `receiver_error` (5xx, 3xx), `invalid_reply` (not JSON, over 64 KiB).
  */
 export function webhookTransport(options: WebhookTransportOptions): MessageTransport {
-  const timeoutMs = options.timeoutMs ?? 5000;
-  const now = options.now ?? (() => Math.floor(Date.now() / 1000));
   const recipients = new Map(Object.entries(options.recipients));
   return {
     async deliver(envelope: MessageEnvelope): Promise<DeliveryResult> {
       const recipient = recipients.get(envelope.recipient);
       if (recipient === undefined) return { status: "failed", code: "no_route" };
-      const body = JSON.stringify({
-        messageId: envelope.messageId,
-        sender: envelope.sender,
-        recipient: envelope.recipient,
-        payload: envelope.payload,
-        traceId: envelope.traceId,
-        callId: envelope.callId,
-        grantId: envelope.grantId,
-      });
-      const timestamp = String(now());
-      let response: Response;
-      let text: string;
-      try {
-        response = await fetch(recipient.url, {
-          method: "POST",
-          headers: {
-            "content-type": "application/json",
-            "tessera-signature": `t=${timestamp},v1=${sign(recipient.secret, timestamp, body)}`,
-            "tessera-message-id": envelope.messageId,
-          },
-          body,
-          redirect: "error",
-          signal: AbortSignal.timeout(timeoutMs),
-        });
-        text = await response.text();
-      } catch (error) {
-        const name = (error as Error).name;
-        return {
-          status: "failed",
-          code: name === "TimeoutError" || name === "AbortError" ? "timeout" : "unreachable",
-        };
-      }
-      if (response.status >= 400 && response.status < 500)
-        return { status: "failed", code: "rejected" };
-      if (response.status < 200 || response.status >= 300) {
-        return { status: "failed", code: "receiver_error" };
-      }
-      if (text === "") return { status: "delivered" };
-      if (Buffer.byteLength(text) > MAX_REPLY_BYTES)
-        return { status: "failed", code: "invalid_reply" };
-      try {
-        return { status: "delivered", reply: JSON.parse(text) };
-      } catch {
-        return { status: "failed", code: "invalid_reply" };
-      }
+      const { messageId, sender, recipient: to, payload, traceId, callId, grantId } = envelope;
+      const answer = await signedPost(
+        recipient,
+        { messageId, sender, recipient: to, payload, traceId, callId, grantId },
+        { timeoutMs: options.timeoutMs ?? 5000, headers: { "tessera-message-id": messageId } },
+      );
+      if (answer.status === "failed") return answer;
+      return answer.body === undefined
+        ? { status: "delivered" }
+        : { status: "delivered", reply: answer.body };
     },
   };
-}
-
-function sign(secret: string, timestamp: string, body: string): string {
-  return createHmac("sha256", secret).update(`${timestamp}.${body}`).digest("hex");
 }
 
 /**

@@ -119,3 +119,74 @@ export const send = (recipient: string, callId: string, owner = "alice") => ({
   resource: { namespace: "messages", path: [recipient], owner },
   callId,
 });
+
+export interface Answer {
+  readonly status: number;
+  readonly headers: Headers;
+  // biome-ignore lint/suspicious/noExplicitAny: a test reads any field of the JSON answer
+  readonly body: any;
+}
+
+/** One request to the service; `body` is sent as JSON unless `raw` is given. */
+export async function call(
+  base: string,
+  method: string,
+  path: string,
+  options: {
+    token?: string;
+    body?: unknown;
+    raw?: string;
+    headers?: Record<string, string>;
+  } = {},
+): Promise<Answer> {
+  const hasBody = options.body !== undefined || options.raw !== undefined;
+  const reply = await fetch(`${base}${path}`, {
+    method,
+    headers: {
+      ...(hasBody ? { "content-type": "application/json" } : {}),
+      ...(options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }),
+      ...options.headers,
+    },
+    ...(hasBody ? { body: options.raw ?? JSON.stringify(options.body) } : {}),
+  });
+  const text = await reply.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // /metrics is text
+  }
+  return { status: reply.status, headers: reply.headers, body };
+}
+
+export const CATALOG_ID = "https://tessera.test/catalogs/service";
+
+/** One agent-callable `add`, so a call that runs is observable. */
+export const CATALOG = {
+  catalogId: CATALOG_ID,
+  functions: {
+    add: {
+      type: "object",
+      returnType: "number",
+      allowedCallers: "agentOnly",
+      properties: {
+        call: { const: "add" },
+        args: {
+          type: "object",
+          properties: { a: { type: "number" }, b: { type: "number" } },
+          required: ["a", "b"],
+          additionalProperties: false,
+        },
+      },
+      required: ["call", "args"],
+    },
+  },
+};
+
+/** An A2UI v1.0 `callRendererFunction` message for `CATALOG`. */
+export function a2uiCall(functionCallId: string, args: unknown = { a: 1, b: 2 }, call = "add") {
+  return {
+    version: "v1.0",
+    callRendererFunction: { functionCallId, callFunction: { call, catalogId: CATALOG_ID, args } },
+  };
+}

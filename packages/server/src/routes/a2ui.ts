@@ -1,0 +1,176 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+import { randomUUID } from "node:crypto";
+import { FunctionCallGate, type FunctionInvocation, type GateResult } from "@tessera/a2ui";
+import {
+  A2uiClaimRequestSchema,
+  type A2uiClaimResponse,
+  A2uiSettleRequestSchema,
+  ROUTES,
+} from "@tessera/core/http";
+import type { FastifyInstance } from "fastify";
+import type { ServiceContext } from "../context.js";
+import { HttpProblem, parse } from "../errors.js";
+import { gateSession, principalKey } from "../principals.js";
+import { signedPost } from "../transport/signed-post.js";
+
+export interface A2uiOptions {
+  /** The A2UI v1.0 catalogs the host serves (see `@tessera/a2ui`). */
+  readonly catalogs: readonly unknown[];
+  /**
+   * One-step mode (`POST /v1/a2ui/call`): the service POSTs each approved call to this URL,
+   * signed like a webhook, and answers `{ value }` from its JSON body. Absent: 404.
+   */
+  readonly functionEndpoint?: { readonly url: string; readonly secret: string };
+  /** A dispatch handle not settled within this many ms fails its call (default 300 000). */
+  readonly settleTimeoutMs?: number;
+  /** One-step: how long the function endpoint may take (default 10 000 ms). */
+  readonly callTimeoutMs?: number;
+}
+
+interface Pending {
+  readonly principal: string;
+  readonly result: Promise<GateResult>;
+  settle(outcome: { value: unknown } | { error: Error }): void;
+}
+
+/**
+ * The A2UI gate for hosts whose functions run elsewhere. `claim` runs the gate up to the
+ * dispatch (validate, catalog, exclusive claim in the shared store, audit) and either answers
+ * the refusal reply or hands out a dispatch handle; `settle` gives the function's value or error
+ * and answers the reply to send. The gate's own rules hold: a call ID is claimed once per
+ * session across every instance sharing the store; a retry gets `INVALID_FUNCTION_CALL`.
+ * Handles live in the instance that issued them: an instance that stops leaves its open
+ * calls in doubt, never re-dispatched.
+ */
+export function a2uiRoutes(app: FastifyInstance, context: ServiceContext, options?: A2uiOptions) {
+  const route = (name: "a2uiClaim" | "a2uiSettle" | "a2uiCall") => ({
+    method: ROUTES[name].method,
+    url: ROUTES[name].path,
+    config: { role: ROUTES[name].role },
+  });
+  const unconfigured = () => {
+    throw new HttpProblem(404, "not_found", "this service has no A2UI catalog configured");
+  };
+  if (options === undefined) {
+    app.route({ ...route("a2uiClaim"), handler: unconfigured });
+    app.route({ ...route("a2uiSettle"), handler: unconfigured });
+    app.route({ ...route("a2uiCall"), handler: unconfigured });
+    return;
+  }
+  const { stores, metrics } = context;
+  const dispatching = new AsyncLocalStorage<(invocation: FunctionInvocation) => Promise<unknown>>();
+  const twoStep = new FunctionCallGate({
+    claims: stores.claims,
+    catalogs: options.catalogs,
+    audit: stores.audit,
+    invoke: (invocation) => {
+      const dispatch = dispatching.getStore();
+      if (dispatch === undefined) throw new Error("dispatched outside a claim request");
+      return dispatch(invocation);
+    },
+  });
+  const pending = new Map<string, Pending>();
+  const settleTimeoutMs = options.settleTimeoutMs ?? 300_000;
+  const count = (result: GateResult) =>
+    metrics.claims.inc({ route: "a2ui", status: result.receipt.status });
+
+  app.route({
+    ...route("a2uiClaim"),
+    handler: async (request): Promise<A2uiClaimResponse> => {
+      const { message } = parse(A2uiClaimRequestSchema, request.body, "body");
+      const principal = request.principal;
+      if (principal === undefined) throw new Error("route served without authentication");
+      let onDispatch!: (call: FunctionInvocation) => void;
+      const dispatched = new Promise<FunctionInvocation>((resolve) => {
+        onDispatch = resolve;
+      });
+      const handle = randomUUID();
+      const result = dispatching.run(
+        (invocation) =>
+          new Promise<unknown>((resolve, reject) => {
+            const timer = setTimeout(() => {
+              pending.delete(handle);
+              reject(new Error("the call was not settled in time"));
+            }, settleTimeoutMs);
+            timer.unref();
+            pending.set(handle, {
+              principal: principalKey(principal),
+              result,
+              settle: (outcome) => {
+                clearTimeout(timer);
+                pending.delete(handle);
+                if ("error" in outcome) reject(outcome.error);
+                else resolve(outcome.value);
+              },
+            });
+            onDispatch(invocation);
+          }),
+        () => twoStep.handle(gateSession(principal), message),
+      );
+      void result.then(count, () => undefined);
+      const first = await Promise.race([result, dispatched.then((call) => ({ call }))]);
+      if ("reply" in first) {
+        return { status: "refused", reply: { ...first.reply }, receipt: first.receipt.status };
+      }
+      const { functionCallId, catalogId, call, args } = first.call;
+      return { status: "dispatch", handle, call: { functionCallId, catalogId, call, args } };
+    },
+  });
+
+  app.route({
+    ...route("a2uiSettle"),
+    handler: async (request) => {
+      const body = parse(A2uiSettleRequestSchema, request.body, "body");
+      const open = pending.get(body.handle);
+      // Another principal's handle answers like one that never existed.
+      if (
+        open === undefined ||
+        request.principal === undefined ||
+        open.principal !== principalKey(request.principal)
+      ) {
+        throw new HttpProblem(404, "not_found", "no open dispatch has this handle", "handle");
+      }
+      open.settle(
+        "error" in body ? { error: new Error(body.error.message) } : { value: body.value },
+      );
+      const { reply, receipt } = await open.result;
+      return { reply: { ...reply }, receipt: receipt.status };
+    },
+  });
+
+  app.addHook("onClose", async () => {
+    for (const open of pending.values()) open.settle({ error: new Error("the service stopped") });
+  });
+
+  const endpoint = options.functionEndpoint;
+  if (endpoint === undefined) {
+    app.route({ ...route("a2uiCall"), handler: unconfigured });
+    return;
+  }
+  const oneStep = new FunctionCallGate({
+    claims: stores.claims,
+    catalogs: options.catalogs,
+    audit: stores.audit,
+    invoke: async ({ functionCallId, catalogId, call, args }) => {
+      const answer = await signedPost(
+        endpoint,
+        { functionCallId, catalogId, call, args },
+        {
+          timeoutMs: options.callTimeoutMs ?? 10_000,
+        },
+      );
+      if (answer.status !== "ok") throw new Error(`the function endpoint failed: ${answer.code}`);
+      return (answer.body as { value?: unknown } | undefined)?.value;
+    },
+  });
+  app.route({
+    ...route("a2uiCall"),
+    handler: async (request) => {
+      const { message } = parse(A2uiClaimRequestSchema, request.body, "body");
+      if (request.principal === undefined) throw new Error("route served without authentication");
+      const result = await oneStep.handle(gateSession(request.principal), message);
+      count(result);
+      return { reply: { ...result.reply }, receipt: result.receipt.status };
+    },
+  });
+}

@@ -1,0 +1,161 @@
+import { mkdtempSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openStores, type StoreBundle } from "@tessera/core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { listen, type RunningServer } from "../src/listen.js";
+import { verifyWebhookSignature } from "../src/transport/webhook.js";
+import { a2uiCall, CATALOG, call, principal } from "./support/service.js";
+
+/** The A2UI gate over HTTP: claim + settle, and the one-step mode through a function endpoint. */
+const alice = principal("token-alice", { namespaceId: "team", actor: "a", authority: "host" });
+const bob = principal("token-bob", { namespaceId: "team", actor: "b", authority: "host" });
+const SECRET = "function-endpoint-secret";
+
+let stores: StoreBundle;
+let server: RunningServer;
+let base: string;
+let endpoint: Server;
+const calls: unknown[] = [];
+
+beforeAll(async () => {
+  endpoint = createServer((request, response) => {
+    let body = "";
+    request.on("data", (chunk) => {
+      body += chunk;
+    });
+    request.on("end", () => {
+      const header = request.headers["tessera-signature"] as string | undefined;
+      if (!verifyWebhookSignature({ secret: SECRET, body, header })) {
+        response.writeHead(401).end();
+        return;
+      }
+      const parsed = JSON.parse(body) as { args: { a: number; b: number } };
+      calls.push(parsed);
+      response.writeHead(200, { "content-type": "application/json" });
+      response.end(JSON.stringify({ value: parsed.args.a + parsed.args.b }));
+    });
+  });
+  await new Promise<void>((resolve) => endpoint.listen(0, "127.0.0.1", resolve));
+  const { port } = endpoint.address() as AddressInfo;
+  stores = await openStores(`sqlite:${join(mkdtempSync(join(tmpdir(), "a2ui-")), "t.db")}`);
+  server = await listen({
+    stores,
+    principals: [alice.config, bob.config],
+    a2ui: {
+      catalogs: [CATALOG],
+      functionEndpoint: { url: `http://127.0.0.1:${port}/fn`, secret: SECRET },
+    },
+    port: 0,
+    log: false,
+  });
+  base = server.url;
+});
+
+afterAll(async () => {
+  await server?.close();
+  await stores?.close();
+  endpoint?.close();
+});
+
+describe("the A2UI gate: claim, then settle", () => {
+  it("hands out a dispatch handle, then answers the value reply", async () => {
+    const claim = await call(base, "POST", "/v1/a2ui/claim", {
+      token: alice.token,
+      body: { message: a2uiCall("fc-1", { a: 2, b: 3 }) },
+    });
+    expect(claim.body).toMatchObject({
+      status: "dispatch",
+      call: { functionCallId: "fc-1", call: "add", args: { a: 2, b: 3 } },
+    });
+    const settled = await call(base, "POST", "/v1/a2ui/settle", {
+      token: alice.token,
+      body: { handle: claim.body.handle, value: 5 },
+    });
+    expect(settled.body).toEqual({
+      reply: { version: "v1.0", rendererFunctionResponse: { functionCallId: "fc-1", value: 5 } },
+      receipt: "dispatched",
+    });
+  });
+
+  it("refuses a retried call ID with the gate's INVALID_FUNCTION_CALL, nothing to dispatch", async () => {
+    const again = await call(base, "POST", "/v1/a2ui/claim", {
+      token: alice.token,
+      body: { message: a2uiCall("fc-1", { a: 2, b: 3 }) },
+    });
+    expect(again.body).toMatchObject({
+      status: "refused",
+      receipt: "none",
+      reply: { error: { code: "INVALID_FUNCTION_CALL", functionCallId: "fc-1" } },
+    });
+    // Call IDs are per principal: bob's fc-1 is his own first call.
+    const bobs = await call(base, "POST", "/v1/a2ui/claim", {
+      token: bob.token,
+      body: { message: a2uiCall("fc-1") },
+    });
+    expect(bobs.body.status).toBe("dispatch");
+    await call(base, "POST", "/v1/a2ui/settle", {
+      token: bob.token,
+      body: { handle: bobs.body.handle, error: { message: "no" } },
+    });
+  });
+
+  it("refuses a function the catalog does not declare", async () => {
+    const refused = await call(base, "POST", "/v1/a2ui/claim", {
+      token: alice.token,
+      body: { message: a2uiCall("fc-2", {}, "drop_tables") },
+    });
+    expect(refused.body).toMatchObject({ status: "refused", receipt: "denied" });
+  });
+
+  it("settles an error as EXECUTION_FAILED with receipt failed", async () => {
+    const claim = await call(base, "POST", "/v1/a2ui/claim", {
+      token: alice.token,
+      body: { message: a2uiCall("fc-3") },
+    });
+    const settled = await call(base, "POST", "/v1/a2ui/settle", {
+      token: alice.token,
+      body: { handle: claim.body.handle, error: { message: "disk full" } },
+    });
+    expect(settled.body).toMatchObject({ receipt: "failed" });
+    expect(settled.body.reply.rendererFunctionResponse.error.code).toBe("EXECUTION_FAILED");
+  });
+
+  it("answers another principal's handle like an unknown one (404), and it stays open", async () => {
+    const claim = await call(base, "POST", "/v1/a2ui/claim", {
+      token: alice.token,
+      body: { message: a2uiCall("fc-4") },
+    });
+    const foreign = await call(base, "POST", "/v1/a2ui/settle", {
+      token: bob.token,
+      body: { handle: claim.body.handle, value: 1 },
+    });
+    const unknown = await call(base, "POST", "/v1/a2ui/settle", {
+      token: bob.token,
+      body: { handle: "no-such-handle", value: 1 },
+    });
+    expect(foreign).toMatchObject({ status: 404 });
+    expect(foreign.body).toEqual(unknown.body);
+    const mine = await call(base, "POST", "/v1/a2ui/settle", {
+      token: alice.token,
+      body: { handle: claim.body.handle, value: 1 },
+    });
+    expect(mine.body.receipt).toBe("dispatched");
+  });
+});
+
+describe("the A2UI gate, one step: the service calls the function endpoint", () => {
+  it("calls the signed endpoint once, and refuses the retry", async () => {
+    const body = { message: a2uiCall("fc-one", { a: 20, b: 22 }) };
+    const first = await call(base, "POST", "/v1/a2ui/call", { token: alice.token, body });
+    expect(first.body).toEqual({
+      reply: { version: "v1.0", rendererFunctionResponse: { functionCallId: "fc-one", value: 42 } },
+      receipt: "dispatched",
+    });
+    const again = await call(base, "POST", "/v1/a2ui/call", { token: alice.token, body });
+    expect(again.body.receipt).toBe("none");
+    expect(calls).toHaveLength(1);
+  });
+});

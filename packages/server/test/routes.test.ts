@@ -1,0 +1,302 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { InProcessTransport, openStores, type StoreBundle } from "@tessera/core";
+import { ROUTES } from "@tessera/core/http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { listen, type RunningServer } from "../src/listen.js";
+import { gateSession } from "../src/principals.js";
+import { call, principal, ticket } from "./support/service.js";
+
+/** Every route over loopback HTTP, allowed and denied, and every 4xx path. */
+const alice = principal("token-alice", {
+  namespaceId: "team",
+  actor: "asker",
+  authority: "host",
+  owner: "alice",
+});
+const empty = principal("token-empty", { namespaceId: "team", actor: "nobody", authority: "host" });
+const issuer = principal("token-issuer", {
+  namespaceId: "team",
+  actor: "issuer",
+  authority: "host",
+  role: "issuer",
+});
+
+let stores: StoreBundle;
+let server: RunningServer;
+let base: string;
+const transport = new InProcessTransport({
+  fallback: (envelope) => ({ echo: envelope.payload, to: envelope.recipient }),
+});
+
+beforeAll(async () => {
+  stores = await openStores(`sqlite:${join(mkdtempSync(join(tmpdir(), "routes-")), "t.db")}`);
+  for (let i = 0; i < 8; i++) await stores.grants.add(ticket(`t-${i}`, `colleague-${i}`));
+  server = await listen({
+    stores,
+    principals: [alice.config, empty.config, issuer.config],
+    transport,
+    port: 0,
+    log: false,
+  });
+  base = server.url;
+});
+
+afterAll(async () => {
+  await server?.close();
+  await stores?.close();
+});
+
+const delivered = (recipient: string) =>
+  transport.delivered.filter((e) => e.recipient === recipient).length;
+
+describe("routes, allowed and denied", () => {
+  it("discovery lists the send tool for a holder, nothing for a principal with no grant", async () => {
+    expect(await call(base, "GET", "/v1/tools", { token: alice.token })).toMatchObject({
+      status: 200,
+      body: { tools: ["messages.send"] },
+    });
+    expect((await call(base, "GET", "/v1/tools", { token: empty.token })).body).toEqual({
+      tools: [],
+    });
+  });
+
+  it("sends: delivered with the reply, then a spent ticket is a 200 denied", async () => {
+    const body = { recipient: "colleague-0", payload: { q: "lunch?" } };
+    const first = await call(base, "POST", "/v1/messages", { token: alice.token, body });
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({
+      status: "delivered",
+      grantId: "t-0",
+      reply: { echo: { q: "lunch?" }, to: "colleague-0" },
+    });
+    expect(first.body.messageId).toEqual(expect.any(String));
+    const again = await call(base, "POST", "/v1/messages", { token: alice.token, body });
+    expect(again).toMatchObject({
+      status: 200,
+      body: { status: "denied", code: "no_matching_grant" },
+    });
+    const stranger = await call(base, "POST", "/v1/messages", {
+      token: alice.token,
+      body: { recipient: "stranger", payload: 1 },
+    });
+    expect(stranger.body).toEqual({ status: "denied", code: "no_matching_grant" });
+    expect(delivered("colleague-0")).toBe(1);
+    expect(delivered("stranger")).toBe(0);
+  });
+
+  it("authorizes allowed, then denied", async () => {
+    const body = {
+      action: "messages.send",
+      resource: { namespace: "messages", path: ["colleague-1"], owner: "alice" },
+    };
+    const allowed = await call(base, "POST", "/v1/authorize", { token: alice.token, body });
+    expect(allowed.body).toMatchObject({ status: "allowed", grantId: "t-1" });
+    const denied = await call(base, "POST", "/v1/authorize", { token: alice.token, body });
+    expect(denied).toMatchObject({ status: 200, body: { status: "denied" } });
+  });
+
+  it("explains and reads audit for the principal's own call, nothing for another's", async () => {
+    const body = { recipient: "colleague-2", payload: "x", callId: "c-audit" };
+    await call(base, "POST", "/v1/messages", { token: alice.token, body });
+    const mine = await call(base, "GET", "/v1/explain?callId=c-audit", { token: alice.token });
+    expect(mine.body).toMatchObject({ callId: "c-audit", verdict: "allowed" });
+    const theirs = await call(base, "GET", "/v1/explain?callId=c-audit", { token: empty.token });
+    expect(theirs.body).toMatchObject({ verdict: "unknown" });
+    const audit = await call(base, "GET", "/v1/audit?callId=c-audit", { token: alice.token });
+    expect(audit.body.events).toHaveLength(1);
+    expect(audit.body.events[0]).toMatchObject({ outcome: "allowed", grantId: "t-2" });
+    const foreign = await call(base, "GET", "/v1/audit?callId=c-audit", { token: empty.token });
+    expect(foreign.body).toEqual({ events: [] });
+    const neither = await call(base, "GET", "/v1/audit", { token: alice.token });
+    expect(neither).toMatchObject({ status: 400, body: { error: { field: "callId" } } });
+  });
+
+  it("lists the principal's in-doubt A2UI claims, and only its own", async () => {
+    const session = gateSession({ ...alice.config, role: "agent" });
+    await stores.claims.claim(
+      { session, functionCallId: "fc-stuck" },
+      { bodyHash: "h", claimedAt: 1 },
+    );
+    const mine = await call(base, "GET", "/v1/claims/in-doubt", { token: alice.token });
+    expect(mine.body).toEqual({ claims: [{ functionCallId: "fc-stuck", claimedAt: 1 }] });
+    const other = await call(base, "GET", "/v1/claims/in-doubt", { token: empty.token });
+    expect(other.body).toEqual({ claims: [] });
+  });
+
+  it("issues, lists with usage counts and revokes grants, for issuer tokens only", async () => {
+    const grant = {
+      id: "g-issued",
+      subject: "asker",
+      capabilities: [
+        {
+          resource: { namespace: "messages", path: ["colleague-9"], owner: "alice" },
+          actions: ["messages.send"],
+          scope: "exact",
+        },
+      ],
+      constraints: { maxUses: 1 },
+      issuedAt: new Date(Date.now() - 60_000).toISOString(),
+    };
+    const issued = await call(base, "POST", "/v1/grants", { token: issuer.token, body: grant });
+    expect(issued.body.grant).toMatchObject({
+      id: "g-issued",
+      namespaceId: "team",
+      issuer: "host",
+    });
+    const sent = await call(base, "POST", "/v1/messages", {
+      token: alice.token,
+      body: { recipient: "colleague-9", payload: 1 },
+    });
+    expect(sent.body.status).toBe("delivered");
+    const list = await call(base, "GET", "/v1/grants", { token: issuer.token });
+    expect(
+      list.body.grants.find((g: { grant: { id: string } }) => g.grant.id === "g-issued"),
+    ).toMatchObject({ uses: 1 });
+    expect((await call(base, "DELETE", "/v1/grants/t-7", { token: issuer.token })).body).toEqual({
+      revoked: true,
+    });
+    expect((await call(base, "DELETE", "/v1/grants/nope", { token: issuer.token })).body).toEqual({
+      revoked: false,
+    });
+    const revoked = await call(base, "POST", "/v1/messages", {
+      token: alice.token,
+      body: { recipient: "colleague-7", payload: 1 },
+    });
+    expect(revoked.body).toEqual({ status: "denied", code: "no_matching_grant" });
+    // The namespace and issuer are the token's: a body that names them is refused.
+    const smuggled = await call(base, "POST", "/v1/grants", {
+      token: issuer.token,
+      body: { ...grant, id: "g-2", namespaceId: "other" },
+    });
+    expect(smuggled).toMatchObject({ status: 400, body: { error: { field: "namespaceId" } } });
+  });
+
+  it("refuses each token outside its role with 403, before any decision", async () => {
+    for (const [method, path] of [
+      ["GET", "/v1/grants"],
+      ["POST", "/v1/grants"],
+      ["DELETE", "/v1/grants/t-6"],
+    ] as const) {
+      const answer = await call(base, method, path, {
+        token: alice.token,
+        ...(method === "POST" ? { body: {} } : {}),
+      });
+      expect(answer).toMatchObject({ status: 403, body: { error: { code: "forbidden" } } });
+    }
+    const send = await call(base, "POST", "/v1/messages", {
+      token: issuer.token,
+      body: { recipient: "colleague-6", payload: 1 },
+    });
+    expect(send.status).toBe(403);
+    expect(delivered("colleague-6")).toBe(0);
+  });
+
+  it("asks every non-public route for a token: 401 with WWW-Authenticate", async () => {
+    for (const route of Object.values(ROUTES)) {
+      if (route.role === "public") continue;
+      const path = route.path.replace(":grantId", "g");
+      for (const token of [undefined, "not-a-known-token"]) {
+        const answer = await call(base, route.method, path, {
+          ...(token === undefined ? {} : { token }),
+          ...(route.method === "POST" ? { body: {} } : {}),
+        });
+        expect(answer.status, `${route.method} ${path}`).toBe(401);
+        expect(answer.headers.get("www-authenticate")).toMatch(/^Bearer /);
+        expect(answer.body.error.code).toBe("unauthenticated");
+      }
+    }
+  });
+});
+
+describe("requests that get no decision (4xx)", () => {
+  const post = (raw: string, headers: Record<string, string> = {}) =>
+    call(base, "POST", "/v1/messages", { token: alice.token, raw, headers });
+
+  it("400 names the offending field", async () => {
+    expect((await post(JSON.stringify({ payload: 1 }))).body.error.field).toBe("recipient");
+    expect((await post(JSON.stringify({ recipient: "", payload: 1 }))).body.error.field).toBe(
+      "recipient",
+    );
+    const purpose = await post(JSON.stringify({ recipient: "c", payload: 1, purpose: "x" }));
+    expect(purpose).toMatchObject({ status: 400, body: { error: { field: "purpose" } } });
+    const extra = await post(JSON.stringify({ recipient: "c", payload: 1, sender: "x" }));
+    expect(extra.body.error.field).toBe("sender");
+  });
+
+  it("400 for malformed JSON, an empty body and a poisoned prototype", async () => {
+    for (const raw of ["{", "{'a':1}", "", '{"__proto__":{"admin":true},"recipient":"c"}']) {
+      const answer = await post(raw);
+      expect(answer.status, raw).toBe(400);
+      expect(answer.body.error.code).toBe("invalid_request");
+    }
+  });
+
+  it("answers hostile strings with 400 and never echoes them", async () => {
+    const hostile = [
+      "x".repeat(10_000),
+      "\u0000\u001b[31m",
+      "<script>alert(1)</script>".repeat(30),
+    ];
+    for (const recipient of hostile) {
+      const answer = await post(JSON.stringify({ recipient, payload: 1, callId: recipient }));
+      if (answer.status === 200) {
+        // A short hostile name is just an unknown recipient: denied, nothing delivered.
+        expect(answer.body.status).toBe("denied");
+      } else {
+        expect(answer.status).toBe(400);
+        expect(JSON.stringify(answer.body)).not.toContain(recipient.slice(0, 20));
+      }
+    }
+    expect(transport.delivered.some((e) => hostile.includes(e.recipient))).toBe(false);
+  });
+
+  it("413 past the body limit, 415 for another content type", async () => {
+    const big = JSON.stringify({ recipient: "c", payload: "x".repeat(70 * 1024) });
+    expect(await post(big)).toMatchObject({
+      status: 413,
+      body: { error: { code: "body_too_large" } },
+    });
+    const text = await post("recipient=c", { "content-type": "text/plain" });
+    expect(text).toMatchObject({
+      status: 415,
+      body: { error: { code: "unsupported_media_type" } },
+    });
+  });
+
+  it("404 for an unknown route and 405 with Allow for a wrong method, before authentication", async () => {
+    expect(await call(base, "GET", "/v1/nope")).toMatchObject({
+      status: 404,
+      body: { error: { code: "not_found" } },
+    });
+    const wrong = await call(base, "GET", "/v1/messages");
+    expect(wrong).toMatchObject({ status: 405, body: { error: { code: "method_not_allowed" } } });
+    expect(wrong.headers.get("allow")).toBe("POST");
+  });
+});
+
+describe("observability", () => {
+  it("serves the OpenAPI document of every route, generated from the contracts", async () => {
+    const doc = (await call(base, "GET", "/v1/openapi.json")).body;
+    expect(doc.openapi).toBe("3.0.3");
+    for (const [name, route] of Object.entries(ROUTES)) {
+      const path = route.path.replace(/:(\w+)/g, "{$1}");
+      expect(doc.paths[path][route.method.toLowerCase()].operationId).toBe(name);
+    }
+    const send = doc.paths["/v1/messages"].post.requestBody.content["application/json"].schema;
+    expect(send.required).toContain("recipient");
+  });
+
+  it("counts decisions by outcome and code, claims by status, and times the stores", async () => {
+    const text = (await call(base, "GET", "/metrics")).body as string;
+    expect(text).toMatch(/tessera_decisions_total\{route="send",outcome="delivered",code=""\} \d+/);
+    expect(text).toMatch(
+      /tessera_decisions_total\{route="send",outcome="denied",code="no_matching_grant"\} \d+/,
+    );
+    expect(text).toMatch(/tessera_claims_total\{route="send",status="dispatched"\} \d+/);
+    expect(text).toMatch(
+      /tessera_store_seconds_bucket\{le="[\d.]+",port="usage",op="tryConsume"\}/,
+    );
+  });
+});
