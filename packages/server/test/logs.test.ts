@@ -1,0 +1,64 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openStores, type StoreBundle } from "@tessera/core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { listen, type RunningServer } from "../src/listen.js";
+import { call, principal } from "./support/service.js";
+
+/** Structured JSON logs: request IDs, the token never written, the cause of a 5xx written. */
+const alice = principal("secret-token-value-123", {
+  namespaceId: "team",
+  actor: "a",
+  authority: "host",
+});
+const lines: Record<string, unknown>[] = [];
+let stores: StoreBundle;
+let server: RunningServer;
+
+beforeAll(async () => {
+  stores = await openStores(`sqlite:${join(mkdtempSync(join(tmpdir(), "logs-")), "t.db")}`);
+  const broken = {
+    ...stores,
+    audit: {
+      read: async () => {
+        throw new RangeError("audit reader bug #7");
+      },
+      append: stores.audit.append.bind(stores.audit),
+    },
+  };
+  server = await listen({
+    stores: broken,
+    principals: [alice.config],
+    port: 0,
+    log: { level: "info", stream: { write: (line) => lines.push(JSON.parse(line)) } },
+  });
+});
+
+afterAll(async () => {
+  await server?.close();
+  await stores?.close();
+});
+
+describe("logs", () => {
+  it("redact the authorization header and carry a request ID", async () => {
+    await call(server.url, "GET", "/v1/tools", { token: alice.token });
+    const text = JSON.stringify(lines);
+    expect(text).not.toContain(alice.token);
+    const incoming = lines.find(
+      (l) => (l.req as { url?: string } | undefined)?.url === "/v1/tools",
+    );
+    expect(incoming).toMatchObject({
+      req: { headers: { authorization: "[redacted]" } },
+      reqId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+    });
+  });
+
+  it("write the cause of a 5xx, and answer it without the cause", async () => {
+    const answer = await call(server.url, "GET", "/v1/explain?callId=x", { token: alice.token });
+    expect(answer).toMatchObject({ status: 500, body: { error: { code: "internal_error" } } });
+    expect(JSON.stringify(answer.body)).not.toContain("bug #7");
+    const failed = lines.find((l) => l.msg === "request failed");
+    expect(JSON.stringify(failed)).toContain("audit reader bug #7");
+  });
+});

@@ -1,0 +1,185 @@
+import { mkdtempSync } from "node:fs";
+import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { InProcessTransport, openStores, type StoreBundle } from "@tessera/core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { listen, type RunningServer } from "../src/listen.js";
+import { call, principal, ticket } from "./support/service.js";
+
+/** Safe to retry: one decision, one spend, one delivery per (principal, call ID). */
+const alice = principal("token-alice", {
+  namespaceId: "team",
+  actor: "asker",
+  authority: "host",
+  owner: "alice",
+});
+const carol = principal("token-carol", {
+  namespaceId: "team",
+  actor: "carol",
+  authority: "host",
+  owner: "alice",
+});
+
+let stores: StoreBundle;
+let server: RunningServer;
+let base: string;
+let slow = 0;
+const transport = new InProcessTransport({
+  fallback: async (envelope) => {
+    if (slow > 0) await new Promise((resolve) => setTimeout(resolve, slow));
+    return { reply: `hello from ${envelope.recipient}`, at: Math.random() };
+  },
+});
+const deliveries = (recipient: string) =>
+  transport.delivered.filter((e) => e.recipient === recipient).length;
+
+beforeAll(async () => {
+  stores = await openStores(`sqlite:${join(mkdtempSync(join(tmpdir(), "retry-")), "t.db")}`);
+  for (let i = 0; i < 6; i++) await stores.grants.add(ticket(`t-${i}`, `colleague-${i}`));
+  await stores.grants.add(ticket("t-carol", "colleague-0", { subject: "carol" }));
+  server = await listen({
+    stores,
+    principals: [alice.config, carol.config],
+    transport,
+    port: 0,
+    log: false,
+  });
+  base = server.url;
+});
+
+afterAll(async () => {
+  await server?.close();
+  await stores?.close();
+});
+
+const sendAs = (token: string, body: unknown) =>
+  call(base, "POST", "/v1/messages", { token, body });
+
+describe("a retried call ID", () => {
+  it("gets the original answer again: same message ID and reply, one delivery, one spend", async () => {
+    const body = { recipient: "colleague-0", payload: { q: 1 }, callId: "c-1" };
+    const first = await sendAs(alice.token, body);
+    expect(first.body.status).toBe("delivered");
+    const again = await sendAs(alice.token, {
+      callId: "c-1",
+      payload: { q: 1 },
+      recipient: "colleague-0",
+    });
+    expect(again).toMatchObject({ status: 200, body: first.body });
+    expect(deliveries("colleague-0")).toBe(1);
+    expect(await stores.usage.getUsage("team", "t-0")).toBe(1);
+  });
+
+  it("with a different body is a 409 conflict, and nothing is decided", async () => {
+    const conflict = await sendAs(alice.token, {
+      recipient: "colleague-1",
+      payload: { q: 1 },
+      callId: "c-1",
+    });
+    expect(conflict).toMatchObject({
+      status: 409,
+      body: { error: { code: "call_id_conflict", field: "callId" } },
+    });
+    expect(deliveries("colleague-1")).toBe(0);
+    expect(await stores.usage.getUsage("team", "t-1")).toBe(0);
+    // The same ID on another route is another body too.
+    const authorize = await call(base, "POST", "/v1/authorize", {
+      token: alice.token,
+      body: {
+        action: "messages.send",
+        resource: { namespace: "messages", path: ["colleague-1"], owner: "alice" },
+        callId: "c-1",
+      },
+    });
+    expect(authorize.status).toBe(409);
+  });
+
+  it("is scoped per principal: another principal's same ID is its own call", async () => {
+    const theirs = await sendAs(carol.token, {
+      recipient: "colleague-0",
+      payload: { q: 1 },
+      callId: "c-1",
+    });
+    expect(theirs.body).toMatchObject({ status: "delivered", grantId: "t-carol" });
+    expect(deliveries("colleague-0")).toBe(2);
+  });
+
+  it("replays a denial as the same denial, without deciding again", async () => {
+    const body = { recipient: "nobody", payload: 1, callId: "c-denied" };
+    const first = await sendAs(alice.token, body);
+    expect(first.body).toEqual({ status: "denied", code: "no_matching_grant" });
+    expect(await sendAs(alice.token, body)).toMatchObject({ status: 200, body: first.body });
+    const audit = await call(base, "GET", "/v1/audit?callId=c-denied", { token: alice.token });
+    expect(audit.body.events).toHaveLength(1);
+  });
+
+  it("sent 12 times at once decides, spends and delivers once; every answer is the same", async () => {
+    slow = 50;
+    const body = { recipient: "colleague-2", payload: "race", callId: "c-race" };
+    const answers = await Promise.all(Array.from({ length: 12 }, () => sendAs(alice.token, body)));
+    slow = 0;
+    expect(answers.map((a) => a.status)).toEqual(Array(12).fill(200));
+    expect(new Set(answers.map((a) => JSON.stringify(a.body))).size).toBe(1);
+    expect(answers[0]?.body.status).toBe("delivered");
+    expect(deliveries("colleague-2")).toBe(1);
+  });
+
+  it("after a dropped response, gets the original answer", async () => {
+    slow = 150;
+    const body = JSON.stringify({ recipient: "colleague-3", payload: "drop", callId: "c-drop" });
+    // The client sends the whole request, then its connection dies before the answer.
+    await new Promise<void>((resolve, reject) => {
+      const { hostname, port } = new URL(base);
+      const socket = connect(Number(port), hostname, () => {
+        socket.write(
+          `POST /v1/messages HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${alice.token}\r\n` +
+            `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+        );
+        setTimeout(() => {
+          socket.destroy();
+          resolve();
+        }, 20);
+      });
+      socket.on("error", reject);
+    });
+    const retry = await call(base, "POST", "/v1/messages", { token: alice.token, raw: body });
+    slow = 0;
+    expect(retry).toMatchObject({ status: 200, body: { status: "delivered", callId: "c-drop" } });
+    expect(deliveries("colleague-3")).toBe(1);
+    const again = await call(base, "POST", "/v1/messages", { token: alice.token, raw: body });
+    expect(again.body).toEqual(retry.body);
+  });
+});
+
+describe("a client that disconnects mid-request", () => {
+  it("leaves nothing decided and the service serving", async () => {
+    const body = JSON.stringify({ recipient: "colleague-4", payload: "cut", callId: "c-cut" });
+    await new Promise<void>((resolve, reject) => {
+      const { hostname, port } = new URL(base);
+      const socket = connect(Number(port), hostname, () => {
+        socket.write(
+          `POST /v1/messages HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${alice.token}\r\n` +
+            `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n` +
+            body.slice(0, 10),
+        );
+        setTimeout(() => {
+          socket.destroy();
+          resolve();
+        }, 30);
+      });
+      socket.on("error", reject);
+    });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(deliveries("colleague-4")).toBe(0);
+    expect(await stores.claims.get({ session: "x", functionCallId: "c-cut" })).toBeUndefined();
+    expect(
+      (await call(base, "GET", "/v1/audit?callId=c-cut", { token: alice.token })).body,
+    ).toEqual({
+      events: [],
+    });
+    // The same call, sent whole, is decided as a first call.
+    const whole = await call(base, "POST", "/v1/messages", { token: alice.token, raw: body });
+    expect(whole.body.status).toBe("delivered");
+  });
+});
