@@ -1,0 +1,220 @@
+import { spawn } from "node:child_process";
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { isTesseraError } from "@tessera/core";
+import { describe, expect, it } from "vitest";
+import { loadClientTarget, loadServeConfig } from "../src/config/load.js";
+import { BIN, scratch } from "./support/cli.js";
+
+/** A data directory holding exactly this tessera.json. */
+function dataDir(config: unknown): string {
+  const dir = join(scratch(), "data");
+  mkdirSync(dir, { mode: 0o700 });
+  chmodSync(dir, 0o700);
+  writeFileSync(join(dir, "tessera.json"), JSON.stringify(config));
+  return dir;
+}
+
+const base = { version: 1, store: "sqlite:tessera.db", principals: "principals.json" };
+
+function refusal(task: () => unknown): { code: string; message: string } {
+  try {
+    task();
+  } catch (error) {
+    if (isTesseraError(error)) return { code: error.code, message: error.message };
+    throw error;
+  }
+  throw new Error("expected a refusal");
+}
+
+describe("serve configuration: file < environment < flags", () => {
+  it("reads the file, resolving its relative paths and sqlite file in the data directory", () => {
+    const dir = dataDir({ ...base, claims: "claims", port: 9000 });
+    expect(loadServeConfig({ data: dir }, {})).toEqual({
+      dataDir: dir,
+      store: `sqlite:${dir}/tessera.db`,
+      principals: `${dir}/principals.json`,
+      claims: `${dir}/claims`,
+      host: "127.0.0.1",
+      port: 9000,
+    });
+  });
+
+  it("keeps a sqlite URL's options and an absolute path as written", () => {
+    const dir = dataDir({ ...base, store: "sqlite:db/t.db?create=false&synchronous=normal" });
+    expect(loadServeConfig({ data: dir }, {}).store).toBe(
+      `sqlite:${dir}/db/t.db?create=false&synchronous=normal`,
+    );
+    const absolute = dataDir({ ...base, store: "sqlite:/srv/t.db" });
+    expect(loadServeConfig({ data: absolute }, {}).store).toBe("sqlite:/srv/t.db");
+  });
+
+  it("lets the environment override the file, and flags override both", () => {
+    const dir = dataDir({ ...base, host: "127.0.0.2", port: 9000 });
+    const env = { TESSERA_DATA: dir, TESSERA_PORT: "9001", TESSERA_STORE: "redis://r:6379" };
+    expect(loadServeConfig({}, env)).toMatchObject({
+      host: "127.0.0.2",
+      port: 9001,
+      store: "redis://r:6379",
+    });
+    expect(
+      loadServeConfig({ port: 9002, store: "postgres://p/db", host: "::1" }, env),
+    ).toMatchObject({ host: "::1", port: 9002, store: "postgres://p/db" });
+  });
+
+  it("uses the private claim directory only with the file's own store", () => {
+    const dir = dataDir({ ...base, claims: "claims" });
+    expect(loadServeConfig({ data: dir }, {}).claims).toBe(`${dir}/claims`);
+    // A shared store named elsewhere brings its shared claims: a directory is one machine's.
+    expect(loadServeConfig({ data: dir, store: "postgres://p/db" }, {})).not.toHaveProperty(
+      "claims",
+    );
+    expect(loadServeConfig({ data: dir }, { TESSERA_STORE: "redis://r" })).not.toHaveProperty(
+      "claims",
+    );
+  });
+
+  it("works without a data directory from flags or environment alone, defaulting to loopback:8787", () => {
+    expect(loadServeConfig({ store: "sqlite:x.db", principals: "p.json" }, {})).toEqual({
+      store: "sqlite:x.db",
+      principals: "p.json",
+      host: "127.0.0.1",
+      port: 8787,
+    });
+  });
+
+  it("names the file and key of a bad value, and refuses unknown keys", () => {
+    const dir = dataDir({ ...base, port: 70_000 });
+    expect(refusal(() => loadServeConfig({ data: dir }, {}))).toEqual({
+      code: "invalid_config",
+      message: expect.stringMatching(/tessera\.json: port: .*65535/),
+    });
+    const typo = dataDir({ ...base, prot: 1 });
+    expect(refusal(() => loadServeConfig({ data: typo }, {})).message).toContain('"prot"');
+    const old = dataDir({ ...base, version: 2 });
+    expect(refusal(() => loadServeConfig({ data: old }, {})).message).toContain("version");
+    const notJson = dataDir({});
+    writeFileSync(join(notJson, "tessera.json"), "{ nope");
+    expect(refusal(() => loadServeConfig({ data: notJson }, {})).message).toContain("not JSON");
+  });
+
+  it("names the variable of a bad value, and refuses an empty one", () => {
+    expect(
+      refusal(() =>
+        loadServeConfig({ store: "sqlite:x", principals: "p" }, { TESSERA_PORT: "80a" }),
+      ),
+    ).toEqual({
+      code: "invalid_config",
+      message: "environment: TESSERA_PORT: expected a whole number from 0 to 65535",
+    });
+    expect(
+      refusal(() => loadServeConfig({ store: "sqlite:x", principals: "p" }, { TESSERA_STORE: "" }))
+        .message,
+    ).toContain("TESSERA_STORE");
+    expect(
+      refusal(() => loadServeConfig({ store: "sqlite:x", principals: "p" }, { TESSERA_TLS: "yes" }))
+        .message,
+    ).toContain("TESSERA_TLS");
+  });
+
+  it("says what is missing when nothing names a store or principals", () => {
+    expect(refusal(() => loadServeConfig({}, {}))).toEqual({
+      code: "invalid_config",
+      message: expect.stringContaining("--data DIR"),
+    });
+    expect(refusal(() => loadServeConfig({ store: "sqlite:x" }, {})).message).toContain(
+      "--principals",
+    );
+  });
+});
+
+describe("client target: flags < environment < data directory URL", () => {
+  it("takes flags first, then TESSERA_URL and TESSERA_TOKEN", () => {
+    const env = { TESSERA_URL: "http://env:1", TESSERA_TOKEN: "env-token" };
+    expect(loadClientTarget({}, env)).toEqual({ url: "http://env:1", token: "env-token" });
+    expect(loadClientTarget({ url: "http://flag:2", token: "flag-token" }, env)).toEqual({
+      url: "http://flag:2",
+      token: "flag-token",
+    });
+  });
+
+  it("derives the URL from a data directory's host and port, never a token", () => {
+    const dir = dataDir({ ...base, host: "::1", port: 9100 });
+    expect(loadClientTarget({ data: dir, token: "t" }, {})).toEqual({
+      url: "http://[::1]:9100",
+      token: "t",
+    });
+    expect(refusal(() => loadClientTarget({ data: dir }, {})).message).toContain("TESSERA_TOKEN");
+  });
+
+  it("is undefined when nothing names a service, and refuses a bad TESSERA_URL", () => {
+    expect(loadClientTarget({}, {})).toBeUndefined();
+    expect(refusal(() => loadClientTarget({}, { TESSERA_URL: "ftp://x" })).message).toContain(
+      "TESSERA_URL",
+    );
+    expect(refusal(() => loadClientTarget({}, { TESSERA_TOKEN: "t" })).message).toContain("--url");
+  });
+});
+
+/** Starts serve, collects stderr until it listens, then stops it. */
+async function serveStderr(args: string[], env: Record<string, string>): Promise<string> {
+  const child = spawn(process.execPath, [BIN, "serve", ...args], {
+    env: { ...process.env, ...env },
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stderr.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+      if (stdout.includes("listening on")) resolve();
+    });
+    child.once("exit", (code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
+  });
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.kill("SIGTERM");
+  await exited;
+  return stderr;
+}
+
+describe("the bind address", () => {
+  const principals = () => {
+    const path = join(scratch(), "p.json");
+    writeFileSync(
+      path,
+      JSON.stringify({
+        principals: [{ tokenSha256: "a".repeat(64), namespaceId: "n", actor: "a", authority: "h" }],
+      }),
+    );
+    return path;
+  };
+
+  it("warns when serving beyond loopback without TLS, and not when TLS is in front", async () => {
+    const args = () => [
+      "--store",
+      `sqlite:${join(scratch(), "s.db")}`,
+      "--principals",
+      principals(),
+      "--host",
+      "0.0.0.0",
+      "--port",
+      "0",
+    ];
+    expect(await serveStderr(args(), {})).toContain("warning: listening on 0.0.0.0 without TLS");
+    expect(await serveStderr(args(), { TESSERA_TLS: "proxy" })).not.toContain("warning");
+  });
+
+  it("does not warn on loopback", async () => {
+    const args = [
+      "--store",
+      `sqlite:${join(scratch(), "s.db")}`,
+      "--principals",
+      principals(),
+      "--port",
+      "0",
+    ];
+    expect(await serveStderr(args, {})).not.toContain("warning");
+  });
+});

@@ -1,0 +1,214 @@
+import { spawnSync } from "node:child_process";
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { join } from "node:path";
+import { createTesseraClient } from "@tessera/client";
+import { tokenDigest } from "@tessera/server";
+import { describe, expect, it } from "vitest";
+import { BIN, expectRefusal, scratch, serveProcess } from "./support/cli.js";
+
+/** The built binary with exactly this environment (no TESSERA_* leaking in from the shell). */
+function run(env: Record<string, string>, ...args: string[]) {
+  const clean = Object.fromEntries(
+    Object.entries(process.env).filter(([key]) => !key.startsWith("TESSERA_")),
+  );
+  const done = spawnSync(process.execPath, [BIN, ...args], {
+    encoding: "utf8",
+    timeout: 60_000,
+    env: { ...clean, ...env },
+  });
+  return { code: done.status, stdout: done.stdout, stderr: done.stderr };
+}
+
+const mode = (path: string) => (lstatSync(path).mode & 0o777).toString(8);
+
+interface Made {
+  dataDir: string;
+  config: string;
+  database: string;
+  claims: string;
+  principals: string;
+  issuerToken: string;
+}
+
+function init(dir: string, ...more: string[]): Made {
+  const done = run({}, "init", dir, "--json", ...more);
+  expect(done.stderr).toBe("");
+  expect(done.code).toBe(0);
+  return JSON.parse(done.stdout) as Made;
+}
+
+describe("tessera init", () => {
+  it("provisions a private directory: claims 0700, database, config and principals 0600", () => {
+    const dir = join(scratch(), "data");
+    const made = init(dir);
+    expect(made.dataDir).toBe(dir);
+    expect(readdirSync(dir).sort()).toEqual(
+      ["claims", "principals.json", "tessera.db", "tessera.json"].sort(),
+    );
+    expect(mode(dir)).toBe("700");
+    expect(mode(made.claims)).toBe("700");
+    for (const file of [made.config, made.database, made.principals])
+      expect(mode(file)).toBe("600");
+    expect(JSON.parse(readFileSync(made.config, "utf8"))).toEqual({
+      version: 1,
+      store: "sqlite:tessera.db?create=false",
+      principals: "principals.json",
+      claims: "claims",
+      host: "127.0.0.1",
+      port: 8787,
+    });
+  });
+
+  it("prints the issuer token once and stores only its SHA-256", () => {
+    const dir = join(scratch(), "data");
+    const made = init(dir, "--namespace", "team", "--authority", "owner-host");
+    expect(made.issuerToken).toMatch(/^tsk_[\w-]{43}$/);
+    expect(JSON.parse(readFileSync(made.principals, "utf8"))).toEqual({
+      principals: [
+        {
+          tokenSha256: tokenDigest(made.issuerToken),
+          role: "issuer",
+          namespaceId: "team",
+          actor: "issuer",
+          authority: "owner-host",
+        },
+      ],
+    });
+    for (const file of [made.config, made.principals, made.database]) {
+      expect(readFileSync(file).includes(made.issuerToken)).toBe(false);
+    }
+    // Two inits, two tokens: nothing is derived from the directory or the clock.
+    expect(init(join(scratch(), "other")).issuerToken).not.toBe(made.issuerToken);
+  });
+
+  it("says where everything is in plain text too, token included", () => {
+    const dir = join(scratch(), "data");
+    const done = run({}, "init", dir);
+    expect(done.code).toBe(0);
+    expect(done.stdout).toContain(`provisioned ${dir}`);
+    expect(done.stdout).toMatch(/shown once[^\n]*\n {2}tsk_[\w-]{43}\n/);
+    expect(done.stdout).toContain(`tessera serve --data ${dir}`);
+  });
+
+  it("takes the directory from TESSERA_DATA when none is given", () => {
+    const dir = join(scratch(), "from-env");
+    expect(run({ TESSERA_DATA: dir }, "init", "--json").code).toBe(0);
+    expect(existsSync(join(dir, "tessera.json"))).toBe(true);
+  });
+
+  it("accepts an existing empty directory of its own and closes it to others", () => {
+    const dir = join(scratch(), "empty");
+    mkdirSync(dir);
+    chmodSync(dir, 0o755);
+    init(dir);
+    expect(mode(dir)).toBe("700");
+  });
+
+  it("refuses a directory that holds anything, and leaves it as it was", () => {
+    const dir = scratch();
+    writeFileSync(join(dir, "someone-elses.txt"), "keep me");
+    const done = run({}, "init", dir);
+    expectRefusal(done, "data_dir_not_empty");
+    expect(readdirSync(dir)).toEqual(["someone-elses.txt"]);
+    // A second init over a provisioned directory is the same refusal: it never re-mints.
+    const data = join(scratch(), "data");
+    const first = init(data);
+    expectRefusal(run({}, "init", data), "data_dir_not_empty");
+    expect(JSON.parse(readFileSync(first.principals, "utf8")).principals[0].tokenSha256).toBe(
+      tokenDigest(first.issuerToken),
+    );
+  });
+
+  it("refuses a symlink and a file in the directory's place", () => {
+    const root = scratch();
+    mkdirSync(join(root, "real"), { mode: 0o700 });
+    symlinkSync(join(root, "real"), join(root, "link"));
+    expectRefusal(run({}, "init", join(root, "link")), "data_dir_insecure");
+    writeFileSync(join(root, "file"), "");
+    expectRefusal(run({}, "init", join(root, "file")), "data_dir_insecure");
+    expect(readdirSync(join(root, "real"))).toEqual([]);
+  });
+
+  it("refuses a missing parent instead of making a path", () => {
+    const root = scratch();
+    expectRefusal(run({}, "init", join(root, "a", "b")), "data_dir_missing");
+    expect(existsSync(join(root, "a"))).toBe(false);
+  });
+
+  it("refuses with JSON on stderr under --json", () => {
+    const dir = scratch();
+    writeFileSync(join(dir, "x"), "");
+    const done = run({}, "init", dir, "--json");
+    expect(done.code).toBe(2);
+    expect(done.stdout).toBe("");
+    expect(JSON.parse(done.stderr)).toEqual({
+      error: { code: "data_dir_not_empty", message: expect.stringContaining(dir) },
+    });
+  });
+});
+
+describe("tessera serve --data", () => {
+  it("serves what init provisioned, on the configured port, from the flag or TESSERA_DATA", async () => {
+    const made = init(join(scratch(), "data"), "--port", "0");
+    const served = await serveProcess(["--data", made.dataDir]);
+    try {
+      const issuer = createTesseraClient({ url: served.url, token: made.issuerToken });
+      await expect(issuer.ready()).resolves.toEqual({ ready: true });
+      await expect(issuer.listGrants()).resolves.toEqual({ grants: [] });
+    } finally {
+      expect(await served.stop()).toBe(0);
+    }
+  });
+
+  it("refuses a missing directory by name and never creates it", () => {
+    const dir = join(scratch(), "never-made");
+    const done = run({}, "serve", "--data", dir);
+    expectRefusal(done, "data_dir_missing");
+    expect(done.stderr).toContain("tessera init");
+    expect(existsSync(dir)).toBe(false);
+    expectRefusal(run({ TESSERA_DATA: dir }, "serve"), "data_dir_missing");
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  it("refuses a directory open to others, a symlink, and one init never finished", () => {
+    const made = init(join(scratch(), "data"));
+    chmodSync(made.dataDir, 0o750);
+    const open = run({}, "serve", "--data", made.dataDir);
+    expectRefusal(open, "data_dir_insecure");
+    expect(open.stderr).toContain("mode 750");
+    chmodSync(made.dataDir, 0o700);
+
+    const link = join(scratch(), "link");
+    symlinkSync(made.dataDir, link);
+    expectRefusal(run({}, "serve", "--data", link), "data_dir_insecure");
+
+    const unfinished = join(scratch(), "unfinished");
+    mkdirSync(unfinished, { mode: 0o700 });
+    expectRefusal(run({}, "serve", "--data", unfinished), "data_dir_missing");
+  });
+
+  it("refuses a lost database instead of starting an empty history", () => {
+    const made = init(join(scratch(), "data"), "--port", "0");
+    rmSync(made.database);
+    const done = run({}, "serve", "--data", made.dataDir);
+    expectRefusal(done, "store_unavailable");
+    expect(done.stderr).toContain("create=false");
+    expect(existsSync(made.database)).toBe(false);
+  });
+
+  it("refuses a claim directory that lost its privacy", () => {
+    const made = init(join(scratch(), "data"), "--port", "0");
+    chmodSync(made.claims, 0o755);
+    expectRefusal(run({}, "serve", "--data", made.dataDir), "claim_dir_insecure");
+  });
+});
