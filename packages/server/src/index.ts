@@ -4,6 +4,7 @@
  * in its own `node:http` server; `buildApp` is the Fastify app itself.
  */
 export { type AppOptions, buildApp, MAX_BODY_BYTES } from "./app.js";
+export { loadA2uiOptions, loadWebhookTransport } from "./config-files.js";
 export { type ListenOptions, listen, type RunningServer } from "./listen.js";
 export { openApiDocument } from "./openapi.js";
 export {

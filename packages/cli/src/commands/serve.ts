@@ -1,11 +1,16 @@
 import { DirectoryClaimStore } from "@tessera/a2ui";
-import { listen, loadPrincipals } from "@tessera/server";
+import { listen, loadA2uiOptions, loadPrincipals, loadWebhookTransport } from "@tessera/server";
 import { Command } from "commander";
 import { loadServeConfig, type ServeConfig, type ServeFlags } from "../config/load.js";
 import { nonEmpty, wholeNumber } from "../options.js";
 import { openStoresByUrl } from "../stores.js";
 
 type ServeCommandOptions = ServeFlags;
+/** The service's own files (webhook recipients, A2UI catalogs), beside the principals. */
+interface ServiceFiles {
+  webhooks?: string;
+  a2ui?: string;
+}
 
 export function serveCommand(): Command {
   return new Command("serve")
@@ -33,10 +38,23 @@ export function serveCommand(): Command {
       "port, 0 picks a free one (default 8787; or TESSERA_PORT)",
       wholeNumber(0, 65_535),
     )
-    .action(async (options: ServeCommandOptions) => {
+    .option(
+      "--webhooks <file>",
+      "JSON: recipient → { url, secret }; sends are POSTed there, signed (HMAC-SHA256)",
+      nonEmpty,
+    )
+    .option(
+      "--a2ui <file>",
+      "JSON: { catalogs, functionEndpoint? } for the A2UI gate routes",
+      nonEmpty,
+    )
+    .action(async (options: ServeCommandOptions & ServiceFiles) => {
       const config = loadServeConfig(options);
       warnIfExposed(config);
       const principals = loadPrincipals(config.principals);
+      const transport =
+        options.webhooks === undefined ? undefined : loadWebhookTransport(options.webhooks);
+      const a2ui = options.a2ui === undefined ? undefined : loadA2uiOptions(options.a2ui);
       // The CLI opens the stores itself, to word an open failure for the operator.
       const bundle = await openStoresByUrl(config.store);
       const claims =
@@ -56,6 +74,8 @@ export function serveCommand(): Command {
         principals,
         host: config.host,
         port: config.port,
+        ...(transport === undefined ? {} : { transport }),
+        ...(a2ui === undefined ? {} : { a2ui }),
       }).catch(async (error: unknown) => {
         await closeStores();
         throw error;
