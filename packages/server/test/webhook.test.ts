@@ -1,0 +1,124 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { MessageEnvelope } from "@tessera/core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { verifyWebhookSignature, webhookTransport } from "../src/transport/webhook.js";
+
+/** The webhook transport against a real local receiver. */
+const SECRET = "bob-secret-0123456789";
+let receiver: Server;
+let base: string;
+const received: { body: string; signature: string | undefined }[] = [];
+const behaviour: Record<string, (req: IncomingMessage, res: ServerResponse, body: string) => void> =
+  {
+    "/ok": (_req, res, body) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ got: JSON.parse(body).payload }));
+    },
+    "/empty": (_req, res) => res.writeHead(204).end(),
+    "/slow": () => {
+      // never answers
+    },
+    "/boom": (_req, res) => res.writeHead(503).end("down"),
+    "/nope": (_req, res) => res.writeHead(401).end(),
+    "/text": (_req, res) => res.writeHead(200).end("not json"),
+  };
+
+beforeAll(async () => {
+  receiver = createServer((req, res) => {
+    let body = "";
+    req.on("data", (chunk) => {
+      body += chunk;
+    });
+    req.on("end", () => {
+      received.push({ body, signature: req.headers["tessera-signature"] as string | undefined });
+      behaviour[req.url ?? ""]?.(req, res, body);
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+  base = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+});
+
+afterAll(() => {
+  receiver.closeAllConnections();
+  receiver.close();
+});
+
+const envelope = (recipient: string): MessageEnvelope => ({
+  messageId: "m-1",
+  sender: "asker",
+  recipient,
+  payload: { q: "lunch?" },
+  traceId: "t-1",
+  callId: "c-1",
+  grantId: "g-1",
+});
+
+const transportTo = (path: string, timeoutMs = 2000) =>
+  webhookTransport({ recipients: { bob: { url: `${base}${path}`, secret: SECRET } }, timeoutMs });
+
+describe("webhook transport", () => {
+  it("POSTs the envelope signed over timestamp and body; the receiver's check verifies it", async () => {
+    const result = await transportTo("/ok").deliver(envelope("bob"));
+    expect(result).toEqual({ status: "delivered", reply: { got: { q: "lunch?" } } });
+    const last = received.at(-1);
+    expect(JSON.parse(last?.body ?? "")).toMatchObject({ messageId: "m-1", recipient: "bob" });
+    expect(
+      verifyWebhookSignature({ secret: SECRET, body: last?.body ?? "", header: last?.signature }),
+    ).toBe(true);
+    // Another secret, a changed body, a stale timestamp: refused.
+    const check = { secret: SECRET, body: last?.body ?? "", header: last?.signature };
+    expect(verifyWebhookSignature({ ...check, secret: "another-secret-0123" })).toBe(false);
+    expect(verifyWebhookSignature({ ...check, body: `${check.body} ` })).toBe(false);
+    expect(verifyWebhookSignature({ ...check, now: Math.floor(Date.now() / 1000) + 3600 })).toBe(
+      false,
+    );
+    expect(verifyWebhookSignature({ ...check, header: undefined })).toBe(false);
+  });
+
+  it("delivers with no reply on an empty 2xx", async () => {
+    expect(await transportTo("/empty").deliver(envelope("bob"))).toEqual({ status: "delivered" });
+  });
+
+  it("fails with timeout when the receiver does not answer in time", async () => {
+    const started = Date.now();
+    expect(await transportTo("/slow", 200).deliver(envelope("bob"))).toEqual({
+      status: "failed",
+      code: "timeout",
+    });
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it("maps a 5xx, a 4xx and a non-JSON reply to failures with codes", async () => {
+    expect(await transportTo("/boom").deliver(envelope("bob"))).toEqual({
+      status: "failed",
+      code: "receiver_error",
+    });
+    expect(await transportTo("/nope").deliver(envelope("bob"))).toEqual({
+      status: "failed",
+      code: "rejected",
+    });
+    expect(await transportTo("/text").deliver(envelope("bob"))).toEqual({
+      status: "failed",
+      code: "invalid_reply",
+    });
+  });
+
+  it("fails with unreachable on a refused connection, and no_route for an unknown recipient", async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const refused = webhookTransport({
+      recipients: { bob: { url: `http://127.0.0.1:${port}/x`, secret: SECRET } },
+    });
+    expect(await refused.deliver(envelope("bob"))).toEqual({
+      status: "failed",
+      code: "unreachable",
+    });
+    expect(await transportTo("/ok").deliver(envelope("carol"))).toEqual({
+      status: "failed",
+      code: "no_route",
+    });
+  });
+});
