@@ -114,7 +114,7 @@ describe("routes, allowed and denied", () => {
   });
 
   it("lists the principal's in-doubt A2UI claims, and only its own", async () => {
-    const session = gateSession({ ...alice.config, role: "agent" });
+    const session = gateSession(alice.config);
     await stores.claims.claim(
       { session, functionCallId: "fc-stuck" },
       { bodyHash: "h", claimedAt: 1 },

@@ -4,11 +4,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type GrantInput, openStores, type StoreBundle } from "@tessera/core";
 import { listen, type RunningServer } from "../../src/listen.js";
-import { type Principal, tokenDigest } from "../../src/principals.js";
+import { type Principal, type PrincipalInput, tokenDigest } from "../../src/principals.js";
 
 /** A principal for tests: the token in clear (for requests) beside its configured identity. */
-export function principal(token: string, identity: Omit<Principal, "tokenSha256">) {
-  return { token, config: { tokenSha256: tokenDigest(token), ...identity } as Principal };
+export function principal(token: string, identity: Omit<PrincipalInput, "tokenSha256">) {
+  return {
+    token,
+    config: { tokenSha256: tokenDigest(token), role: "agent", ...identity } as Principal,
+  };
 }
 
 export interface Service {
