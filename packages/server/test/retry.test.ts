@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { InProcessTransport, openStores, type StoreBundle } from "@tessera/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listen, type RunningServer } from "../src/listen.js";
+import { principalKey } from "../src/principals.js";
 import { call, principal, ticket } from "./support/service.js";
 
 /** Safe to retry: one decision, one spend, one delivery per (principal, call ID). */
@@ -172,7 +173,8 @@ describe("a client that disconnects mid-request", () => {
     });
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(deliveries("colleague-4")).toBe(0);
-    expect(await stores.claims.get({ session: "x", functionCallId: "c-cut" })).toBeUndefined();
+    const session = `tessera.service:${principalKey(alice.config)}`;
+    expect(await stores.claims.get({ session, functionCallId: "c-cut" })).toBeUndefined();
     expect(
       (await call(base, "GET", "/v1/audit?callId=c-cut", { token: alice.token })).body,
     ).toEqual({
@@ -181,5 +183,8 @@ describe("a client that disconnects mid-request", () => {
     // The same call, sent whole, is decided as a first call.
     const whole = await call(base, "POST", "/v1/messages", { token: alice.token, raw: body });
     expect(whole.body.status).toBe("delivered");
+    expect(await stores.claims.get({ session, functionCallId: "c-cut" })).toMatchObject({
+      receipt: { status: "dispatched" },
+    });
   });
 });
