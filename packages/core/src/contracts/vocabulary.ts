@@ -238,6 +238,21 @@ export const ERROR_CATALOG = {
     meaning: "The first request with this call ID has not answered yet, or stopped mid-way.",
     httpStatus: 409,
   },
+  // @tessera/mcp: the gateway's JSON-RPC errors carry these in `data.code`.
+  idempotency_key_required: {
+    meaning:
+      "A stateless MCP call carried no idempotency key: a JSON-RPC id alone is no replay key.",
+    httpStatus: 400,
+  },
+  call_in_doubt: {
+    meaning:
+      "The first call with this key was forwarded and never answered: in doubt, never re-run.",
+    httpStatus: 409,
+  },
+  upstream_failed: {
+    meaning: "The upstream MCP server answered an error or a malformed result; it is not retried.",
+    httpStatus: 503,
+  },
 } as const satisfies Record<string, ErrorEntry>;
 export type ErrorCode = keyof typeof ERROR_CATALOG;
 

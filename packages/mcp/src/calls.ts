@@ -1,0 +1,442 @@
+import { randomUUID } from "node:crypto";
+import {
+  type CallToolRequest,
+  type CallToolResult,
+  ErrorCode,
+  McpError,
+} from "@modelcontextprotocol/sdk/types.js";
+import {
+  type AuditEvent,
+  type AuditSink,
+  type CallerCode,
+  type Clock,
+  createKernel,
+  type GrantSource,
+  type GrantUsageStore,
+  isTesseraError,
+} from "@tessera/core";
+import { redact } from "@tessera/core/store-kit";
+import type { Limits, Principal } from "./config.js";
+import { gatewayError } from "./errors.js";
+import { type CallKeys, type CallLedger, callKeys, digest, type Recorded } from "./ledger.js";
+import { accessContext, principalKey } from "./principals.js";
+import { MCP_NAMESPACE, TOOLS_CALL, toolGrants } from "./tool-grants.js";
+import type { CatalogEntry } from "./upstreams.js";
+
+/** The `_meta` key a client may set to make retries of one call recognisable across connections. */
+export const IDEMPOTENCY_KEY = "io.tessera/idempotency-key";
+/** The `_meta` key of every answer: the call ID `explain` takes. */
+export const CALL_ID_KEY = "io.tessera/call-id";
+/** The `_meta` key of a refusal: the caller code, nothing more. */
+export const CODE_KEY = "io.tessera/code";
+
+export interface PipelineParts {
+  readonly catalog: ReadonlyMap<string, CatalogEntry>;
+  readonly grants: GrantSource;
+  readonly usage: GrantUsageStore | undefined;
+  readonly audit: AuditSink | undefined;
+  readonly clock: Clock;
+  readonly ledger: CallLedger;
+  readonly limits: Limits;
+}
+
+/** Who is calling, over which MCP session (undefined on a stateless connection). */
+export interface Caller {
+  readonly principal: Principal;
+  readonly session: string | undefined;
+  readonly requestId: string | number;
+}
+
+/** The parts of one call's audit event the pipeline learns as it goes. */
+interface Trail {
+  readonly caller: Caller;
+  readonly started: number;
+  readonly argsDigest: string;
+  callId: string;
+  traceId: string;
+  tool: string | undefined;
+}
+
+/**
+ * One `tools/call`, in the kernel's order: key → claim → catalog → authorize and spend →
+ * forward → record and settle → one audit event. Nothing is forwarded unless this request won
+ * the claim and the kernel allowed it, and nothing is ever forwarded twice.
+ */
+export async function callTool(
+  parts: PipelineParts,
+  caller: Caller,
+  params: CallToolRequest["params"],
+): Promise<CallToolResult> {
+  const started = performance.now();
+  const args = params.arguments ?? {};
+  const argsJson = JSON.stringify(args);
+  const trail: Trail = {
+    caller,
+    started,
+    argsDigest: digest(args),
+    callId: `${caller.session ?? "stateless"}:${String(caller.requestId)}`,
+    traceId: randomUUID(),
+    tool: undefined,
+  };
+  const size = Buffer.byteLength(argsJson);
+  if (size > parts.limits.maxArgumentBytes) {
+    await audit(parts, trail, gateEvent("invalid_request", "invalid_request"), [
+      `arguments of ${size} bytes, over ${parts.limits.maxArgumentBytes}`,
+    ]);
+    throw gatewayError(
+      "invalid_request",
+      `the arguments are over ${parts.limits.maxArgumentBytes} bytes`,
+    );
+  }
+  const keys = await keyOf(parts, caller, params, trail);
+  const bodyHash = digest({ name: params.name, arguments: args });
+  const now = parts.clock.now();
+  let claimed: Awaited<ReturnType<CallLedger["claim"]>>;
+  try {
+    claimed = await parts.ledger.claim(
+      keys,
+      bodyHash,
+      trail.traceId,
+      now,
+      now + parts.limits.upstreamTimeoutMs + 5_000,
+    );
+  } catch (error) {
+    await audit(parts, trail, gateEvent(null, "claim_store_unavailable"), [
+      `claim store: ${codeOf(error)}`,
+    ]);
+    throw gatewayError("claim_store_unavailable", "the claim store did not answer: nothing ran");
+  }
+  if (claimed.kind !== "claimed") return duplicate(parts, trail, claimed);
+
+  const entry = parts.catalog.get(params.name);
+  if (entry === undefined) {
+    // Refused exactly as a granted-but-spent tool is: the caller cannot tell them apart.
+    return refuse(parts, trail, keys, bodyHash, "tool_unavailable", "no_capability", [
+      `no tool named ${redact(params.name)}`,
+    ]);
+  }
+  trail.tool = entry.exposedName;
+  const bound: string[] = [];
+  for (const name of entry.bind) {
+    const value = args[name];
+    if (typeof value !== "string" || !isSegment(value)) {
+      return refuse(parts, trail, keys, bodyHash, "invalid_request", "invalid_request", [
+        `bound argument ${name} is not a usable path segment`,
+      ]);
+    }
+    bound.push(value);
+  }
+
+  const captured: AuditEvent[] = [];
+  const grants = parts.grants;
+  const kernel = createKernel({
+    grants: {
+      listGrants: async (ns, actor) => toolGrants(await grants.listGrants(ns, actor), entry),
+    },
+    ...(parts.usage === undefined ? {} : { usage: parts.usage }),
+    audit: { append: (event) => void captured.push(event) },
+    clock: parts.clock,
+  });
+  const turn = await kernel.openTurnAuthority(accessContext(caller.principal, trail.traceId));
+  let decision: Awaited<ReturnType<typeof turn.authorize>>;
+  try {
+    decision = await turn.authorize({
+      action: TOOLS_CALL,
+      resource: { namespace: MCP_NAMESPACE, path: [entry.server, entry.tool, ...bound] },
+      callId: trail.callId,
+    });
+  } finally {
+    await turn.close();
+  }
+  const decided = captured[captured.length - 1];
+  if (decision.status === "denied") {
+    const result = refusal(decision.code, trail.callId);
+    await keep(parts, keys, bodyHash, { kind: "result", result }, "denied");
+    await audit(parts, trail, decided ?? gateEvent(decision.code, "no_capability"), [], "denied");
+    return result;
+  }
+
+  const outcome = await forward(parts, entry, args);
+  const latency = Math.round(performance.now() - started);
+  if (outcome.kind === "result") {
+    const result: CallToolResult = {
+      ...outcome.result,
+      _meta: { ...(outcome.result._meta ?? {}), [CALL_ID_KEY]: trail.callId },
+    };
+    const kept = fits(result, parts.limits.maxRecordedResultBytes)
+      ? result
+      : refusalText("the first call completed; its result was too large to keep", trail.callId);
+    await keep(parts, keys, bodyHash, { kind: "result", result: kept }, "dispatched");
+    await audit(
+      parts,
+      trail,
+      decided,
+      [`upstream ok${result.isError ? " (tool error)" : ""}`],
+      "dispatched",
+      latency,
+    );
+    return result;
+  }
+  const failedEvent: AuditEvent = {
+    ...(decided as AuditEvent),
+    outcome: "denied",
+    code: "delivery_failed",
+    reason: "delivery_failed",
+  };
+  if (outcome.kind === "failed") {
+    const message = `the upstream tool failed (${outcome.why}); it is not retried`;
+    await keep(
+      parts,
+      keys,
+      bodyHash,
+      { kind: "error", code: "upstream_failed", message },
+      "failed",
+    );
+    await audit(parts, trail, failedEvent, [`upstream failed: ${outcome.why}`], "failed", latency);
+    throw gatewayError("upstream_failed", message);
+  }
+  const message = `the upstream did not answer (${outcome.why}): the call is in doubt and is not retried`;
+  await keep(parts, keys, bodyHash, { kind: "in_doubt", message }, undefined);
+  await audit(
+    parts,
+    trail,
+    failedEvent,
+    [`upstream in doubt: ${outcome.why}`],
+    "in_doubt",
+    latency,
+  );
+  throw gatewayError("call_in_doubt", message);
+}
+
+/** (principal + MCP session, key): the client's idempotency key, else the JSON-RPC id in a live session. */
+async function keyOf(
+  parts: PipelineParts,
+  caller: Caller,
+  params: CallToolRequest["params"],
+  trail: Trail,
+): Promise<CallKeys> {
+  const scope = principalKey(caller.principal);
+  const key = (params._meta as Record<string, unknown> | undefined)?.[IDEMPOTENCY_KEY];
+  if (key !== undefined) {
+    if (typeof key !== "string" || key.length === 0 || key.length > 256) {
+      await audit(parts, trail, gateEvent("invalid_request", "invalid_request"), [
+        "the idempotency key is not a string of 1 to 256 characters",
+      ]);
+      throw gatewayError(
+        "invalid_request",
+        `_meta["${IDEMPOTENCY_KEY}"] must be a string of 1 to 256 characters`,
+      );
+    }
+    // Scoped to the principal, not the connection: a retry on a new connection is still a retry.
+    trail.callId = key;
+    return callKeys(scope, `key:${key}`);
+  }
+  if (caller.session === undefined) {
+    await audit(parts, trail, gateEvent("invalid_request", "invalid_request"), [
+      "no idempotency key on a stateless connection",
+    ]);
+    throw gatewayError(
+      "idempotency_key_required",
+      `a stateless connection needs _meta["${IDEMPOTENCY_KEY}"]: a JSON-RPC id alone is not a replay key`,
+    );
+  }
+  // SDK clients number requests from 0 on every connection: the id means something only
+  // within its session.
+  return callKeys(
+    `${scope}:${caller.session}`,
+    `rpc:${typeof caller.requestId}:${caller.requestId}`,
+  );
+}
+
+type Forwarded =
+  | { readonly kind: "result"; readonly result: CallToolResult }
+  | { readonly kind: "failed"; readonly why: string }
+  | { readonly kind: "in_doubt"; readonly why: string };
+
+async function forward(
+  parts: PipelineParts,
+  entry: CatalogEntry,
+  args: Record<string, unknown>,
+): Promise<Forwarded> {
+  try {
+    const result = await entry.client.callTool({ name: entry.tool, arguments: args }, undefined, {
+      timeout: parts.limits.upstreamTimeoutMs,
+    });
+    return { kind: "result", result: result as CallToolResult };
+  } catch (error) {
+    if (error instanceof McpError) {
+      if (error.code === ErrorCode.RequestTimeout) {
+        return { kind: "in_doubt", why: `no answer in ${parts.limits.upstreamTimeoutMs} ms` };
+      }
+      if (error.code === ErrorCode.ConnectionClosed) {
+        return { kind: "in_doubt", why: "the upstream connection closed" };
+      }
+      return { kind: "failed", why: `upstream error ${error.code}` };
+    }
+    if (error instanceof Error && /not connected/i.test(error.message)) {
+      return { kind: "failed", why: "upstream not connected" };
+    }
+    return { kind: "failed", why: "malformed upstream result" };
+  }
+}
+
+/** Every other request with a claimed key: never forwarded, told what the first one came to. */
+async function duplicate(
+  parts: PipelineParts,
+  trail: Trail,
+  found: Exclude<Awaited<ReturnType<CallLedger["claim"]>>, { kind: "claimed" }>,
+): Promise<CallToolResult> {
+  const original = trail.callId;
+  // Its own call ID, so explain(original) keeps telling the first call's story.
+  trail.callId = `${original}~replay-${randomUUID().slice(0, 8)}`;
+  if (found.trace !== undefined) trail.traceId = found.trace;
+  const event = gateEvent(null, "duplicate_call");
+  await audit(parts, trail, event, [`replay of ${redact(original)}: ${found.kind}`], "none");
+  switch (found.kind) {
+    case "conflict":
+      throw gatewayError(
+        "call_id_conflict",
+        "this key was used before for another call: use a new key",
+      );
+    case "in_progress":
+      throw gatewayError("call_in_progress", "the first call with this key has not finished yet");
+    case "in_doubt":
+      throw gatewayError(
+        "call_in_doubt",
+        "the first call with this key stopped without an outcome: it is in doubt and is not retried",
+      );
+    case "recorded": {
+      const recorded = found.recorded;
+      if (recorded.kind === "result") return recorded.result;
+      if (recorded.kind === "error")
+        throw new McpError(-32012, recorded.message, { code: recorded.code });
+      throw gatewayError("call_in_doubt", recorded.message);
+    }
+  }
+}
+
+async function refuse(
+  parts: PipelineParts,
+  trail: Trail,
+  keys: CallKeys,
+  bodyHash: string,
+  code: CallerCode,
+  reason: "no_capability" | "invalid_request",
+  detail: string[],
+): Promise<CallToolResult> {
+  const result = refusal(code, trail.callId);
+  await keep(parts, keys, bodyHash, { kind: "result", result }, "denied");
+  await audit(parts, trail, gateEvent(code, reason), detail, "denied");
+  return result;
+}
+
+function refusal(code: CallerCode, callId: string): CallToolResult {
+  return {
+    content: [{ type: "text", text: code }],
+    isError: true,
+    _meta: { [CODE_KEY]: code, [CALL_ID_KEY]: callId },
+  };
+}
+
+function refusalText(text: string, callId: string): CallToolResult {
+  return { content: [{ type: "text", text }], isError: true, _meta: { [CALL_ID_KEY]: callId } };
+}
+
+function fits(result: CallToolResult, max: number): boolean {
+  return Buffer.byteLength(JSON.stringify(result)) <= max;
+}
+
+/**
+ * Keeps the answer for duplicates and settles. If the store fails here the call has happened
+ * but its claim stays unsettled: duplicates read it in doubt, and it is never forwarded again.
+ */
+async function keep(
+  parts: PipelineParts,
+  keys: CallKeys,
+  bodyHash: string,
+  recorded: Recorded,
+  status: "dispatched" | "denied" | "failed" | undefined,
+): Promise<void> {
+  try {
+    await parts.ledger.record(keys, bodyHash, recorded, status, parts.clock.now());
+  } catch {
+    // Deliberately swallowed: the caller still gets the answer of what did happen.
+  }
+}
+
+/** An event the gateway decides itself (before or beside the kernel). */
+function gateEvent(code: CallerCode | null, reason: AuditEvent["reason"]): AuditEvent {
+  return {
+    at: "",
+    source: "gate",
+    outcome:
+      code === null && reason !== "duplicate_call" && reason !== "claim_store_unavailable"
+        ? "allowed"
+        : "denied",
+    code,
+    reason,
+    traceId: "",
+    callId: "",
+  };
+}
+
+/**
+ * Writes the call's one event: the principal, the tool, the digest of the arguments (never the
+ * arguments), the decision, the upstream outcome and the latency.
+ */
+async function audit(
+  parts: PipelineParts,
+  trail: Trail,
+  base: AuditEvent | undefined,
+  notes: readonly string[],
+  receipt?: string,
+  latency?: number,
+): Promise<void> {
+  const sink = parts.audit;
+  if (sink === undefined) return;
+  const { principal, session } = trail.caller;
+  const ms = latency ?? Math.round(performance.now() - trail.started);
+  const event: AuditEvent = {
+    ...(base ?? gateEvent(null, "allowed")),
+    at: new Date(parts.clock.now()).toISOString(),
+    traceId: trail.traceId,
+    callId: trail.callId,
+    namespaceId: principal.namespaceId,
+    actor: principal.actor,
+    authority: principal.authority,
+    action: TOOLS_CALL,
+    detail: [
+      ...(trail.tool === undefined ? [] : [`tool ${trail.tool}`]),
+      `args sha256:${trail.argsDigest}`,
+      ...notes,
+      `latency ${ms} ms`,
+    ].join("; "),
+  };
+  if (principal.owner !== undefined) event.owner = principal.owner;
+  if (principal.purpose !== undefined) event.purpose = principal.purpose;
+  if (session !== undefined) event.session = session;
+  if (receipt !== undefined) event.receipt = receipt;
+  try {
+    await sink.append(Object.freeze(event));
+  } catch {
+    throw gatewayError("audit_unavailable", "the audit sink refused the call's event");
+  }
+}
+
+function codeOf(error: unknown): string {
+  return isTesseraError(error) ? error.code : "error";
+}
+
+/** A path segment the kernel accepts (see core's path-segment.ts); checked here to refuse early. */
+function isSegment(value: string): boolean {
+  return (
+    value.length > 0 &&
+    value.length <= 512 &&
+    value !== "." &&
+    value !== ".." &&
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+    !/[\u0000-\u001f\u007f-\u009f/\\\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/.test(
+      value,
+    )
+  );
+}

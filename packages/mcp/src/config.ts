@@ -1,0 +1,134 @@
+import { readFileSync } from "node:fs";
+import { TesseraError } from "@tessera/core";
+import { z } from "zod";
+
+/**
+ * The gateway's configuration file: which upstream MCP servers it fronts, which tool arguments
+ * become resource path segments, who may call (bearer tokens stored only as SHA-256), where its
+ * stores live, and its limits. Checked once at start; every problem names its field.
+ */
+
+const id = z.string().min(1).max(512);
+/** Server names become the first path segment and the exposed name's prefix. */
+export const SERVER_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+/** MCP's recommended tool-name alphabet; anything else is never exposed or forwarded. */
+export const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
+
+const serverName = z.string().regex(SERVER_NAME, "letters, digits, _ and -, at most 64");
+const toolName = z
+  .string()
+  .regex(TOOL_NAME, "letters, digits, _, . and -, at most 128")
+  .refine((name) => name !== "." && name !== "..", "not . or ..");
+const argumentName = z.string().min(1).max(128);
+
+export const UpstreamSchema = z.union([
+  z.strictObject({
+    command: z.string().min(1),
+    args: z.array(z.string()).default([]),
+    env: z.record(z.string(), z.string()).optional(),
+    cwd: z.string().min(1).optional(),
+  }),
+  z.strictObject({
+    url: z.url({ protocol: /^https?$/ }),
+    headers: z.record(z.string(), z.string()).optional(),
+  }),
+]);
+export type UpstreamSpec = z.infer<typeof UpstreamSchema>;
+
+export const ToolRuleSchema = z.strictObject({
+  /** Arguments whose values become further path segments, in this order (`to` of `send_email`). */
+  bind: z.array(argumentName).max(8).default([]),
+});
+export type ToolRule = z.infer<typeof ToolRuleSchema>;
+export type ToolRules = Readonly<Record<string, Readonly<Record<string, ToolRule>>>>;
+
+export const PrincipalSchema = z.strictObject({
+  tokenSha256: z.string().regex(/^[0-9a-f]{64}$/, "64 lowercase hex characters"),
+  namespaceId: id,
+  actor: id,
+  authority: id,
+  owner: id.optional(),
+  purpose: id.optional(),
+});
+export type Principal = z.infer<typeof PrincipalSchema>;
+
+export const LimitsSchema = z.strictObject({
+  /** The serialized `arguments` of one call; larger is refused before anything is claimed. */
+  maxArgumentBytes: z.int().positive().max(16_777_216).default(65_536),
+  /** How long an upstream may take; past it the call is in doubt, never retried. */
+  upstreamTimeoutMs: z.int().positive().max(3_600_000).default(30_000),
+  /** Upstream results larger than this are answered but not kept for replays. */
+  maxRecordedResultBytes: z.int().positive().max(16_777_216).default(1_048_576),
+});
+export type Limits = z.infer<typeof LimitsSchema>;
+
+export const GatewayConfigSchema = z.strictObject({
+  upstreams: z
+    .record(serverName, UpstreamSchema)
+    .refine((u) => Object.keys(u).length > 0, "name at least one upstream server"),
+  tools: z.record(serverName, z.record(toolName, ToolRuleSchema)).default({}),
+  principals: z.array(PrincipalSchema).min(1),
+  /** A store URL for `openStores` (`sqlite:…`, `postgres://…`, `redis://…`); memory when absent. */
+  stores: z.string().min(1).optional(),
+  /**
+   * Stateless Streamable HTTP: no MCP session, so a call must carry an idempotency key in
+   * `_meta` (a JSON-RPC id alone is not a replay key).
+   */
+  stateless: z.boolean().default(false),
+  limits: LimitsSchema.default(LimitsSchema.parse({})),
+});
+export type GatewayConfig = z.infer<typeof GatewayConfigSchema>;
+export type GatewayConfigInput = z.input<typeof GatewayConfigSchema>;
+
+/** Checks a configuration given as data; `invalid_config` names every wrong field. */
+export function parseGatewayConfig(value: unknown, source = "the gateway config"): GatewayConfig {
+  const parsed = GatewayConfigSchema.safeParse(value);
+  if (!parsed.success) {
+    const where = parsed.error.issues
+      .map((issue) => `${issue.path.join(".") || "(top)"}: ${issue.message}`)
+      .join("; ");
+    throw new TesseraError("invalid_config", `${source} does not match: ${where}`);
+  }
+  for (const [server, tools] of Object.entries(parsed.data.tools)) {
+    if (parsed.data.upstreams[server] === undefined) {
+      throw new TesseraError(
+        "invalid_config",
+        `${source} does not match: tools.${server}: no upstream of that name`,
+      );
+    }
+    for (const [tool, rule] of Object.entries(tools)) {
+      if (new Set(rule.bind).size !== rule.bind.length) {
+        throw new TesseraError(
+          "invalid_config",
+          `${source} does not match: tools.${server}.${tool}.bind: an argument is bound twice`,
+        );
+      }
+    }
+  }
+  return parsed.data;
+}
+
+/** Reads and checks a configuration file: missing is `file_not_found`, the rest `invalid_config`. */
+export function loadGatewayConfig(path: string): GatewayConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") {
+      throw new TesseraError("file_not_found", `no gateway config at ${path}`, { cause: error });
+    }
+    throw new TesseraError("invalid_config", `the gateway config at ${path} cannot be read`, {
+      cause: error,
+    });
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    throw new TesseraError("invalid_config", `the gateway config at ${path} is not JSON`, {
+      cause: error,
+    });
+  }
+  return parseGatewayConfig(raw, `the gateway config at ${path}`);
+}

@@ -1,0 +1,294 @@
+import { randomUUID } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  isInitializeRequest,
+  ListToolsRequestSchema,
+  McpError,
+  type Tool,
+} from "@modelcontextprotocol/sdk/types.js";
+import {
+  type AuditSink,
+  type ClaimStore,
+  type Clock,
+  createKernel,
+  type GrantSource,
+  type GrantUsageStore,
+  systemClock,
+  TesseraError,
+} from "@tessera/core";
+import { type Caller, callTool, type PipelineParts } from "./calls.js";
+import {
+  type Limits,
+  LimitsSchema,
+  type Principal,
+  PrincipalSchema,
+  type ToolRule,
+  ToolRuleSchema,
+} from "./config.js";
+import { CallLedger } from "./ledger.js";
+import { InMemoryMcpClaimStore } from "./memory-claims.js";
+import { accessContext, authenticate, principalKey } from "./principals.js";
+import { fixedSource, TOOLS_CALL, toolGrants } from "./tool-grants.js";
+import { connectUpstreams, type UpstreamInput, type Upstreams } from "./upstreams.js";
+
+export interface McpGatewayOptions {
+  /** Upstream MCP servers by name: a stdio command, a Streamable HTTP URL, or a transport. */
+  readonly upstreams: Readonly<Record<string, UpstreamInput>>;
+  /** Per server and tool: arguments whose values become path segments (`{ bind: ["to"] }`). */
+  readonly tools?: Readonly<Record<string, Readonly<Record<string, { bind?: string[] }>>>>;
+  /** Bearer tokens (as SHA-256) and the turn identity each one calls as. */
+  readonly principals: readonly Principal[];
+  readonly grants: GrantSource;
+  readonly usage?: GrantUsageStore;
+  /** Shared by every gateway process that must refuse the others' replays. Memory when absent. */
+  readonly claims?: ClaimStore;
+  readonly audit?: AuditSink;
+  readonly clock?: Clock;
+  readonly limits?: Partial<Limits>;
+  /** Streamable HTTP without MCP sessions: every call then needs an idempotency key. */
+  readonly stateless?: boolean;
+}
+
+export interface McpGateway {
+  /** The Streamable HTTP endpoint as a node:http handler (mount it at any path). */
+  handleHttp(req: IncomingMessage, res: ServerResponse): Promise<void>;
+  /** Serves one connection (stdio, say) for the principal whose bearer token this is. */
+  serve(transport: Transport, token: string): Promise<void>;
+  /** The tools this principal may run now, as the gateway lists them. */
+  listTools(principal: Principal): Promise<Tool[]>;
+  /** Closes every session and upstream client; the stores stay the host's to close. */
+  close(): Promise<void>;
+}
+
+const INFO = { name: "tessera-mcp-gateway", version: "0.1.0" };
+
+interface Session {
+  readonly transport: StreamableHTTPServerTransport;
+  readonly owner: string;
+}
+
+/**
+ * Builds the gateway: connects every upstream (one SDK client each), reads their tools, and
+ * returns the client-facing MCP server as an HTTP handler and a `serve(transport)` for stdio.
+ */
+export async function createMcpGateway(options: McpGatewayOptions): Promise<McpGateway> {
+  if (typeof options?.grants?.listGrants !== "function") {
+    throw new TesseraError("invalid_config", "the MCP gateway needs a grant source");
+  }
+  const principals = checkPrincipals(options.principals);
+  const limits = LimitsSchema.parse(options.limits ?? {});
+  const rules = checkRules(options.tools ?? {});
+  const upstreams: Upstreams = await connectUpstreams(options.upstreams, rules);
+  const clock = options.clock ?? systemClock;
+  const parts: PipelineParts = {
+    catalog: upstreams.catalog,
+    grants: options.grants,
+    usage: options.usage,
+    audit: options.audit,
+    clock,
+    ledger: new CallLedger(options.claims ?? new InMemoryMcpClaimStore()),
+    limits,
+  };
+  const sessions = new Map<string, Session>();
+  const servers = new Set<Server>();
+  const stateless = options.stateless === true;
+
+  const listTools = async (principal: Principal): Promise<Tool[]> => {
+    let material: readonly unknown[];
+    try {
+      material = await parts.grants.listGrants(principal.namespaceId, principal.actor);
+    } catch {
+      return [];
+    }
+    const visible: Tool[] = [];
+    for (const entry of parts.catalog.values()) {
+      const reaching = toolGrants(material, entry);
+      if (reaching.length === 0) continue;
+      const kernel = createKernel({
+        grants: fixedSource(reaching),
+        ...(parts.usage === undefined ? {} : { usage: parts.usage }),
+        clock,
+      });
+      const turn = await kernel.openTurnAuthority(accessContext(principal, randomUUID()));
+      const actions = await turn.listTools();
+      await turn.close();
+      if (actions.includes(TOOLS_CALL)) visible.push(entry.definition);
+    }
+    return visible;
+  };
+
+  /** One SDK server per connection, bound to the principal that opened it. */
+  const serverFor = (principal: Principal, fixedSession: string | undefined): Server => {
+    const server = new Server(INFO, { capabilities: { tools: {} } });
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({
+      tools: await listTools(principal),
+    }));
+    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+      const caller: Caller = {
+        principal,
+        session: stateless ? undefined : (extra.sessionId ?? fixedSession),
+        requestId: extra.requestId,
+      };
+      try {
+        return await callTool(parts, caller, request.params);
+      } catch (error) {
+        if (error instanceof McpError) throw error;
+        // Nothing internal reaches the caller.
+        throw new McpError(ErrorCode.InternalError, "the gateway failed this call", {
+          code: "internal",
+        });
+      }
+    });
+    servers.add(server);
+    server.onclose = () => servers.delete(server);
+    return server;
+  };
+
+  const handleHttp = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const principal = authenticate(principals, header(req, "authorization"));
+    if (principal === undefined) {
+      res.setHeader("WWW-Authenticate", 'Bearer realm="tessera-mcp"');
+      return rpcError(res, 401, ErrorCode.InvalidRequest, "a valid bearer token is required");
+    }
+    const owner = principalKey(principal);
+    let body: unknown;
+    if (req.method === "POST") {
+      const read = await readJson(req, limits.maxArgumentBytes + 65_536);
+      if (read.kind === "too_large") {
+        res.setHeader("Connection", "close");
+        return rpcError(res, 413, ErrorCode.InvalidRequest, "the request body is too large");
+      }
+      if (read.kind === "not_json") {
+        return rpcError(res, 400, ErrorCode.ParseError, "the request body is not JSON");
+      }
+      body = read.value;
+    }
+    if (stateless) {
+      if (req.method !== "POST") {
+        return rpcError(res, 405, ErrorCode.InvalidRequest, "stateless: POST only");
+      }
+      const transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: undefined,
+        enableJsonResponse: true,
+      });
+      const server = serverFor(principal, undefined);
+      res.on("close", () => {
+        void transport.close();
+        void server.close();
+      });
+      await server.connect(transport);
+      return transport.handleRequest(req, res, body);
+    }
+    const sessionId = header(req, "mcp-session-id");
+    if (sessionId !== undefined) {
+      const session = sessions.get(sessionId);
+      // Another principal's session is answered exactly like one that does not exist.
+      if (session === undefined || session.owner !== owner) {
+        return rpcError(res, 404, ErrorCode.InvalidRequest, "no such session");
+      }
+      return session.transport.handleRequest(req, res, body);
+    }
+    if (req.method !== "POST" || !isInitializeRequest(body)) {
+      return rpcError(res, 400, ErrorCode.InvalidRequest, "no session: send initialize first");
+    }
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      enableJsonResponse: true,
+      onsessioninitialized: (id) => {
+        sessions.set(id, { transport, owner });
+      },
+    });
+    transport.onclose = () => {
+      if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
+    };
+    await serverFor(principal, undefined).connect(transport);
+    return transport.handleRequest(req, res, body);
+  };
+
+  const serve = async (transport: Transport, token: string): Promise<void> => {
+    const principal = authenticate(principals, token, true);
+    if (principal === undefined) {
+      throw new TesseraError("invalid_config", "the token names no principal of this gateway");
+    }
+    // One connection is one live MCP session: its JSON-RPC ids are keys within it.
+    await serverFor(principal, `stdio-${randomUUID()}`).connect(transport);
+  };
+
+  const close = async (): Promise<void> => {
+    await Promise.allSettled([...servers].map((server) => server.close()));
+    sessions.clear();
+    await upstreams.close();
+  };
+
+  return Object.freeze({ handleHttp, serve, listTools, close });
+}
+
+function checkPrincipals(input: readonly Principal[]): readonly Principal[] {
+  if (!Array.isArray(input) || input.length === 0) {
+    throw new TesseraError("invalid_config", "the MCP gateway needs at least one principal");
+  }
+  return Object.freeze(
+    input.map((p, i) => {
+      const parsed = PrincipalSchema.safeParse(p);
+      if (!parsed.success) {
+        throw new TesseraError("invalid_config", `principals.${i} does not match the schema`);
+      }
+      return Object.freeze(parsed.data);
+    }),
+  );
+}
+
+function checkRules(
+  input: Readonly<Record<string, Readonly<Record<string, { bind?: string[] }>>>>,
+): Record<string, Record<string, ToolRule>> {
+  const rules: Record<string, Record<string, ToolRule>> = {};
+  for (const [server, tools] of Object.entries(input)) {
+    rules[server] = {};
+    for (const [tool, rule] of Object.entries(tools)) {
+      const parsed = ToolRuleSchema.safeParse(rule);
+      if (!parsed.success) {
+        throw new TesseraError("invalid_config", `tools.${server}.${tool} does not match`);
+      }
+      (rules[server] as Record<string, ToolRule>)[tool] = parsed.data;
+    }
+  }
+  return rules;
+}
+
+function header(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function rpcError(res: ServerResponse, status: number, code: number, message: string): void {
+  res.writeHead(status, { "content-type": "application/json" });
+  res.end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }));
+}
+
+type Read =
+  | { readonly kind: "ok"; readonly value: unknown }
+  | { readonly kind: "too_large" }
+  | { readonly kind: "not_json" };
+
+/** The body, refused past `limit` bytes without buffering the rest. */
+async function readJson(req: IncomingMessage, limit: number): Promise<Read> {
+  const declared = Number(header(req, "content-length"));
+  if (Number.isFinite(declared) && declared > limit) return { kind: "too_large" };
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > limit) return { kind: "too_large" };
+    chunks.push(chunk as Buffer);
+  }
+  try {
+    return { kind: "ok", value: JSON.parse(Buffer.concat(chunks).toString("utf8")) };
+  } catch {
+    return { kind: "not_json" };
+  }
+}

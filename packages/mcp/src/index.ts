@@ -1,0 +1,22 @@
+/**
+ * `@tessera/mcp`: Tessera's two guarantees in front of MCP servers — per-tool grants and
+ * single-use tickets decided by the kernel, and replay claims in a shared claim store — built
+ * on the official MCP SDK.
+ */
+export { CALL_ID_KEY, CODE_KEY, IDEMPOTENCY_KEY } from "./calls.js";
+export {
+  type GatewayConfig,
+  type GatewayConfigInput,
+  type Limits,
+  loadGatewayConfig,
+  type Principal,
+  parseGatewayConfig,
+  type ToolRule,
+  type UpstreamSpec,
+} from "./config.js";
+export { createMcpGateway, type McpGateway, type McpGatewayOptions } from "./gateway.js";
+export { type ListeningGateway, listenMcpGateway, openMcpGateway } from "./listen.js";
+export { InMemoryMcpClaimStore } from "./memory-claims.js";
+export { explainPrincipal, tokenDigest } from "./principals.js";
+export { MCP_NAMESPACE, TOOLS_CALL } from "./tool-grants.js";
+export type { UpstreamInput } from "./upstreams.js";

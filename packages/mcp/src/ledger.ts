@@ -1,0 +1,165 @@
+import { createHash } from "node:crypto";
+import { hostname } from "node:os";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { ClaimKey, ClaimStore, StoredClaim } from "@tessera/core";
+
+/**
+ * Replay protection for `tools/call` over the claim-store port. The call's key is claimed
+ * *before* anything is decided, spent or forwarded; of every request carrying it exactly one
+ * goes on. The port's receipt holds a status only, so the answer a duplicate must get back is
+ * kept beside it, under a second key of the same store (prefix `mcp.result:`), in the record's
+ * free-form `worker` field: one store, one connection, shared by every gateway process. The
+ * answer is written before the call's own claim is settled, so a settled claim always has one.
+ */
+
+/** What the first call of a key ended with, replayed to every duplicate. */
+export type Recorded =
+  | { readonly kind: "result"; readonly result: CallToolResult }
+  | { readonly kind: "error"; readonly code: string; readonly message: string }
+  /** Forwarded, then no answer (timeout, lost connection): it may have run. Never settled. */
+  | { readonly kind: "in_doubt"; readonly message: string };
+
+export type Duplicate =
+  | { readonly kind: "conflict"; readonly trace: string | undefined }
+  | { readonly kind: "recorded"; readonly recorded: Recorded; readonly trace: string | undefined }
+  | { readonly kind: "in_progress"; readonly trace: string | undefined }
+  | { readonly kind: "in_doubt"; readonly trace: string | undefined };
+
+export interface CallKeys {
+  readonly claim: ClaimKey;
+  readonly result: ClaimKey;
+}
+
+export function callKeys(scope: string, id: string): CallKeys {
+  return {
+    claim: { session: `mcp:${scope}`, functionCallId: id },
+    result: { session: `mcp.result:${scope}`, functionCallId: id },
+  };
+}
+
+/** SHA-256 of canonical JSON (keys sorted): key order does not make a new call. */
+export function digest(value: unknown): string {
+  return createHash("sha256").update(canonical(value)).digest("hex");
+}
+
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (typeof value === "object" && value !== null) {
+    const entries = Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`);
+    return `{${entries.join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+interface ClaimMeta {
+  /** host:pid of the gateway that claimed. */
+  readonly w: string;
+  /** The first call's trace, so every duplicate's audit event joins it. */
+  readonly t: string;
+  /** Epoch ms after which the first call must have ended, had its gateway lived. */
+  readonly d: number;
+}
+
+const HOST = hostname();
+const WORKER = `${HOST}:${process.pid}`;
+
+export class CallLedger {
+  readonly #claims: ClaimStore;
+
+  constructor(claims: ClaimStore) {
+    this.#claims = claims;
+  }
+
+  /** Claims the key; on a duplicate, says what the first call came to. */
+  async claim(
+    keys: CallKeys,
+    bodyHash: string,
+    trace: string,
+    now: number,
+    deadline: number,
+  ): Promise<{ readonly kind: "claimed" } | Duplicate> {
+    const meta: ClaimMeta = { w: WORKER, t: trace, d: deadline };
+    const claimed = await this.#claims.claim(keys.claim, {
+      bodyHash,
+      claimedAt: now,
+      worker: JSON.stringify(meta),
+    });
+    if (claimed.status === "claimed") return { kind: "claimed" };
+    const existing = claimed.existing;
+    const first = metaOf(existing);
+    const t = first?.t;
+    if (existing.bodyHash !== bodyHash) return { kind: "conflict", trace: t };
+    const recorded = await this.#recorded(keys.result);
+    if (recorded !== undefined) {
+      if (recorded.kind === "in_doubt") return { kind: "in_doubt", trace: t };
+      return { kind: "recorded", recorded, trace: t };
+    }
+    return inDoubt(first, now) ? { kind: "in_doubt", trace: t } : { kind: "in_progress", trace: t };
+  }
+
+  /**
+   * Keeps the answer, then settles the claim with `status`; an in-doubt call keeps its answer
+   * only (its claim stays unsettled, so operators find it with `listInDoubt`).
+   */
+  async record(
+    keys: CallKeys,
+    bodyHash: string,
+    recorded: Recorded,
+    status: "dispatched" | "denied" | "failed" | undefined,
+    now: number,
+  ): Promise<void> {
+    await this.#claims.claim(keys.result, {
+      bodyHash,
+      claimedAt: now,
+      worker: JSON.stringify(recorded),
+    });
+    if (status === undefined) return;
+    const receipt = { status, settledAt: now } as const;
+    await this.#claims.settle(keys.result, receipt);
+    await this.#claims.settle(keys.claim, receipt);
+  }
+
+  async #recorded(key: ClaimKey): Promise<Recorded | undefined> {
+    const stored = await this.#claims.get(key);
+    if (stored?.worker === undefined) return undefined;
+    try {
+      return JSON.parse(stored.worker) as Recorded;
+    } catch {
+      return { kind: "in_doubt", message: "the recorded answer is unreadable" };
+    }
+  }
+}
+
+function metaOf(claim: StoredClaim): ClaimMeta | undefined {
+  try {
+    const meta = JSON.parse(claim.worker ?? "") as Partial<ClaimMeta>;
+    if (typeof meta.w === "string" && typeof meta.t === "string" && typeof meta.d === "number") {
+      return meta as ClaimMeta;
+    }
+  } catch {}
+  return undefined;
+}
+
+/**
+ * An unsettled claim is in doubt once nobody can still be finishing it: its deadline (the
+ * upstream timeout) has passed, or the gateway process that claimed it, on this host, is gone.
+ * Otherwise it is in progress. Either way it is never forwarded again.
+ */
+function inDoubt(meta: ClaimMeta | undefined, now: number): boolean {
+  if (meta === undefined) return true;
+  if (now > meta.d) return true;
+  const [host, pid] = [
+    meta.w.slice(0, meta.w.lastIndexOf(":")),
+    Number(meta.w.slice(meta.w.lastIndexOf(":") + 1)),
+  ];
+  if (host !== HOST || !Number.isSafeInteger(pid)) return false;
+  if (pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "ESRCH";
+  }
+}

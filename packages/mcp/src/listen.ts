@@ -1,0 +1,113 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { ClaimStore } from "@tessera/core";
+import {
+  type GrantStore,
+  type GrantUsageStore,
+  InMemoryAuditSink,
+  InMemoryGrantStore,
+  InMemoryGrantUsageStore,
+  openStores,
+  type ReadableAuditSink,
+  TesseraError,
+} from "@tessera/core";
+import type { GatewayConfig } from "./config.js";
+import { createMcpGateway, type McpGateway } from "./gateway.js";
+import { InMemoryMcpClaimStore } from "./memory-claims.js";
+
+export interface ListeningGateway {
+  /** The MCP endpoint, `http://host:port/mcp`. */
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/** Serves the gateway's Streamable HTTP endpoint at `/mcp` on a node:http server. */
+export async function listenMcpGateway(
+  gateway: McpGateway,
+  options: { readonly host?: string; readonly port?: number } = {},
+): Promise<ListeningGateway> {
+  const server = createServer((req, res) => {
+    const path = (req.url ?? "").split("?")[0];
+    if (path !== "/mcp") {
+      res.writeHead(404, { "content-type": "application/json" });
+      res.end('{"error":"not_found"}');
+      return;
+    }
+    gateway.handleHttp(req, res).catch(() => {
+      if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
+      res.end();
+    });
+  });
+  const host = options.host ?? "127.0.0.1";
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", (error: NodeJS.ErrnoException) => {
+      const code = error.code === "EADDRINUSE" ? "address_in_use" : "address_unavailable";
+      reject(
+        new TesseraError(code, `cannot listen on ${host}:${options.port ?? 0}`, { cause: error }),
+      );
+    });
+    server.listen(options.port ?? 0, host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const shown = host.includes(":") ? `[${host}]` : host;
+  return Object.freeze({
+    url: `http://${shown}:${port}/mcp`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  });
+}
+
+/** A gateway opened from a checked config: its stores (a URL's, or memory) and its upstreams. */
+export interface OpenedGateway {
+  readonly gateway: McpGateway;
+  readonly grants: GrantStore;
+  readonly usage: GrantUsageStore;
+  readonly claims: ClaimStore;
+  readonly audit: ReadableAuditSink;
+  /** Closes the gateway, then the stores it opened. */
+  close(): Promise<void>;
+}
+
+export async function openMcpGateway(config: GatewayConfig): Promise<OpenedGateway> {
+  const bundle =
+    config.stores === undefined
+      ? {
+          grants: new InMemoryGrantStore(),
+          usage: new InMemoryGrantUsageStore(),
+          claims: new InMemoryMcpClaimStore(),
+          audit: new InMemoryAuditSink(),
+          close: async () => {},
+        }
+      : await openStores(config.stores);
+  let gateway: McpGateway;
+  try {
+    gateway = await createMcpGateway({
+      upstreams: config.upstreams,
+      tools: config.tools,
+      principals: config.principals,
+      grants: bundle.grants,
+      usage: bundle.usage,
+      claims: bundle.claims,
+      audit: bundle.audit,
+      limits: config.limits,
+      stateless: config.stateless,
+    });
+  } catch (error) {
+    await bundle.close();
+    throw error;
+  }
+  return Object.freeze({
+    gateway,
+    grants: bundle.grants,
+    usage: bundle.usage,
+    claims: bundle.claims,
+    audit: bundle.audit,
+    close: async () => {
+      await gateway.close();
+      await bundle.close();
+    },
+  });
+}

@@ -1,0 +1,51 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { AccessContext, ExplainPrincipal } from "@tessera/core";
+import { uniqueStorageDigest } from "@tessera/core/store-kit";
+import type { Principal } from "./config.js";
+
+/** SHA-256 of a bearer token, as the config stores it. */
+export function tokenDigest(token: string): string {
+  return createHash("sha256").update(token).digest("hex");
+}
+
+/** The principal whose token this is (`Bearer …` header or a bare token), in constant time. */
+export function authenticate(
+  principals: readonly Principal[],
+  presented: string | undefined,
+  bare = false,
+): Principal | undefined {
+  const token = bare ? presented : /^Bearer (\S{1,4096})$/.exec(presented ?? "")?.[1];
+  if (token === undefined || token.length === 0 || token.length > 4096) return undefined;
+  const digest = Buffer.from(tokenDigest(token), "hex");
+  return principals.find((p) => timingSafeEqual(Buffer.from(p.tokenSha256, "hex"), digest));
+}
+
+/** What claims are scoped by: the whole turn identity, so two principals never share a key. */
+export function principalKey(principal: Principal): string {
+  return uniqueStorageDigest(
+    principal.namespaceId,
+    principal.actor,
+    principal.authority,
+    principal.owner ?? "",
+  );
+}
+
+export function accessContext(principal: Principal, traceId: string): AccessContext {
+  const { namespaceId, actor, authority, owner, purpose } = principal;
+  return {
+    namespaceId,
+    actor,
+    authority,
+    traceId,
+    ...(owner === undefined ? {} : { owner }),
+    ...(purpose === undefined ? {} : { purpose }),
+  };
+}
+
+/** Whose decisions `explain` reads back for this principal. */
+export function explainPrincipal(principal: Principal): ExplainPrincipal {
+  const { namespaceId, actor, authority, owner } = principal;
+  return owner === undefined
+    ? { namespaceId, actor, authority }
+    : { namespaceId, actor, authority, owner };
+}

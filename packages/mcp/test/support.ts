@@ -1,0 +1,160 @@
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import {
+  type ClaimStore,
+  type GrantInput,
+  type GrantStore,
+  InMemoryAuditSink,
+  InMemoryGrantStore,
+  InMemoryGrantUsageStore,
+} from "@tessera/core";
+import {
+  createMcpGateway,
+  InMemoryMcpClaimStore,
+  listenMcpGateway,
+  type McpGateway,
+  type McpGatewayOptions,
+  type Principal,
+  tokenDigest,
+} from "@tessera/mcp";
+
+export const UPSTREAM = fileURLToPath(new URL("./fixtures/upstream.mjs", import.meta.url));
+
+export const ALICE_TOKEN = "alice-token-0123456789";
+export const DAVE_TOKEN = "dave-token-0123456789";
+
+export function principal(actor: string, token: string): Principal {
+  return {
+    tokenSha256: tokenDigest(token),
+    namespaceId: "acme",
+    actor,
+    authority: "host",
+    owner: "owner-1",
+  };
+}
+export const PRINCIPALS: Principal[] = [
+  principal("alice", ALICE_TOKEN),
+  principal("dave", DAVE_TOKEN),
+];
+
+let grantSeq = 0;
+/** A `tools/call` grant on one MCP resource path, issued by the turns' authority. */
+export function toolGrant(
+  subject: string,
+  path: string[],
+  options: { maxUses?: number; scope?: "exact" | "descendants" } = {},
+): GrantInput {
+  grantSeq++;
+  return {
+    id: `g-${subject}-${grantSeq}`,
+    namespaceId: "acme",
+    issuer: "host",
+    subject,
+    capabilities: [
+      {
+        resource: { namespace: "mcp", path },
+        actions: ["tools/call"],
+        scope: options.scope ?? "exact",
+      },
+    ],
+    constraints: options.maxUses === undefined ? {} : { maxUses: options.maxUses },
+    issuedAt: "2020-01-01T00:00:00.000Z",
+  };
+}
+
+export interface Harness {
+  readonly url: string;
+  readonly gateway: McpGateway;
+  readonly grants: GrantStore;
+  readonly audit: InMemoryAuditSink;
+  readonly claims: ClaimStore;
+  readonly countFile: string;
+  counts(tool?: string): number;
+  client(token: string): Promise<Client>;
+  close(): Promise<void>;
+}
+
+/** A gateway on loopback in front of the counting upstream (spawned over stdio). */
+export async function startHarness(
+  extra: Partial<McpGatewayOptions> = {},
+  grants: GrantInput[] = [],
+): Promise<Harness> {
+  const dir = mkdtempSync(join(tmpdir(), "tessera-mcp-"));
+  const countFile = join(dir, "count.jsonl");
+  const grantStore = new InMemoryGrantStore();
+  for (const grant of grants) await grantStore.add(grant);
+  const audit = new InMemoryAuditSink();
+  const claims = extra.claims ?? new InMemoryMcpClaimStore();
+  const gateway = await createMcpGateway({
+    upstreams: {
+      messages: {
+        command: process.execPath,
+        args: [UPSTREAM],
+        env: { COUNT_FILE: countFile, PATH: process.env.PATH ?? "" },
+      },
+    },
+    tools: { messages: { send_message: { bind: ["to"] } } },
+    principals: PRINCIPALS,
+    grants: grantStore,
+    usage: new InMemoryGrantUsageStore(),
+    claims,
+    audit,
+    ...extra,
+  });
+  const listening = await listenMcpGateway(gateway);
+  const clients: Client[] = [];
+  return {
+    url: listening.url,
+    gateway,
+    grants: grantStore,
+    audit,
+    claims,
+    countFile,
+    counts: (tool) => readCounts(countFile, tool),
+    client: async (token) => {
+      const client = await connectClient(listening.url, token);
+      clients.push(client);
+      return client;
+    },
+    close: async () => {
+      await Promise.allSettled(clients.map((c) => c.close()));
+      await listening.close();
+      await gateway.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function connectClient(url: string, token: string): Promise<Client> {
+  const client = new Client({ name: "test-client", version: "1.0.0" });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(url), {
+      requestInit: { headers: { authorization: `Bearer ${token}` } },
+    }),
+  );
+  return client;
+}
+
+export function readCounts(countFile: string, tool?: string): number {
+  let text = "";
+  try {
+    text = readFileSync(countFile, "utf8");
+  } catch {
+    return 0;
+  }
+  return text
+    .split("\n")
+    .filter((line) => line !== "")
+    .filter((line) => tool === undefined || (JSON.parse(line) as { tool: string }).tool === tool)
+    .length;
+}
+
+/** The text of a tool result's first content block. */
+export function textOf(result: unknown): string {
+  const content = (result as { content?: { type: string; text?: string }[] }).content ?? [];
+  return content[0]?.text ?? "";
+}
