@@ -74,6 +74,20 @@ describe("serve configuration: file < environment < flags", () => {
     );
   });
 
+  it("finds the webhook and A2UI files in the data directory, the environment or a flag", () => {
+    const dir = dataDir({ ...base, webhooks: "hooks.json", a2ui: "a2ui.json" });
+    expect(loadServeConfig({ data: dir }, {})).toMatchObject({
+      webhooks: `${dir}/hooks.json`,
+      a2ui: `${dir}/a2ui.json`,
+    });
+    expect(
+      loadServeConfig(
+        { data: dir, a2ui: "/flag/a2ui.json" },
+        { TESSERA_WEBHOOKS: "/env/hooks.json" },
+      ),
+    ).toMatchObject({ webhooks: "/env/hooks.json", a2ui: "/flag/a2ui.json" });
+  });
+
   it("works without a data directory from flags or environment alone, defaulting to loopback:8787", () => {
     expect(loadServeConfig({ store: "sqlite:x.db", principals: "p.json" }, {})).toEqual({
       store: "sqlite:x.db",
@@ -204,6 +218,40 @@ describe("the bind address", () => {
     ];
     expect(await serveStderr(args(), {})).toContain("warning: listening on 0.0.0.0 without TLS");
     expect(await serveStderr(args(), { TESSERA_TLS: "proxy" })).not.toContain("warning");
+  });
+
+  it("announces listening and stopped as JSON lines with --json", async () => {
+    const child = spawn(process.execPath, [
+      BIN,
+      "serve",
+      "--store",
+      `sqlite:${join(scratch(), "s.db")}`,
+      "--principals",
+      principals(),
+      "--port",
+      "0",
+      "--json",
+    ]);
+    let stdout = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    const deadline = Date.now() + 20_000;
+    while (!stdout.includes('"event":"listening"') && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    const events = stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { event?: string; url?: string })
+      .filter((line) => line.event !== undefined);
+    expect(events).toEqual([
+      { event: "listening", url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/) },
+      { event: "stopped" },
+    ]);
   });
 
   it("does not warn on loopback", async () => {

@@ -5,12 +5,7 @@ import { loadServeConfig, type ServeConfig, type ServeFlags } from "../config/lo
 import { nonEmpty, wholeNumber } from "../options.js";
 import { openStoresByUrl } from "../stores.js";
 
-type ServeCommandOptions = ServeFlags;
-/** The service's own files (webhook recipients, A2UI catalogs), beside the principals. */
-interface ServiceFiles {
-  webhooks?: string;
-  a2ui?: string;
-}
+type ServeCommandOptions = ServeFlags & { json?: boolean };
 
 export function serveCommand(): Command {
   return new Command("serve")
@@ -40,21 +35,21 @@ export function serveCommand(): Command {
     )
     .option(
       "--webhooks <file>",
-      "JSON: recipient → { url, secret }; sends are POSTed there, signed (HMAC-SHA256)",
+      "JSON: recipient → { url, secret }; sends are POSTed there, signed (HMAC-SHA256) (or TESSERA_WEBHOOKS, or webhooks in tessera.json)",
       nonEmpty,
     )
     .option(
       "--a2ui <file>",
-      "JSON: { catalogs, functionEndpoint? } for the A2UI gate routes",
+      "JSON: { catalogs, functionEndpoint? } for the A2UI gate routes (or TESSERA_A2UI, or a2ui in tessera.json)",
       nonEmpty,
     )
-    .action(async (options: ServeCommandOptions & ServiceFiles) => {
+    .option("--json", "print the listening and stopped events as JSON lines")
+    .action(async (options: ServeCommandOptions) => {
       const config = loadServeConfig(options);
-      warnIfExposed(config);
       const principals = loadPrincipals(config.principals);
       const transport =
-        options.webhooks === undefined ? undefined : loadWebhookTransport(options.webhooks);
-      const a2ui = options.a2ui === undefined ? undefined : loadA2uiOptions(options.a2ui);
+        config.webhooks === undefined ? undefined : loadWebhookTransport(config.webhooks);
+      const a2ui = config.a2ui === undefined ? undefined : loadA2uiOptions(config.a2ui);
       // The CLI opens the stores itself, to word an open failure for the operator.
       const bundle = await openStoresByUrl(config.store);
       const claims =
@@ -80,7 +75,9 @@ export function serveCommand(): Command {
         await closeStores();
         throw error;
       });
-      process.stdout.write(`tessera serve: listening on ${server.url}\n`);
+      // Warned once it listens: a bind that fails says only why it failed.
+      warnIfExposed(config);
+      announce(options.json, { event: "listening", url: server.url }, `listening on ${server.url}`);
       await new Promise<void>((resolve) => {
         const stop = () => resolve();
         process.once("SIGINT", stop);
@@ -88,8 +85,12 @@ export function serveCommand(): Command {
       });
       await server.close();
       await closeStores();
-      process.stdout.write("tessera serve: stopped\n");
+      announce(options.json, { event: "stopped" }, "stopped");
     });
+}
+
+function announce(json: boolean | undefined, event: object, text: string): void {
+  process.stdout.write(json ? `${JSON.stringify(event)}\n` : `tessera serve: ${text}\n`);
 }
 
 /**

@@ -23,6 +23,10 @@ export interface ServeConfig {
   readonly port: number;
   /** `proxy`: TLS is terminated in front of the service. */
   readonly tls?: "proxy";
+  /** The webhook recipients file, absolute when it came from the data directory. */
+  readonly webhooks?: string;
+  /** The A2UI catalogs file. */
+  readonly a2ui?: string;
 }
 
 export interface ServeFlags {
@@ -31,6 +35,8 @@ export interface ServeFlags {
   principals?: string;
   host?: string;
   port?: number;
+  webhooks?: string;
+  a2ui?: string;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -66,6 +72,8 @@ export function loadServeConfig(flags: ServeFlags, env: Env = process.env): Serv
     );
   }
   const tls = fromEnv.TESSERA_TLS ?? file?.tls;
+  const webhooks = flags.webhooks ?? fromEnv.TESSERA_WEBHOOKS ?? inDir(file?.webhooks);
+  const a2ui = flags.a2ui ?? fromEnv.TESSERA_A2UI ?? inDir(file?.a2ui);
   // The claim directory is private to this machine: it serves the file's own store only. A
   // store named by flag or environment (PostgreSQL or Redis shared by several instances)
   // brings its own shared claims, which every instance must use.
@@ -79,6 +87,8 @@ export function loadServeConfig(flags: ServeFlags, env: Env = process.env): Serv
     host: flags.host ?? fromEnv.TESSERA_HOST ?? file?.host ?? DEFAULT_HOST,
     port: flags.port ?? fromEnv.TESSERA_PORT ?? file?.port ?? DEFAULT_PORT,
     ...(tls === undefined ? {} : { tls }),
+    ...(webhooks === undefined ? {} : { webhooks }),
+    ...(a2ui === undefined ? {} : { a2ui }),
   });
 }
 

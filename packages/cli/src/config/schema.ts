@@ -24,6 +24,10 @@ export const ConfigFileSchema = z.strictObject({
   host: text.optional(),
   port: port.optional(),
   tls: TlsSchema.optional(),
+  /** The webhook recipients file (`tessera serve --webhooks`). */
+  webhooks: text.optional(),
+  /** The A2UI gate's catalogs file (`tessera serve --a2ui`). */
+  a2ui: text.optional(),
 });
 export type ConfigFile = z.infer<typeof ConfigFileSchema>;
 
@@ -44,6 +48,8 @@ export const ServeEnvSchema = z.object({
   TESSERA_HOST: text.optional(),
   TESSERA_PORT: envPort.optional(),
   TESSERA_TLS: TlsSchema.optional(),
+  TESSERA_WEBHOOKS: text.optional(),
+  TESSERA_A2UI: text.optional(),
 });
 
 /** The environment a client command reads. */
