@@ -115,10 +115,10 @@ export class CallLedger {
       claimedAt: now,
       worker: JSON.stringify(recorded),
     });
-    if (status === undefined) return;
-    const receipt = { status, settledAt: now } as const;
-    await this.#claims.settle(keys.result, receipt);
-    await this.#claims.settle(keys.claim, receipt);
+    // The answer's own key is settled at once, so that `listInDoubt` lists calls, not answers;
+    // an in-doubt answer settles as `failed` (no outcome came back), its call stays unsettled.
+    await this.#claims.settle(keys.result, { status: status ?? "failed", settledAt: now });
+    if (status !== undefined) await this.#claims.settle(keys.claim, { status, settledAt: now });
   }
 
   async #recorded(key: ClaimKey): Promise<Recorded | undefined> {

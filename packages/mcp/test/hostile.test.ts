@@ -1,0 +1,220 @@
+import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  ALICE_TOKEN,
+  DAVE_TOKEN,
+  type Harness,
+  startHarness,
+  textOf,
+  toolGrant,
+} from "./support.js";
+
+const KEY = "io.tessera/idempotency-key";
+let harness: Harness | undefined;
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+function rpcCode(error: unknown): string | undefined {
+  return error instanceof McpError
+    ? (error.data as { code?: string } | undefined)?.code
+    : undefined;
+}
+
+const HEADERS = {
+  "content-type": "application/json",
+  accept: "application/json, text/event-stream",
+};
+
+async function post(url: string, token: string | undefined, body: string, session?: string) {
+  const headers: Record<string, string> = { ...HEADERS };
+  if (token !== undefined) headers.authorization = `Bearer ${token}`;
+  if (session !== undefined) headers["mcp-session-id"] = session;
+  return fetch(url, { method: "POST", headers, body });
+}
+
+/** A raw MCP session: initialize, then initialized; returns its session ID. */
+async function rawSession(url: string, token: string): Promise<string> {
+  const init = await post(
+    url,
+    token,
+    JSON.stringify({
+      jsonrpc: "2.0",
+      id: 0,
+      method: "initialize",
+      params: {
+        protocolVersion: "2025-06-18",
+        capabilities: {},
+        clientInfo: { name: "raw", version: "1" },
+      },
+    }),
+  );
+  expect(init.status).toBe(200);
+  const session = init.headers.get("mcp-session-id") as string;
+  await post(
+    url,
+    token,
+    JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }),
+    session,
+  );
+  return session;
+}
+
+describe("hostile input at the MCP gateway", () => {
+  it("oversized arguments are a protocol error, and nothing runs", async () => {
+    harness = await startHarness({ limits: { maxArgumentBytes: 1024 } }, [
+      toolGrant("alice", ["messages", "echo"]),
+    ]);
+    const alice = await harness.client(ALICE_TOKEN);
+    await expect(
+      alice.callTool({ name: "messages.echo", arguments: { text: "x".repeat(2000) } }),
+    ).rejects.toSatisfy((e) => rpcCode(e) === "invalid_request");
+    // A body far past the limit is refused before it is read whole.
+    const session = await rawSession(harness.url, ALICE_TOKEN);
+    const huge = await post(
+      harness.url,
+      ALICE_TOKEN,
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id: 9,
+        method: "tools/call",
+        params: { name: "messages.echo", arguments: { text: "y".repeat(200_000) } },
+      }),
+      session,
+    );
+    expect(huge.status).toBe(413);
+    expect(harness.counts()).toBe(0);
+    const events = await harness.audit.read();
+    expect(events.some((e) => e.reason === "invalid_request")).toBe(true);
+  });
+
+  it("unknown tools and names with path characters are refused like a tool never granted", async () => {
+    harness = await startHarness({}, [toolGrant("alice", ["messages"], { scope: "descendants" })]);
+    const alice = await harness.client(ALICE_TOKEN);
+    for (const name of [
+      "messages.nope",
+      "messages.echo/../slow",
+      "messages/echo",
+      "../messages.echo",
+      "messages.send_message\u0000",
+      "echo",
+    ]) {
+      const result = await alice.callTool({ name, arguments: { text: "x" } });
+      expect(result.isError, name).toBe(true);
+      expect(textOf(result), name).toBe("tool_unavailable");
+    }
+    // A bound argument that is not a safe path segment is refused before the kernel.
+    for (const to of ["../bob", "bob/carol", ".."]) {
+      const result = await alice.callTool({
+        name: "messages.send_message",
+        arguments: { to, text: "x" },
+      });
+      expect(textOf(result), to).toBe("invalid_request");
+    }
+    expect(harness.counts()).toBe(0);
+  });
+
+  it("malformed JSON-RPC, missing or wrong bearer tokens and foreign sessions are refused", async () => {
+    harness = await startHarness({}, [toolGrant("alice", ["messages", "echo"])]);
+    const url = harness.url;
+    expect((await post(url, undefined, "{}")).status).toBe(401);
+    const wrongToken = await post(url, "not-a-token", "{}");
+    expect(wrongToken.status).toBe(401);
+    expect(wrongToken.headers.get("www-authenticate")).toMatch(/^Bearer/);
+    const notJson = await post(url, ALICE_TOKEN, "{not json");
+    expect(notJson.status).toBe(400);
+    expect(((await notJson.json()) as { error: { code: number } }).error.code).toBe(-32700);
+    // No session, not an initialize request.
+    expect(
+      (
+        await post(
+          url,
+          ALICE_TOKEN,
+          JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+        )
+      ).status,
+    ).toBe(400);
+    const session = await rawSession(url, ALICE_TOKEN);
+    // Not JSON-RPC inside a session.
+    const junk = await post(url, ALICE_TOKEN, JSON.stringify({ hello: "world" }), session);
+    expect(junk.status).toBe(400);
+    // Another principal presenting alice's session ID is told it does not exist.
+    const hijack = await post(
+      url,
+      DAVE_TOKEN,
+      JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" }),
+      session,
+    );
+    expect(hijack.status).toBe(404);
+    expect((await post(url, ALICE_TOKEN, "{}", "no-such-session")).status).toBe(404);
+    // A bad idempotency key is a protocol error.
+    const alice = await harness.client(ALICE_TOKEN);
+    await expect(
+      alice.callTool({ name: "messages.echo", arguments: { text: "x" }, _meta: { [KEY]: 42 } }),
+    ).rejects.toSatisfy((e) => rpcCode(e) === "invalid_request");
+    expect(harness.counts()).toBe(0);
+  });
+
+  it("the same JSON-RPC id sent twice in one session is answered from the record, not re-run", async () => {
+    harness = await startHarness({}, [toolGrant("alice", ["messages", "echo"])]);
+    const session = await rawSession(harness.url, ALICE_TOKEN);
+    const call = JSON.stringify({
+      jsonrpc: "2.0",
+      id: 7,
+      method: "tools/call",
+      params: { name: "messages.echo", arguments: { text: "once" } },
+    });
+    const first = await (await post(harness.url, ALICE_TOKEN, call, session)).json();
+    const second = await (await post(harness.url, ALICE_TOKEN, call, session)).json();
+    expect(second).toEqual(first);
+    expect(harness.counts("echo")).toBe(1);
+    // The same id in another session is another call.
+    const other = await rawSession(harness.url, ALICE_TOKEN);
+    await post(harness.url, ALICE_TOKEN, call, other);
+    expect(harness.counts("echo")).toBe(2);
+  });
+});
+
+describe("upstream failures are reported, audited and never retried", () => {
+  it("a malformed upstream result settles the claim failed; a replay gets the same error", async () => {
+    harness = await startHarness({}, [toolGrant("alice", ["messages", "malformed"])]);
+    const alice = await harness.client(ALICE_TOKEN);
+    const call = { name: "messages.malformed", arguments: {}, _meta: { [KEY]: "m-1" } };
+    await expect(alice.callTool(call)).rejects.toSatisfy((e) => rpcCode(e) === "upstream_failed");
+    await expect(alice.callTool(call)).rejects.toSatisfy((e) => rpcCode(e) === "upstream_failed");
+    expect(harness.counts("malformed")).toBe(1);
+    const event = (await harness.audit.read({ callId: "m-1" }))[0];
+    expect(event).toMatchObject({ reason: "delivery_failed", receipt: "failed" });
+    expect(await harness.claims.listInDoubt()).toHaveLength(0);
+  });
+
+  it("an upstream that hangs past the timeout leaves the call in doubt, not retried", async () => {
+    harness = await startHarness({ limits: { upstreamTimeoutMs: 300 } }, [
+      toolGrant("alice", ["messages", "slow"]),
+    ]);
+    const alice = await harness.client(ALICE_TOKEN);
+    const call = { name: "messages.slow", arguments: { ms: 2000 }, _meta: { [KEY]: "t-1" } };
+    await expect(alice.callTool(call)).rejects.toSatisfy((e) => rpcCode(e) === "call_in_doubt");
+    await expect(alice.callTool(call)).rejects.toSatisfy((e) => rpcCode(e) === "call_in_doubt");
+    expect(harness.counts("slow")).toBe(1);
+    expect(await harness.claims.listInDoubt()).toHaveLength(1);
+    const event = (await harness.audit.read({ callId: "t-1" }))[0];
+    expect(event).toMatchObject({ reason: "delivery_failed", receipt: "in_doubt" });
+  });
+
+  it("an upstream that exits mid-call leaves it in doubt; later calls fail without forwarding", async () => {
+    harness = await startHarness({}, [
+      toolGrant("alice", ["messages", "crash"]),
+      toolGrant("alice", ["messages", "echo"]),
+    ]);
+    const alice = await harness.client(ALICE_TOKEN);
+    await expect(alice.callTool({ name: "messages.crash", arguments: {} })).rejects.toSatisfy(
+      (e) => rpcCode(e) === "call_in_doubt",
+    );
+    await expect(
+      alice.callTool({ name: "messages.echo", arguments: { text: "x" } }),
+    ).rejects.toSatisfy((e) => rpcCode(e) === "upstream_failed");
+    expect(harness.counts()).toBe(1);
+  });
+});
