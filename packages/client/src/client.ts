@@ -215,7 +215,7 @@ export class TesseraClient {
     { ok: true; value: unknown } | { ok: false; retryable: boolean; error: AttemptError }
   > {
     const timeout = AbortSignal.timeout(this.#timeoutMs);
-    const signal = input.signal === undefined ? timeout : AbortSignal.any([input.signal, timeout]);
+    const signal = input.signal === undefined ? timeout : eitherSignal(input.signal, timeout);
     const headers: Record<string, string> = { accept: "application/json" };
     if (this.#token !== undefined) headers.authorization = `Bearer ${this.#token}`;
     if (input.body !== undefined) headers["content-type"] = "application/json";
@@ -317,6 +317,17 @@ function describeNetworkError(error: unknown): string {
   if (cause?.code === "ENOTFOUND" || cause?.code === "EAI_AGAIN")
     return "host name does not resolve";
   return cause?.code ?? (error instanceof Error ? error.message : "network error");
+}
+
+/** `AbortSignal.any` where Node has it (20.3+), the same by hand before. */
+function eitherSignal(a: AbortSignal, b: AbortSignal): AbortSignal {
+  if (typeof AbortSignal.any === "function") return AbortSignal.any([a, b]);
+  const controller = new AbortController();
+  for (const signal of [a, b]) {
+    if (signal.aborted) controller.abort(signal.reason);
+    else signal.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
+  }
+  return controller.signal;
 }
 
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
