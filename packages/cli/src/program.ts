@@ -5,6 +5,7 @@ import { demoCommand } from "./commands/demo.js";
 import { explainCommand } from "./commands/explain.js";
 import { grantsCommand } from "./commands/grants.js";
 import { initCommand } from "./commands/init.js";
+import { mcpCommand } from "./commands/mcp.js";
 import { reportCommand } from "./commands/report.js";
 import { serveCommand } from "./commands/serve.js";
 import { jsonErrorsOn, writeError } from "./output.js";
@@ -20,6 +21,7 @@ export function buildProgram(): Command {
     .addCommand(explainCommand())
     .addCommand(initCommand())
     .addCommand(serveCommand())
+    .addCommand(mcpCommand())
     .addCommand(reportCommand());
   // addCommand does not pass settings down, so each command gets them here: usage errors
   // throw (bin.ts maps them to exit 2) instead of exiting from inside commander, and print

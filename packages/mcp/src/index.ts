@@ -15,7 +15,13 @@ export {
   type UpstreamSpec,
 } from "./config.js";
 export { createMcpGateway, type McpGateway, type McpGatewayOptions } from "./gateway.js";
-export { type ListeningGateway, listenMcpGateway, openMcpGateway } from "./listen.js";
+export {
+  type ListeningGateway,
+  listenMcpGateway,
+  type OpenedGateway,
+  openMcpGateway,
+  serveMcpStdio,
+} from "./listen.js";
 export { InMemoryMcpClaimStore } from "./memory-claims.js";
 export { explainPrincipal, tokenDigest } from "./principals.js";
 export { MCP_NAMESPACE, TOOLS_CALL } from "./tool-grants.js";

@@ -1,5 +1,6 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import type { ClaimStore } from "@tessera/core";
 import {
   type GrantStore,
@@ -110,4 +111,21 @@ export async function openMcpGateway(config: GatewayConfig): Promise<OpenedGatew
       await bundle.close();
     },
   });
+}
+
+/**
+ * Serves one client over this process's stdin/stdout as the principal whose token this is.
+ * Resolves once serving; `closed` settles when the client goes away.
+ */
+export async function serveMcpStdio(
+  gateway: McpGateway,
+  token: string,
+): Promise<{ readonly closed: Promise<void> }> {
+  const transport = new StdioServerTransport();
+  const closed = new Promise<void>((resolve) => {
+    transport.onclose = () => resolve();
+    process.stdin.once("end", () => resolve());
+  });
+  await gateway.serve(transport, token);
+  return { closed };
 }
