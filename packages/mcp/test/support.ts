@@ -42,6 +42,8 @@ export const PRINCIPALS: Principal[] = [
 ];
 
 let grantSeq = 0;
+/** Grant IDs are unique per test run: durable stores keep them between runs. */
+const RUN = Math.random().toString(36).slice(2, 10);
 /** A `tools/call` grant on one MCP resource path, issued by the turns' authority. */
 export function toolGrant(
   subject: string,
@@ -50,7 +52,7 @@ export function toolGrant(
 ): GrantInput {
   grantSeq++;
   return {
-    id: `g-${subject}-${grantSeq}`,
+    id: `g-${RUN}-${subject}-${grantSeq}`,
     namespaceId: "acme",
     issuer: "host",
     subject,

@@ -1,0 +1,119 @@
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { openStores, type StoreBundle } from "@tessera/core";
+import { serviceUrl } from "@tessera/testkit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type GatewayProcess, spawnGateway, writeConfig } from "./processes.js";
+import { ALICE_TOKEN, connectClient, readCounts, textOf, toolGrant } from "./support.js";
+
+const KEY = "io.tessera/idempotency-key";
+
+const backends = [
+  [
+    "PostgreSQL",
+    serviceUrl("TESSERA_PG_URL"),
+    (url: string, run: string) => `${url}?schema=${run}`,
+  ],
+  ["Redis", serviceUrl("TESSERA_REDIS_URL"), (url: string, run: string) => `${url}?prefix=${run}:`],
+] as const;
+
+async function waitFor(check: () => boolean, ms: number): Promise<void> {
+  const until = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > until) throw new Error("timed out waiting");
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+for (const [name, url, scoped] of backends) {
+  describe.skipIf(url === undefined)(`tessera mcp processes sharing ${name}`, () => {
+    const run = `mcp_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
+    const storeUrl = scoped(url ?? "", run);
+    let dir: string;
+    let countFile: string;
+    let config: string;
+    let stores: StoreBundle;
+    const gateways: GatewayProcess[] = [];
+    const clients: Client[] = [];
+    const start = async () => {
+      const gateway = await spawnGateway(config);
+      gateways.push(gateway);
+      return gateway;
+    };
+    const client = async (gateway: GatewayProcess) => {
+      const c = await connectClient(gateway.url, ALICE_TOKEN);
+      clients.push(c);
+      return c;
+    };
+
+    beforeAll(async () => {
+      dir = mkdtempSync(join(tmpdir(), "tessera-mcp-procs-"));
+      countFile = join(dir, "count.jsonl");
+      stores = await openStores(storeUrl);
+      await stores.grants.add(toolGrant("alice", ["messages", "slow"]));
+      config = writeConfig(dir, storeUrl, countFile);
+    }, 30_000);
+
+    afterAll(async () => {
+      await Promise.allSettled(clients.map((c) => c.close()));
+      await Promise.allSettled(gateways.map((g) => g.stop()));
+      await stores?.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it("the same call sent to two gateway processes at once reaches the upstream once", async () => {
+      const [one, two] = await Promise.all([start(), start()]);
+      const [a, b] = await Promise.all([
+        client(one as GatewayProcess),
+        client(two as GatewayProcess),
+      ]);
+      const call = {
+        name: "messages.slow",
+        arguments: { ms: 300 },
+        _meta: { [KEY]: `both-${run}` },
+      };
+      const before = readCounts(countFile, "slow");
+      const settled = await Promise.allSettled([a.callTool(call), b.callTool(call)]);
+      expect(readCounts(countFile, "slow") - before).toBe(1);
+      const answered = settled.filter((s) => s.status === "fulfilled");
+      expect(answered).toHaveLength(1);
+      for (const s of settled) {
+        if (s.status === "rejected")
+          expect((s.reason as McpError).data).toEqual({ code: "call_in_progress" });
+      }
+      // Once settled, both gateways answer the recorded result.
+      const first = (answered[0] as PromiseFulfilledResult<unknown>).value;
+      expect(await a.callTool(call)).toEqual(first);
+      expect(await b.callTool(call)).toEqual(first);
+      expect(textOf(first)).toBe("slept 300");
+      expect(readCounts(countFile, "slow") - before).toBe(1);
+    });
+
+    it("kill -9 between forwarding and settling: in doubt after restart, never forwarded again", async () => {
+      const victim = await start();
+      const c = await client(victim);
+      const key = `killed-${run}`;
+      const call = { name: "messages.slow", arguments: { ms: 3000 }, _meta: { [KEY]: key } };
+      const before = readCounts(countFile, "slow");
+      const pending = c.callTool(call).catch(() => "lost");
+      // The upstream has the call: the gateway forwarded it and now waits for the answer.
+      await waitFor(() => readCounts(countFile, "slow") > before, 20_000);
+      victim.child.kill("SIGKILL");
+      await pending;
+      const restarted = await start();
+      const again = await client(restarted);
+      await expect(again.callTool(call)).rejects.toSatisfy(
+        (e) =>
+          (e as McpError).data !== undefined &&
+          ((e as McpError).data as { code: string }).code === "call_in_doubt",
+      );
+      expect(readCounts(countFile, "slow") - before).toBe(1);
+      const inDoubt = await stores.claims.listInDoubt();
+      expect(inDoubt.some((claim) => claim.functionCallId === `key:${key}`)).toBe(true);
+    });
+  });
+}
