@@ -176,6 +176,8 @@ describe("grants over the service", () => {
       "invalid_usage",
     );
     textError(run({}, "grants", "list"), "invalid_config");
+    // The token names the namespace: a --namespace that would be ignored is refused instead.
+    textError(asIssuer("grants", "list", "--namespace", "other"), "invalid_usage");
   });
 });
 

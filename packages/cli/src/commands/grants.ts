@@ -21,6 +21,20 @@ interface LocalOptions {
   namespace?: string;
 }
 
+/**
+ * A service answers for the issuer token's namespace, so a --namespace without --store would
+ * be silently ignored: refuse it, as a service and a store named together are refused.
+ */
+function localOrRemote(options: LocalOptions & RemoteOptions): void {
+  oneSource(options, [options.store, options.namespace]);
+  if (options.store === undefined && options.namespace !== undefined) {
+    throw new TesseraError(
+      "invalid_usage",
+      "--namespace goes with --store: a service answers for the issuer token's own namespace",
+    );
+  }
+}
+
 function requireNamespace(options: LocalOptions): string {
   if (options.namespace === undefined) {
     throw new TesseraError("invalid_usage", "with --store, say which namespace: --namespace ID");
@@ -75,7 +89,7 @@ export function grantsCommand(): Command {
       .option("--namespace <id>", "namespace (with --store)", nonEmpty)
       .option("--json", "print JSON"),
   ).action(async (options: LocalOptions & RemoteOptions & { json?: boolean }) => {
-    oneSource(options, [options.store, options.namespace]);
+    localOrRemote(options);
     if (options.store === undefined) {
       const { grants: list } = await requireRemote(
         options,
@@ -144,7 +158,7 @@ export function grantsCommand(): Command {
       .requiredOption("--id <grantId>", "grant", nonEmpty)
       .option("--json", "print JSON"),
   ).action(async (options: LocalOptions & RemoteOptions & { id: string; json?: boolean }) => {
-    oneSource(options, [options.store, options.namespace]);
+    localOrRemote(options);
     let revoked: boolean;
     if (options.store === undefined) {
       ({ revoked } = await requireRemote(options, "grants revoke without --store").revokeGrant(
