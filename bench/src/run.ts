@@ -12,6 +12,7 @@ const SECTIONS: Record<string, () => Promise<BenchModule>> = {
   core: () => import("./core/index.js"),
   a2ui: () => import("./a2ui/index.js"),
   stores: () => import("./stores/index.js"),
+  mcp: () => import("./mcp/index.js"),
 };
 
 const { values } = parseArgs({ options: { only: { type: "string" } } });
