@@ -1,6 +1,15 @@
 import { createHash } from "node:crypto";
+import { hostname } from "node:os";
 import type { ClaimKey, ClaimStore } from "@tessera/core";
 import { HttpProblem } from "./errors.js";
+
+/** Who claimed, for an operator reading an in-doubt call. */
+const WORKER = `${hostname()}:${process.pid}`;
+
+/** The claim-store session of a principal's retry-safe calls. */
+export function retrySession(principal: string): string {
+  return `tessera.service:${principal}`;
+}
 
 /** How the first request of a call ID ended, for its claim's receipt and the metrics. */
 export type Settled = "dispatched" | "denied" | "failed";
@@ -28,13 +37,13 @@ export async function once<A>(
   decide: () => Promise<{ answer: A; settled: Settled }>,
   options: RetryOptions,
 ): Promise<{ answer: A; replayed: boolean; settled?: Settled }> {
-  const key: ClaimKey = { session: `tessera.service:${principal}`, functionCallId: callId };
+  const key: ClaimKey = { session: retrySession(principal), functionCallId: callId };
   const answerKey: ClaimKey = {
     session: `tessera.service.answer:${principal}`,
     functionCallId: callId,
   };
   const bodyHash = digest(body);
-  const claimed = await claims.claim(key, { bodyHash, claimedAt: Date.now() });
+  const claimed = await claims.claim(key, { bodyHash, claimedAt: Date.now(), worker: WORKER });
   if (claimed.status === "already_claimed") {
     if (claimed.existing.bodyHash !== bodyHash) {
       throw new HttpProblem(

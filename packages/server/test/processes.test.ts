@@ -140,12 +140,21 @@ for (const [name, url, scoped] of backends) {
       await victim.stop(300); // SIGTERM, then SIGKILL if it has not stopped
       await Promise.all([...sending, ...a2uiSending]);
       const again = await start();
+      const inDoubt: string[] = [];
       for (const { recipient, callId } of load) {
         const retry = await send(again.url, recipient, callId);
         const first = answered.get(callId);
         if (first?.status === 200) expect(retry.body).toEqual(first.body);
         else expect([200, 409]).toContain(retry.status);
+        if (retry.status === 409) {
+          expect(retry.body.error.code).toBe("call_in_progress");
+          inDoubt.push(callId);
+        }
       }
+      // A call the killed instance left between claim and answer is listed, never re-decided.
+      const listed = await call(again.url, "GET", "/v1/claims/in-doubt", { token: alice.token });
+      const ids = listed.body.claims.map((c: { functionCallId: string }) => c.functionCallId);
+      for (const callId of inDoubt) expect(ids).toContain(callId);
       // Nothing twice: one delivery per call ID, one use per ticket, one run per A2UI call.
       const counts = new Map<string, number>();
       for (const c of receiver.deliveries) counts.set(c, (counts.get(c) ?? 0) + 1);

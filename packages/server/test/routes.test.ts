@@ -5,7 +5,7 @@ import { InProcessTransport, openStores, type StoreBundle } from "@tessera/core"
 import { ROUTES } from "@tessera/core/http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listen, type RunningServer } from "../src/listen.js";
-import { gateSession } from "../src/principals.js";
+import { gateSession, principalKey } from "../src/principals.js";
 import { call, principal, ticket } from "./support/service.js";
 
 /** Every route over loopback HTTP, allowed and denied, and every 4xx path. */
@@ -119,8 +119,18 @@ describe("routes, allowed and denied", () => {
       { session, functionCallId: "fc-stuck" },
       { bodyHash: "h", claimedAt: 1 },
     );
+    // A retry-safe send whose instance stopped between claim and answer is in doubt too.
+    await stores.claims.claim(
+      { session: `tessera.service:${principalKey(alice.config)}`, functionCallId: "c-stuck" },
+      { bodyHash: "h", claimedAt: 2, worker: "host:1" },
+    );
     const mine = await call(base, "GET", "/v1/claims/in-doubt", { token: alice.token });
-    expect(mine.body).toEqual({ claims: [{ functionCallId: "fc-stuck", claimedAt: 1 }] });
+    expect(mine.body).toEqual({
+      claims: [
+        { functionCallId: "fc-stuck", claimedAt: 1 },
+        { functionCallId: "c-stuck", claimedAt: 2, worker: "host:1" },
+      ],
+    });
     const other = await call(base, "GET", "/v1/claims/in-doubt", { token: empty.token });
     expect(other.body).toEqual({ claims: [] });
   });

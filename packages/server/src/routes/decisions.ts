@@ -13,7 +13,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ServiceContext } from "../context.js";
 import { HttpProblem, parse } from "../errors.js";
 import { explainPrincipal, gateSession, type Principal, principalKey } from "../principals.js";
-import { once, type Settled } from "../retry.js";
+import { once, retrySession, type Settled } from "../retry.js";
 
 /**
  * The kernel's routes. Each decision is one turn: a lease opened for the authenticated
@@ -137,7 +137,14 @@ export function decisionRoutes(app: FastifyInstance, context: ServiceContext): v
   app.route({
     ...route("inDoubtClaims"),
     handler: async (request) => {
-      const claims = await context.stores.claims.listInDoubt(gateSession(principalOf(request)));
+      const principal = principalOf(request);
+      // The gate's calls and the retry-safe sends and authorizations a stopped instance left
+      // between claim and answer: both are call IDs that will never be decided again.
+      const [gate, service] = await Promise.all([
+        context.stores.claims.listInDoubt(gateSession(principal)),
+        context.stores.claims.listInDoubt(retrySession(principalKey(principal))),
+      ]);
+      const claims = [...gate, ...service].sort((a, b) => a.claimedAt - b.claimedAt);
       return {
         claims: claims.map((c) => ({
           functionCallId: c.functionCallId,
