@@ -4,7 +4,7 @@
  */
 import { appendFileSync } from "node:fs";
 import { createInterface } from "node:readline";
-import { DirectoryClaimStore, FunctionCallGate, MemoryClaimStore } from "@tessera/a2ui";
+import { DirectoryClaimStore, FunctionCallGate, InMemoryClaimStore } from "@tessera/a2ui";
 import { type ClaimStore, openStores } from "@tessera/core";
 import { DEMO_CATALOG } from "./catalog.js";
 import type { WorkerConfig, WorkerOutcome } from "./protocol.js";
@@ -16,7 +16,7 @@ const pause = config.pauseAfterClaim === true || process.env.TESSERA_DEMO_PAUSE_
 let store: ClaimStore;
 let close: () => Promise<void>;
 if (config.store.kind === "memory") {
-  store = new MemoryClaimStore();
+  store = new InMemoryClaimStore();
   close = () => store.close();
 } else if (config.store.kind === "directory") {
   store = await DirectoryClaimStore.open(config.store.dir);
