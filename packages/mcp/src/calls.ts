@@ -16,6 +16,7 @@ import {
   isTesseraError,
 } from "@tessera/core";
 import { redact } from "@tessera/core/store-kit";
+import { audit, gateEvent, type Trail } from "./call-audit.js";
 import type { Limits, Principal } from "./config.js";
 import { gatewayError } from "./errors.js";
 import { type CallKeys, type CallLedger, callKeys, digest, type Recorded } from "./ledger.js";
@@ -45,16 +46,6 @@ export interface Caller {
   readonly principal: Principal;
   readonly session: string | undefined;
   readonly requestId: string | number;
-}
-
-/** The parts of one call's audit event the pipeline learns as it goes. */
-interface Trail {
-  readonly caller: Caller;
-  readonly started: number;
-  readonly argsDigest: string;
-  callId: string;
-  traceId: string;
-  tool: string | undefined;
 }
 
 /**
@@ -151,8 +142,10 @@ export async function callTool(
   const decided = captured[captured.length - 1];
   if (decision.status === "denied") {
     const result = refusal(decision.code, trail.callId);
-    await keep(parts, keys, bodyHash, { kind: "result", result }, "denied");
-    await audit(parts, trail, decided ?? gateEvent(decision.code, "no_capability"), [], "denied");
+    await Promise.all([
+      keep(parts, keys, bodyHash, { kind: "result", result }, "denied"),
+      audit(parts, trail, decided ?? gateEvent(decision.code, "no_capability"), [], "denied"),
+    ]);
     return result;
   }
 
@@ -166,15 +159,17 @@ export async function callTool(
     const kept = fits(result, parts.limits.maxRecordedResultBytes)
       ? result
       : refusalText("the first call completed; its result was too large to keep", trail.callId);
-    await keep(parts, keys, bodyHash, { kind: "result", result: kept }, "dispatched");
-    await audit(
-      parts,
-      trail,
-      decided,
-      [`upstream ok${result.isError ? " (tool error)" : ""}`],
-      "dispatched",
-      latency,
-    );
+    await Promise.all([
+      keep(parts, keys, bodyHash, { kind: "result", result: kept }, "dispatched"),
+      audit(
+        parts,
+        trail,
+        decided,
+        [`upstream ok${result.isError ? " (tool error)" : ""}`],
+        "dispatched",
+        latency,
+      ),
+    ]);
     return result;
   }
   const failedEvent: AuditEvent = {
@@ -361,65 +356,6 @@ async function keep(
     await parts.ledger.record(keys, bodyHash, recorded, status, parts.clock.now());
   } catch {
     // Deliberately swallowed: the caller still gets the answer of what did happen.
-  }
-}
-
-/** An event the gateway decides itself (before or beside the kernel). */
-function gateEvent(code: CallerCode | null, reason: AuditEvent["reason"]): AuditEvent {
-  return {
-    at: "",
-    source: "gate",
-    outcome:
-      code === null && reason !== "duplicate_call" && reason !== "claim_store_unavailable"
-        ? "allowed"
-        : "denied",
-    code,
-    reason,
-    traceId: "",
-    callId: "",
-  };
-}
-
-/**
- * Writes the call's one event: the principal, the tool, the digest of the arguments (never the
- * arguments), the decision, the upstream outcome and the latency.
- */
-async function audit(
-  parts: PipelineParts,
-  trail: Trail,
-  base: AuditEvent | undefined,
-  notes: readonly string[],
-  receipt?: string,
-  latency?: number,
-): Promise<void> {
-  const sink = parts.audit;
-  if (sink === undefined) return;
-  const { principal, session } = trail.caller;
-  const ms = latency ?? Math.round(performance.now() - trail.started);
-  const event: AuditEvent = {
-    ...(base ?? gateEvent(null, "allowed")),
-    at: new Date(parts.clock.now()).toISOString(),
-    traceId: trail.traceId,
-    callId: trail.callId,
-    namespaceId: principal.namespaceId,
-    actor: principal.actor,
-    authority: principal.authority,
-    action: TOOLS_CALL,
-    detail: [
-      ...(trail.tool === undefined ? [] : [`tool ${trail.tool}`]),
-      `args sha256:${trail.argsDigest}`,
-      ...notes,
-      `latency ${ms} ms`,
-    ].join("; "),
-  };
-  if (principal.owner !== undefined) event.owner = principal.owner;
-  if (principal.purpose !== undefined) event.purpose = principal.purpose;
-  if (session !== undefined) event.session = session;
-  if (receipt !== undefined) event.receipt = receipt;
-  try {
-    await sink.append(Object.freeze(event));
-  } catch {
-    throw gatewayError("audit_unavailable", "the audit sink refused the call's event");
   }
 }
 

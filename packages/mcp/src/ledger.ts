@@ -117,8 +117,13 @@ export class CallLedger {
     });
     // The answer's own key is settled at once, so that `listInDoubt` lists calls, not answers;
     // an in-doubt answer settles as `failed` (no outcome came back), its call stays unsettled.
-    await this.#claims.settle(keys.result, { status: status ?? "failed", settledAt: now });
-    if (status !== undefined) await this.#claims.settle(keys.claim, { status, settledAt: now });
+    // Both at once: duplicates read the answer's key, not the receipt, so order is not needed.
+    await Promise.all([
+      this.#claims.settle(keys.result, { status: status ?? "failed", settledAt: now }),
+      status === undefined
+        ? undefined
+        : this.#claims.settle(keys.claim, { status, settledAt: now }),
+    ]);
   }
 
   async #recorded(key: ClaimKey): Promise<Recorded | undefined> {
