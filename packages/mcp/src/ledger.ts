@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { ClaimKey, ClaimStore, StoredClaim } from "@tessera/core";
@@ -56,6 +56,8 @@ function canonical(value: unknown): string {
 interface ClaimMeta {
   /** host:pid of the gateway that claimed. */
   readonly w: string;
+  /** That gateway process's random ID: a restarted gateway may get the same pid (PID 1). */
+  readonly i?: string;
   /** The first call's trace, so every duplicate's audit event joins it. */
   readonly t: string;
   /** Epoch ms after which the first call must have ended, had its gateway lived. */
@@ -64,6 +66,7 @@ interface ClaimMeta {
 
 const HOST = hostname();
 const WORKER = `${HOST}:${process.pid}`;
+const INSTANCE = randomUUID();
 
 export class CallLedger {
   readonly #claims: ClaimStore;
@@ -80,7 +83,7 @@ export class CallLedger {
     now: number,
     deadline: number,
   ): Promise<{ readonly kind: "claimed" } | Duplicate> {
-    const meta: ClaimMeta = { w: WORKER, t: trace, d: deadline };
+    const meta: ClaimMeta = { w: WORKER, i: INSTANCE, t: trace, d: deadline };
     const claimed = await this.#claims.claim(keys.claim, {
       bodyHash,
       claimedAt: now,
@@ -160,7 +163,8 @@ function inDoubt(meta: ClaimMeta | undefined, now: number): boolean {
     Number(meta.w.slice(meta.w.lastIndexOf(":") + 1)),
   ];
   if (host !== HOST || !Number.isSafeInteger(pid)) return false;
-  if (pid === process.pid) return false;
+  // This very process is still finishing it; an earlier process with our pid is gone.
+  if (pid === process.pid) return meta.i !== INSTANCE;
   try {
     process.kill(pid, 0);
     return false;
