@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import {
@@ -49,6 +50,25 @@ const PRINCIPAL = {
 const ROUNDS = 4;
 const MEASURE = { minMs: 400, warmupMs: 150, rounds: 1 } as const;
 
+function echoServer(): McpServer {
+  const server = new McpServer({ name: "bench-upstream", version: "1.0.0" });
+  server.registerTool("echo", { inputSchema: { text: z.string() } }, async ({ text }) => ({
+    content: [{ type: "text", text }],
+  }));
+  return server;
+}
+
+/** A client wired to `connect` over an in-memory pair (no transport cost at all). */
+async function inMemoryClient(
+  connect: (side: InMemoryTransport) => Promise<void>,
+): Promise<Client> {
+  const [mine, theirs] = InMemoryTransport.createLinkedPair();
+  await connect(theirs);
+  const c = new Client({ name: "bench-client", version: "1.0.0" });
+  await c.connect(mine);
+  return c;
+}
+
 /** The upstream: the SDK's McpServer with one `echo` tool, one session per client. */
 async function startUpstream(): Promise<{ url: string; close(): Promise<void> }> {
   const sessions = new Map<string, StreamableHTTPServerTransport>();
@@ -59,10 +79,7 @@ async function startUpstream(): Promise<{ url: string; close(): Promise<void> }>
     const id = req.headers["mcp-session-id"];
     const known = typeof id === "string" ? sessions.get(id) : undefined;
     if (known !== undefined) return known.handleRequest(req, res, body);
-    const server = new McpServer({ name: "bench-upstream", version: "1.0.0" });
-    server.registerTool("echo", { inputSchema: { text: z.string() } }, async ({ text }) => ({
-      content: [{ type: "text", text }],
-    }));
+    const server = echoServer();
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       enableJsonResponse: true,
@@ -102,7 +119,7 @@ interface Ports {
 }
 
 async function gatewayOver(
-  upstreamUrl: string,
+  upstream: string | InMemoryTransport,
   ports: Ports,
 ): Promise<{ gateway: McpGateway; url: string; close(): Promise<void> }> {
   await ports.grants.add({
@@ -120,7 +137,7 @@ async function gatewayOver(
     issuedAt: new Date(Date.now() - 1000).toISOString(),
   });
   const gateway = await createMcpGateway({
-    upstreams: { up: { url: upstreamUrl } },
+    upstreams: { up: typeof upstream === "string" ? { url: upstream } : { transport: upstream } },
     principals: [PRINCIPAL],
     ...ports,
   });
@@ -176,6 +193,41 @@ export async function run(): Promise<BenchSection> {
     );
     await viaMemory.close();
     await memory.close();
+
+    // Informational: the gateway's own work, with no transport cost on either side.
+    const [gatewaySide, upstreamSide] = InMemoryTransport.createLinkedPair();
+    await echoServer().connect(upstreamSide);
+    const bare = await gatewayOver(gatewaySide, {
+      grants: new InMemoryGrantStore(),
+      usage: new InMemoryGrantUsageStore(),
+      claims: new InMemoryMcpClaimStore(),
+      audit: new InMemoryAuditSink(),
+    });
+    const viaBare = await inMemoryClient((side) => bare.gateway.serve(side, TOKEN));
+    const directBare = await inMemoryClient((side) => echoServer().connect(side));
+    const [bareGw, bareDirect] = await medianRatesAbba(
+      ROUNDS,
+      async () =>
+        (await throughput(() => viaBare.callTool({ name: "up.echo", arguments: ARGS }), 1, MEASURE))
+          .opsPerSec,
+      async () =>
+        (await throughput(() => directBare.callTool({ name: "echo", arguments: ARGS }), 1, MEASURE))
+          .opsPerSec,
+    );
+    rows.push(
+      ratioRow(
+        "mcp tools/call via gateway, in-memory transports (memory stores), c=1",
+        bareGw,
+        { name: "same call straight to an in-memory upstream", value: bareDirect },
+        "gateway ops/s ÷ direct ops/s with no transport cost: the gateway's own work (informational)",
+      ),
+    );
+    notes.push(
+      `gateway work per call with no transport cost: ~${Math.round(1e6 / bareGw - 1e6 / bareDirect)} µs (two SDK hops instead of one, claim, kernel decision, kept answer, settle, audit)`,
+    );
+    await viaBare.close();
+    await directBare.close();
+    await bare.close();
 
     const run = `mcpbench_${randomUUID().replaceAll("-", "").slice(0, 10)}`;
     const scratch = mkdtempSync(join(tmpdir(), "tessera-mcp-bench-"));
