@@ -37,6 +37,7 @@ export {
   AuditEventSchema,
   CapabilitySchema,
   GrantSchema,
+  MAX_DELEGATION_DEPTH,
 } from "./contracts/schemas.js";
 export type {
   AuditReason,
@@ -55,6 +56,12 @@ export {
   ERROR_CODES,
   RECEIPT_STATUSES,
 } from "./contracts/vocabulary.js";
+export {
+  carveDelegatedUses,
+  type DerivationOptions,
+  type DerivationRequest,
+  deriveGrant,
+} from "./delegation/derive.js";
 export {
   checkClaimKey,
   checkReceipt,

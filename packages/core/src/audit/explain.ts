@@ -14,6 +14,7 @@ export type ExplainVerdict =
   | "purpose_mismatch"
   | "issuer_mismatch"
   | "owner_mismatch"
+  | "chain_broken"
   | "usage_store_unavailable"
   | "authority_unavailable"
   | "turn_closed"
@@ -29,6 +30,8 @@ export interface Explanation {
   readonly code: CallerCode | null;
   readonly reason?: AuditReason;
   readonly grantId?: string;
+  /** When the grant was derived: its chain of grant IDs, root first, `grantId` last. */
+  readonly chain?: readonly string[];
   readonly summary: string;
   readonly events: readonly AuditEvent[];
 }
@@ -58,6 +61,7 @@ const VERDICTS: Record<AuditReason, ExplainVerdict> = {
   purpose_mismatch: "purpose_mismatch",
   issuer_mismatch: "issuer_mismatch",
   owner_mismatch: "owner_mismatch",
+  chain_broken: "chain_broken",
   usage_store_unavailable: "usage_store_unavailable",
   authority_unavailable: "authority_unavailable",
   turn_closed: "turn_closed",
@@ -87,6 +91,8 @@ const SUMMARIES: Record<ExplainVerdict, string> = {
   issuer_mismatch: "refused: the grant was issued by another authority than the turn's",
   owner_mismatch:
     "refused: the request or the only covering grant is for another owner than the turn's",
+  chain_broken:
+    "refused: the grant was derived, and its chain no longer resolves (an ancestor missing or widened)",
   usage_store_unavailable: "refused: the grant is bounded and no usage store could count it",
   authority_unavailable: "refused: the turn could not load trustworthy grants",
   turn_closed: "refused: the turn's authority lease was already closed",
@@ -126,14 +132,23 @@ export async function explain(
     });
   }
   const verdict = VERDICTS[last.reason];
-  const grantId = events.findLast((event) => event.grantId !== undefined)?.grantId;
-  const grantPart = grantId === undefined ? "" : ` (grant ${redact(grantId)})`;
+  const granted = events.findLast((event) => event.grantId !== undefined);
+  const grantId = granted?.grantId;
+  const chain = granted?.chain;
+  // A derived grant is only as good as its chain, so the owner sees every link of it.
+  const grantPart =
+    grantId === undefined
+      ? ""
+      : chain === undefined
+        ? ` (grant ${redact(grantId)})`
+        : ` (grant ${redact(grantId)}, derived: ${chain.map(redact).join(" → ")})`;
   return Object.freeze({
     callId,
     verdict,
     code: last.code,
     reason: last.reason,
     ...(grantId === undefined ? {} : { grantId }),
+    ...(chain === undefined ? {} : { chain: Object.freeze([...chain]) }),
     summary: `${SUMMARIES[verdict]}${grantPart}`,
     events,
   });

@@ -9,6 +9,9 @@ import { AUDIT_REASONS, type AuditReason, CALLER_CODES } from "./vocabulary.js";
  */
 
 const id = z.string().min(1).max(512);
+
+/** The longest delegation chain below a root grant: bounds the walk when a turn opens. */
+export const MAX_DELEGATION_DEPTH = 16;
 const instant = z.iso.datetime({ offset: false });
 
 /**
@@ -34,6 +37,11 @@ export const GrantConstraintsSchema = z
     notBefore: instant.optional(),
     expiresAt: instant.optional(),
     purposes: z.array(id).min(1).max(64).optional(),
+    /**
+     * The deepest a grant derived from this one (directly or further down) may sit in its
+     * chain, counting the root as depth 0. Absent means the hard cap, MAX_DELEGATION_DEPTH.
+     */
+    maxDepth: z.int().min(0).max(MAX_DELEGATION_DEPTH).optional(),
   })
   // A window that closes before it opens is a mistake in the grant, not a grant to keep inert.
   .refine(
@@ -45,18 +53,28 @@ export const GrantConstraintsSchema = z
   );
 export type GrantConstraints = z.infer<typeof GrantConstraintsSchema>;
 
-export const GrantSchema = z.strictObject({
-  id,
-  namespaceId: id,
-  issuer: id,
-  subject: id,
-  capabilities: z.array(CapabilitySchema).min(1).max(1024),
-  constraints: GrantConstraintsSchema.default({}),
-  /** A grant issued in the future is not yet valid: it counts from this instant on. */
-  issuedAt: instant,
-  /** Revokes from the moment it is set, whatever instant it names: revocation is never scheduled. */
-  revokedAt: instant.optional(),
-});
+export const GrantSchema = z
+  .strictObject({
+    id,
+    namespaceId: id,
+    issuer: id,
+    subject: id,
+    capabilities: z.array(CapabilitySchema).min(1).max(1024),
+    constraints: GrantConstraintsSchema.default({}),
+    /** A grant issued in the future is not yet valid: it counts from this instant on. */
+    issuedAt: instant,
+    /** Revokes from the moment it is set, whatever instant it names: revocation is never scheduled. */
+    revokedAt: instant.optional(),
+    /** A derived grant names the grant it was carved from, held by its issuer (see deriveGrant). */
+    parentId: id.optional(),
+    /** Its place in the chain: the parent's depth plus one (a root grant has none: depth 0). */
+    depth: z.int().min(1).max(MAX_DELEGATION_DEPTH).optional(),
+  })
+  // Half a link cannot be resolved: a derived grant carries both, a root grant neither.
+  .refine((g) => (g.parentId === undefined) === (g.depth === undefined), {
+    message: "parentId and depth go together",
+    path: ["depth"],
+  });
 export type Grant = z.infer<typeof GrantSchema>;
 /** What a host hands to `GrantSource.add`: constraints may be left out. */
 export type GrantInput = z.input<typeof GrantSchema>;
@@ -94,6 +112,11 @@ export const AuditEventSchema = z.strictObject({
   /** The purpose the act was decided under (metadata of the turn, never payload). */
   purpose: z.string().optional(),
   grantId: z.string().optional(),
+  /** A decision under a derived grant: the grant IDs of its chain, root first, `grantId` last. */
+  chain: z
+    .array(z.string())
+    .max(MAX_DELEGATION_DEPTH + 1)
+    .optional(),
   action: z.string().optional(),
   /** Resource as `namespace:/seg/seg`, for people. */
   resource: z.string().optional(),

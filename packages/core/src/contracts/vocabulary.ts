@@ -58,6 +58,8 @@ export const GRANT_REASONS = {
   issuer_mismatch: "capability",
   owner_mismatch: "capability",
   no_capability: "capability",
+  // A derived grant whose chain does not resolve: an ancestor missing, or a link not narrower.
+  chain_broken: "capability",
   usage_store_unavailable: "usage",
 } as const satisfies Record<string, DecisionStage>;
 export type GrantReason = keyof typeof GRANT_REASONS;
@@ -252,6 +254,55 @@ export const ERROR_CATALOG = {
   upstream_failed: {
     meaning: "The upstream MCP server answered an error or a malformed result; it is not retried.",
     httpStatus: 503,
+  },
+  // deriveGrant refuses rather than clamps: one code per axis a child would widen.
+  delegation_not_holder: {
+    meaning: "The delegator is not the parent grant's subject: only its holder may derive from it.",
+    httpStatus: 400,
+  },
+  delegation_parent_revoked: {
+    meaning: "The parent grant is revoked: nothing is derived from it.",
+    httpStatus: 400,
+  },
+  delegation_too_deep: {
+    meaning: "The child sits deeper, or allows a deeper chain, than the parent's maxDepth.",
+    httpStatus: 400,
+  },
+  delegation_wider_path: {
+    meaning: "A child resource lies outside every parent capability (a sibling, a wider path).",
+    httpStatus: 400,
+  },
+  delegation_wider_scope: {
+    meaning: "A child capability widens an exact parent capability to descendants.",
+    httpStatus: 400,
+  },
+  delegation_other_owner: {
+    meaning: "A child capability names another owner than the parent's, or drops its owner.",
+    httpStatus: 400,
+  },
+  delegation_wider_action: {
+    meaning: "A child capability holds an action no parent capability has on its resource.",
+    httpStatus: 400,
+  },
+  delegation_assembled_capability: {
+    meaning: "One child capability is assembled from parts of several parent capabilities.",
+    httpStatus: 400,
+  },
+  delegation_wider_purpose: {
+    meaning: "The child's purposes are not within the parent's, or it drops the parent's.",
+    httpStatus: 400,
+  },
+  delegation_wider_window: {
+    meaning: "The child's window opens before or closes after the parent's, or has no end.",
+    httpStatus: 400,
+  },
+  delegation_wider_uses: {
+    meaning: "The child allows more uses than the parent (or is unbounded under a bounded one).",
+    httpStatus: 400,
+  },
+  delegation_budget_exhausted: {
+    meaning: "The parent has fewer unspent uses than the child's maxUses; none were spent.",
+    httpStatus: 409,
   },
 } as const satisfies Record<string, ErrorEntry>;
 export type ErrorCode = keyof typeof ERROR_CATALOG;

@@ -12,6 +12,8 @@ export interface DecisionRecord {
   readonly action?: string;
   readonly resource?: string;
   readonly grantId?: string;
+  /** The grant's chain, root first, when it was derived. */
+  readonly chain?: readonly string[];
   readonly detail?: string;
 }
 
@@ -56,6 +58,7 @@ export class AuditWriter {
     if (ctx.owner !== undefined) event.owner = ctx.owner;
     if (ctx.purpose !== undefined) event.purpose = ctx.purpose;
     if (record.grantId !== undefined) event.grantId = record.grantId;
+    if (record.chain !== undefined) event.chain = [...record.chain];
     if (record.action !== undefined) event.action = record.action;
     if (record.resource !== undefined) event.resource = record.resource;
     if (record.detail !== undefined) event.detail = record.detail;

@@ -1,5 +1,6 @@
 import type { AccessContext, Grant } from "../contracts/schemas.js";
 import type { GrantReason } from "../contracts/vocabulary.js";
+import type { ChainInfo } from "./chains.js";
 
 /**
  * The grant set of one lease, compiled once when the lease opens so that a decision is a few
@@ -28,6 +29,8 @@ export interface IndexedGrant {
   readonly expiresAt: number;
   /** Why the grant never counts in this turn (issuer, revocation, purpose), if it doesn't. */
   readonly fixedReason: GrantReason | undefined;
+  /** A derived grant's chain, root first, for audit; undefined for a root grant. */
+  readonly chain: readonly string[] | undefined;
   /**
    * Set once a bounded grant has been seen spent in this lease. Usage only ever grows, so a
    * spent grant stays spent and the lease need not ask the store again; "unspent" is never
@@ -79,9 +82,10 @@ const REASON_RANK: Record<GrantReason, number> = {
   expired: 3,
   not_yet_valid: 4,
   purpose_mismatch: 5,
-  issuer_mismatch: 6,
-  owner_mismatch: 7,
-  no_capability: 8,
+  chain_broken: 6,
+  issuer_mismatch: 7,
+  owner_mismatch: 8,
+  no_capability: 9,
 };
 
 export function strongerReason(
@@ -96,8 +100,17 @@ function epoch(instant: string | undefined, fallback: number): number {
   return instant === undefined ? fallback : Date.parse(instant);
 }
 
-function fixedReasonOf(grant: Grant, ctx: AccessContext): GrantReason | undefined {
-  if (grant.issuer !== ctx.authority) return "issuer_mismatch";
+function fixedReasonOf(
+  grant: Grant,
+  ctx: AccessContext,
+  chain: ChainInfo | undefined,
+): GrantReason | undefined {
+  if (grant.parentId !== undefined) {
+    // A derived grant answers to its chain: the root's issuer must be the turn's authority,
+    // and every ancestor must stand. Without a resolved chain it never counts.
+    if (chain === undefined) return "chain_broken";
+    if (chain.reason !== undefined) return chain.reason;
+  } else if (grant.issuer !== ctx.authority) return "issuer_mismatch";
   if (grant.revokedAt !== undefined) return "revoked";
   const purposes = grant.constraints.purposes;
   if (purposes !== undefined && (ctx.purpose === undefined || !purposes.includes(ctx.purpose))) {
@@ -156,10 +169,15 @@ function actionIndexFor(index: Map<string, ActionIndex>, action: string): Action
  * Indexes validated grants for one (namespace, actor). Grants of another namespace or subject
  * are left out: they are not the actor's authority, whatever the source returned.
  */
-export function buildGrantIndex(grants: readonly Grant[], ctx: AccessContext): GrantIndex {
+export function buildGrantIndex(
+  grants: readonly Grant[],
+  ctx: AccessContext,
+  chains?: ReadonlyMap<Grant, ChainInfo>,
+): GrantIndex {
   const index = new Map<string, ActionIndex>();
   for (const grant of grants) {
     if (grant.namespaceId !== ctx.namespaceId || grant.subject !== ctx.actor) continue;
+    const chain = grant.parentId === undefined ? undefined : chains?.get(grant);
     const indexed: IndexedGrant = {
       grant,
       id: grant.id,
@@ -169,7 +187,8 @@ export function buildGrantIndex(grants: readonly Grant[], ctx: AccessContext): G
         Date.parse(grant.issuedAt),
       ),
       expiresAt: epoch(grant.constraints.expiresAt, Number.POSITIVE_INFINITY),
-      fixedReason: fixedReasonOf(grant, ctx),
+      fixedReason: fixedReasonOf(grant, ctx, chain),
+      chain: chain?.ids,
       spent: false,
     };
     // Actions this grant was already counted under (most grants carry one capability, one

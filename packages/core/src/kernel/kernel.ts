@@ -7,6 +7,7 @@ import {
 } from "../contracts/schemas.js";
 import { systemClock } from "../ports/clock.js";
 import { AuditWriter } from "./audit-writer.js";
+import { CHAINS_UNAVAILABLE, resolveChains } from "./chains.js";
 import { buildGrantIndex } from "./grant-index.js";
 import { Lease } from "./lease.js";
 import type { Kernel, KernelOptions, TurnAuthority } from "./types.js";
@@ -55,11 +56,15 @@ export function createKernel(options: KernelOptions): Kernel {
       const ctx = Object.freeze(parsed.data);
       const grants = await loadGrants(options, ctx);
       const audit = new AuditWriter(options.audit, ctx);
-      const scope =
+      const chains =
         grants === undefined
+          ? CHAINS_UNAVAILABLE
+          : await resolveChains(options.grants, ctx, grants);
+      const scope =
+        grants === undefined || chains === CHAINS_UNAVAILABLE
           ? undefined
           : {
-              index: buildGrantIndex(grants, ctx),
+              index: buildGrantIndex(grants, ctx, chains),
               usage: options.usage,
               namespaceId: ctx.namespaceId,
             };

@@ -121,7 +121,8 @@ export class Lease implements TurnAuthority {
     if (verdict instanceof Promise) verdict = await verdict;
     if (!verdict.allowed) return this.#refuseVerdict(now, callId, verdict, action, label);
     const grantId = verdict.grant.id;
-    if (this.#closed) return this.#closedWhileDeciding(now, callId, action, label, grantId);
+    if (this.#closed)
+      return this.#closedWhileDeciding(now, callId, action, label, grantId, verdict.grant.chain);
     const written = this.#audit.write({
       now,
       code: null,
@@ -130,6 +131,7 @@ export class Lease implements TurnAuthority {
       action,
       resource: label,
       grantId,
+      chain: verdict.grant.chain,
     });
     if (written !== undefined) await written;
     return Object.freeze({ status: "allowed", grantId, callId: callId });
@@ -152,7 +154,14 @@ export class Lease implements TurnAuthority {
     }
     const grantId = verdict.grant.id;
     if (this.#closed) {
-      return this.#closedWhileDeciding(now, callId, MESSAGE_SEND_ACTION, label, grantId);
+      return this.#closedWhileDeciding(
+        now,
+        callId,
+        MESSAGE_SEND_ACTION,
+        label,
+        grantId,
+        verdict.grant.chain,
+      );
     }
     // Recorded before the effect: an act the audit sink refused to record does not happen.
     const written = this.#audit.write({
@@ -163,6 +172,7 @@ export class Lease implements TurnAuthority {
       action: MESSAGE_SEND_ACTION,
       resource: label,
       grantId,
+      chain: verdict.grant.chain,
     });
     if (written !== undefined) await written;
     const envelope: MessageEnvelope = Object.freeze({
@@ -192,6 +202,7 @@ export class Lease implements TurnAuthority {
       action: MESSAGE_SEND_ACTION,
       resource: label,
       grantId,
+      chain: verdict.grant.chain,
       detail: `transport answered ${redact(outcome.code)}`,
     });
     if (failed !== undefined) await failed;
@@ -272,6 +283,7 @@ export class Lease implements TurnAuthority {
     action: string,
     resource: string,
     grantId: string,
+    chain: readonly string[] | undefined,
   ): Promise<Refusal> {
     const written = this.#audit.write({
       now,
@@ -281,6 +293,7 @@ export class Lease implements TurnAuthority {
       action,
       resource,
       grantId,
+      chain,
       detail: "lease closed while deciding: the use is spent, nothing was done",
     });
     if (written !== undefined) await written;
@@ -302,6 +315,7 @@ export class Lease implements TurnAuthority {
       action,
       resource,
       grantId: verdict.grant?.id,
+      chain: verdict.grant?.chain,
       detail: verdict.detail,
     });
     if (written !== undefined) await written;

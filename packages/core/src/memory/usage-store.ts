@@ -30,4 +30,26 @@ export class InMemoryGrantUsageStore implements GrantUsageStore {
     grants.set(grantId, used + 1);
     return { consumed: true, used: used + 1 };
   }
+
+  async tryConsumeMany(
+    namespaceId: string,
+    grantId: string,
+    count: number,
+    maxUses: number,
+  ): Promise<ConsumeResult> {
+    checkId(namespaceId, "namespaceId");
+    checkId(grantId, "grantId");
+    checkMaxUses(count);
+    checkMaxUses(maxUses);
+    let grants = this.#used.get(namespaceId);
+    if (grants === undefined) {
+      grants = new Map();
+      this.#used.set(namespaceId, grants);
+    }
+    const used = grants.get(grantId) ?? 0;
+    // All or nothing: a partial spend would leave the parent short with no child to show for it.
+    if (used + count > maxUses) return { consumed: false, used };
+    grants.set(grantId, used + count);
+    return { consumed: true, used: used + count };
+  }
 }

@@ -7,6 +7,19 @@
 export interface GrantUsageStore {
   getUsage(namespaceId: string, grantId: string): Promise<number>;
   tryConsume(namespaceId: string, grantId: string, maxUses: number): Promise<ConsumeResult>;
+  /**
+   * Spends `count` uses at once, all or nothing: consumed only when `used + count <= maxUses`,
+   * otherwise nothing is recorded. Atomic like `tryConsume`, against it and against itself.
+   * Carving a bounded child grant out of its parent needs it (see `carveDelegatedUses`);
+   * optional so a store written before delegation still serves the kernel. Every store
+   * Tessera ships has it.
+   */
+  tryConsumeMany?(
+    namespaceId: string,
+    grantId: string,
+    count: number,
+    maxUses: number,
+  ): Promise<ConsumeResult>;
 }
 
 export interface ConsumeResult {

@@ -1,0 +1,349 @@
+import { describe, expect, it } from "vitest";
+import { cap, NS, T0 } from "../../test/fixtures.js";
+import {
+  carveDelegatedUses,
+  type DerivationRequest,
+  deriveGrant,
+  type Grant,
+  GrantSchema,
+  InMemoryGrantUsageStore,
+  isTesseraError,
+} from "../index.js";
+
+const iso = (ms: number) => new Date(ms).toISOString();
+const HOUR = 3_600_000;
+
+/** A parent held by "agent", issued by the host, with a limit on every axis a child can widen. */
+function parent(overrides: Partial<Grant> = {}): Grant {
+  return GrantSchema.parse({
+    id: "p",
+    namespaceId: NS,
+    issuer: "host",
+    subject: "agent",
+    capabilities: [
+      cap(["cells"], { actions: ["read", "write"], scope: "descendants", owner: "alice" }),
+      cap(["cell-3"], { actions: ["read"], owner: "alice" }),
+      cap(["reports"], { actions: ["list"], owner: "alice" }),
+    ],
+    constraints: {
+      maxUses: 10,
+      notBefore: iso(T0),
+      expiresAt: iso(T0 + 10 * HOUR),
+      purposes: ["triage", "billing"],
+      maxDepth: 3,
+    },
+    issuedAt: iso(T0),
+    ...overrides,
+  });
+}
+
+/** A request inside the parent on every axis: each test widens exactly one. */
+function request(overrides: Partial<DerivationRequest> = {}): DerivationRequest {
+  return {
+    id: "c",
+    subject: "sub-agent",
+    capabilities: [cap(["cells", "a"], { actions: ["read"], owner: "alice" })],
+    constraints: {
+      maxUses: 2,
+      notBefore: iso(T0 + HOUR),
+      expiresAt: iso(T0 + 2 * HOUR),
+      purposes: ["triage"],
+      maxDepth: 3,
+    },
+    ...overrides,
+  };
+}
+
+function codeOf(run: () => unknown): string | undefined {
+  try {
+    run();
+  } catch (error) {
+    if (isTesseraError(error)) return error.code;
+    throw error;
+  }
+  return undefined;
+}
+
+const constraints = request().constraints ?? {};
+
+describe("deriveGrant", () => {
+  it("returns a frozen child: delegate as subject, delegator as issuer, parent and depth recorded", () => {
+    const child = deriveGrant(parent(), request(), { issuer: "agent" });
+    expect(child).toMatchObject({
+      id: "c",
+      namespaceId: NS,
+      subject: "sub-agent",
+      issuer: "agent",
+      parentId: "p",
+      depth: 1,
+      issuedAt: iso(T0),
+    });
+    expect(Object.isFrozen(child)).toBe(true);
+    const grandchild = deriveGrant(
+      child,
+      { ...request(), id: "gc", subject: "third" },
+      {
+        issuer: "sub-agent",
+      },
+    );
+    expect(grandchild.depth).toBe(2);
+    expect(grandchild.parentId).toBe("c");
+  });
+
+  // One row per axis: the request is narrower everywhere except the one named.
+  it.each<[string, () => unknown]>([
+    ["delegation_not_holder", () => deriveGrant(parent(), request(), { issuer: "someone" })],
+    [
+      "delegation_parent_revoked",
+      () => deriveGrant(parent({ revokedAt: iso(T0) }), request(), { issuer: "agent" }),
+    ],
+    [
+      "delegation_wider_path",
+      // A sibling: cell-3 is granted, cell-30 is not, and neither covers the other.
+      () =>
+        deriveGrant(
+          parent(),
+          request({ capabilities: [cap(["cell-30"], { actions: ["read"], owner: "alice" })] }),
+          {
+            issuer: "agent",
+          },
+        ),
+    ],
+    [
+      "delegation_wider_path",
+      // Wider: the parent holds descendants of /cells, not /cells's parent.
+      () =>
+        deriveGrant(
+          parent(),
+          request({
+            capabilities: [cap([], { actions: ["read"], scope: "descendants", owner: "alice" })],
+          }),
+          { issuer: "agent" },
+        ),
+    ],
+    [
+      "delegation_wider_path",
+      () =>
+        deriveGrant(
+          parent(),
+          request({
+            capabilities: [
+              cap(["cells", "a"], { actions: ["read"], owner: "alice", namespace: "mail" }),
+            ],
+          }),
+          { issuer: "agent" },
+        ),
+    ],
+    [
+      "delegation_wider_scope",
+      () =>
+        deriveGrant(
+          parent(),
+          request({
+            capabilities: [
+              cap(["cell-3"], { actions: ["read"], scope: "descendants", owner: "alice" }),
+            ],
+          }),
+          { issuer: "agent" },
+        ),
+    ],
+    [
+      "delegation_wider_action",
+      () =>
+        deriveGrant(
+          parent(),
+          request({ capabilities: [cap(["cell-3"], { actions: ["write"], owner: "alice" })] }),
+          {
+            issuer: "agent",
+          },
+        ),
+    ],
+    [
+      "delegation_other_owner",
+      () =>
+        deriveGrant(
+          parent(),
+          request({ capabilities: [cap(["cell-3"], { actions: ["read"], owner: "bob" })] }),
+          {
+            issuer: "agent",
+          },
+        ),
+    ],
+    [
+      "delegation_other_owner",
+      // No owner means any owner: dropping the parent's is wider.
+      () =>
+        deriveGrant(parent(), request({ capabilities: [cap(["cell-3"], { actions: ["read"] })] }), {
+          issuer: "agent",
+        }),
+    ],
+    [
+      "delegation_assembled_capability",
+      // read+list on /reports: the parent has list there, and read only via other capabilities
+      // whose path differs — so take a resource two parent capabilities both reach.
+      () =>
+        deriveGrant(
+          parent({
+            capabilities: [
+              cap(["x"], { actions: ["read"], owner: "alice" }),
+              cap(["x"], { actions: ["write"], owner: "alice" }),
+            ],
+          }),
+          request({ capabilities: [cap(["x"], { actions: ["read", "write"], owner: "alice" })] }),
+          { issuer: "agent" },
+        ),
+    ],
+    [
+      "delegation_wider_purpose",
+      () =>
+        deriveGrant(
+          parent(),
+          request({ constraints: { ...constraints, purposes: ["triage", "sales"] } }),
+          {
+            issuer: "agent",
+          },
+        ),
+    ],
+    [
+      "delegation_wider_purpose",
+      () =>
+        deriveGrant(parent(), request({ constraints: { ...constraints, purposes: undefined } }), {
+          issuer: "agent",
+        }),
+    ],
+    [
+      "delegation_wider_window",
+      () =>
+        deriveGrant(
+          parent(),
+          request({ constraints: { ...constraints, expiresAt: iso(T0 + 11 * HOUR) } }),
+          {
+            issuer: "agent",
+          },
+        ),
+    ],
+    [
+      "delegation_wider_window",
+      () =>
+        deriveGrant(parent(), request({ constraints: { ...constraints, expiresAt: undefined } }), {
+          issuer: "agent",
+        }),
+    ],
+    [
+      "delegation_wider_window",
+      () =>
+        deriveGrant(
+          parent(),
+          request({
+            issuedAt: iso(T0 - HOUR),
+            constraints: { ...constraints, notBefore: undefined },
+          }),
+          { issuer: "agent" },
+        ),
+    ],
+    [
+      "delegation_wider_uses",
+      () =>
+        deriveGrant(parent(), request({ constraints: { ...constraints, maxUses: 11 } }), {
+          issuer: "agent",
+        }),
+    ],
+    [
+      "delegation_wider_uses",
+      () =>
+        deriveGrant(parent(), request({ constraints: { ...constraints, maxUses: undefined } }), {
+          issuer: "agent",
+        }),
+    ],
+    [
+      "delegation_too_deep",
+      () =>
+        deriveGrant(parent(), request({ constraints: { ...constraints, maxDepth: 4 } }), {
+          issuer: "agent",
+        }),
+    ],
+    [
+      "delegation_too_deep",
+      () =>
+        deriveGrant(
+          parent({ constraints: { ...parent().constraints, maxDepth: 0 } }),
+          request({ constraints: { ...constraints, maxDepth: 0 } }),
+          {
+            issuer: "agent",
+          },
+        ),
+    ],
+  ])("refuses %s rather than clamping", (code, run) => {
+    expect(codeOf(run)).toBe(code);
+  });
+
+  it("stops a chain at maxDepth: depth 3 derives nothing under maxDepth 3", () => {
+    let current = parent();
+    let holder = "agent";
+    for (let depth = 1; depth <= 3; depth++) {
+      const next = `agent-${depth}`;
+      current = deriveGrant(
+        current,
+        { ...request(), id: `c${depth}`, subject: next },
+        { issuer: holder },
+      );
+      holder = next;
+    }
+    expect(current.depth).toBe(3);
+    expect(codeOf(() => deriveGrant(current, { ...request(), id: "c4" }, { issuer: holder }))).toBe(
+      "delegation_too_deep",
+    );
+  });
+
+  it("refuses a malformed request with invalid_grant, never a half-built child", () => {
+    expect(
+      codeOf(() => deriveGrant(parent(), request({ capabilities: [] }), { issuer: "agent" })),
+    ).toBe("invalid_grant");
+  });
+});
+
+describe("carveDelegatedUses", () => {
+  it("spends the child's uses of the parent all at once, and refuses when fewer are left", async () => {
+    const usage = new InMemoryGrantUsageStore();
+    const p = parent();
+    const four = deriveGrant(
+      p,
+      request({ id: "four", constraints: { ...constraints, maxUses: 4 } }),
+      {
+        issuer: "agent",
+      },
+    );
+    await carveDelegatedUses(usage, p, four);
+    await carveDelegatedUses(
+      usage,
+      p,
+      deriveGrant(p, request({ id: "four-b", constraints: { ...constraints, maxUses: 4 } }), {
+        issuer: "agent",
+      }),
+    );
+    expect(await usage.getUsage(NS, "p")).toBe(8);
+    const three = deriveGrant(
+      p,
+      request({ id: "three", constraints: { ...constraints, maxUses: 3 } }),
+      {
+        issuer: "agent",
+      },
+    );
+    await expect(carveDelegatedUses(usage, p, three)).rejects.toMatchObject({
+      code: "delegation_budget_exhausted",
+    });
+    // All or nothing: the refused carve spent none of the two uses left.
+    expect(await usage.getUsage(NS, "p")).toBe(8);
+  });
+
+  it("carves nothing from an unbounded parent, and refuses a child of another parent", async () => {
+    const usage = new InMemoryGrantUsageStore();
+    const p = parent({ constraints: { ...parent().constraints, maxUses: undefined } });
+    const child = deriveGrant(p, request(), { issuer: "agent" });
+    await carveDelegatedUses(usage, p, child);
+    expect(await usage.getUsage(NS, "p")).toBe(0);
+    await expect(carveDelegatedUses(usage, parent({ id: "other" }), child)).rejects.toMatchObject({
+      code: "invalid_input",
+    });
+  });
+});
