@@ -154,6 +154,12 @@ describe("tessera init", () => {
     expect(JSON.parse(done.stderr)).toEqual({
       error: { code: "data_dir_not_empty", message: expect.stringContaining(dir) },
     });
+    // A usage error too: one JSON object, no help text after it.
+    const misuse = run({}, "init", "--port", "x", "--json");
+    expect(misuse.code).toBe(2);
+    expect(JSON.parse(misuse.stderr)).toEqual({
+      error: { code: "invalid_usage", message: expect.stringContaining("--port") },
+    });
   });
 });
 
