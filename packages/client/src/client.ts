@@ -252,7 +252,7 @@ export class TesseraClient {
       ...(requestId ? { requestId } : {}),
     };
     const json = parseJson(text);
-    if (response.status === 200) {
+    if (response.ok) {
       const parsed = route.response.safeParse(json.value);
       if (json.ok && parsed.success) return { ok: true, value: parsed.data };
       return {
@@ -260,13 +260,17 @@ export class TesseraClient {
         retryable: false,
         error: new AttemptError(
           "invalid_response",
-          `${route.method} ${route.path} answered 200 with a body that is not its documented shape`,
+          `${route.method} ${route.path} answered ${response.status} with a body that is not its documented shape`,
           meta,
         ),
       };
     }
-    const retryable = RETRYABLE_STATUSES.has(response.status);
     const problem = ErrorBodySchema.safeParse(json.value);
+    // The first request of this call ID is still running (or its service stopped mid-call):
+    // asked again later, the service answers the original once there is one.
+    const retryable =
+      RETRYABLE_STATUSES.has(response.status) ||
+      (problem.success && problem.data.error.code === "call_in_progress");
     const error = problem.success
       ? new AttemptError(problem.data.error.code, problem.data.error.message, {
           ...meta,

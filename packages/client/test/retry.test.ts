@@ -66,6 +66,30 @@ describe("retries on a flaky service", () => {
     expect(stub.seen).toHaveLength(2);
   });
 
+  it("asks again while the first request of its call ID is still running", async () => {
+    stub = await stubService([
+      json(409, {
+        error: { code: "call_in_progress", message: "the first request has not answered" },
+      }),
+      json(200, delivered),
+    ]);
+    const client = createTesseraClient({ url: stub.url, token: "t", retry: fast });
+    await expect(
+      client.sendMessage({ recipient: "bob", payload: 1, callId: "c-1" }),
+    ).resolves.toEqual(delivered);
+    expect(stub.seen).toHaveLength(2);
+  });
+
+  it("never retries a conflict: the call ID was used with another body", async () => {
+    stub = await stubService([
+      json(409, { error: { code: "call_id_conflict", message: "another body" } }),
+      json(200, delivered),
+    ]);
+    const client = createTesseraClient({ url: stub.url, token: "t", retry: fast });
+    const error = await caught(client.sendMessage({ recipient: "bob", payload: 1, callId: "c-1" }));
+    expect(error).toMatchObject({ code: "call_id_conflict", status: 409, attempts: 1 });
+  });
+
   it("gives up after the configured attempts with the last error", async () => {
     stub = await stubService([unavailable]);
     const client = createTesseraClient({ url: stub.url, token: "t", retry: fast });
