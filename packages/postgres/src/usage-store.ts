@@ -15,7 +15,7 @@ import type { Database } from "./database.js";
  */
 export class PostgresUsageStore implements GrantUsageStore {
   readonly #db: Database;
-  readonly #sql: Record<"consume" | "upsert" | "read", string>;
+  readonly #sql: Record<"consume" | "upsert" | "consumeMany" | "read", string>;
 
   constructor(db: Database) {
     this.#db = db;
@@ -24,6 +24,10 @@ export class PostgresUsageStore implements GrantUsageStore {
       consume: `UPDATE ${usage} SET used = used + 1 WHERE key = $1 AND used < $2 RETURNING used`,
       upsert: `INSERT INTO ${usage} AS u (key, ids, used) VALUES ($1, $3, 1)
         ON CONFLICT (key) DO UPDATE SET used = u.used + 1 WHERE u.used < $2
+        RETURNING used`,
+      // One statement: the guard and the add happen under the row lock, all uses or none.
+      consumeMany: `INSERT INTO ${usage} AS u (key, ids, used) VALUES ($1, $4, $3)
+        ON CONFLICT (key) DO UPDATE SET used = u.used + $3 WHERE u.used + $3 <= $2
         RETURNING used`,
       read: `SELECT used FROM ${usage} WHERE key = $1`,
     };
@@ -51,6 +55,25 @@ export class PostgresUsageStore implements GrantUsageStore {
     const ids = JSON.stringify([namespaceId, grantId]);
     const upserted = await this.#consume(this.#sql.upsert, [key, maxUses, ids]);
     if (upserted !== undefined) return { consumed: true, used: upserted };
+    return { consumed: false, used: await this.#read(key) };
+  }
+
+  async tryConsumeMany(
+    namespaceId: string,
+    grantId: string,
+    count: number,
+    maxUses: number,
+  ): Promise<ConsumeResult> {
+    checkId(namespaceId, "namespaceId");
+    checkId(grantId, "grantId");
+    checkMaxUses(count);
+    checkMaxUses(maxUses);
+    const key = storageDigest(namespaceId, grantId);
+    // More than the bound never fits; the insert would otherwise create the row past it.
+    if (count > maxUses) return { consumed: false, used: await this.#read(key) };
+    const ids = JSON.stringify([namespaceId, grantId]);
+    const used = await this.#consume(this.#sql.consumeMany, [key, maxUses, count, ids]);
+    if (used !== undefined) return { consumed: true, used };
     return { consumed: false, used: await this.#read(key) };
   }
 

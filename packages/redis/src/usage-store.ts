@@ -15,6 +15,16 @@ end
 return {0, used}
 `);
 
+/** `count` uses at once, or none: the guard and the add in one script, like CONSUME. */
+export const CONSUME_MANY = script(`
+local used = tonumber(redis.call('GET', KEYS[1]) or '0')
+local count = tonumber(ARGV[2])
+if used + count <= tonumber(ARGV[1]) then
+  return {1, redis.call('INCRBY', KEYS[1], count)}
+end
+return {0, used}
+`);
+
 /** Usage counters: one integer key per (namespace, grant), never expiring. */
 export class RedisUsageStore implements GrantUsageStore {
   readonly #connection: Connection;
@@ -40,14 +50,36 @@ export class RedisUsageStore implements GrantUsageStore {
     const key = this.keyOf(namespaceId, grantId);
     checkMaxUses(maxUses);
     const reply = await this.#connection.eval("usage_store_unavailable", CONSUME, [key], [maxUses]);
-    if (
-      !Array.isArray(reply) ||
-      (reply[0] !== 0 && reply[0] !== 1) ||
-      !Number.isSafeInteger(reply[1])
-    ) {
-      // Anything but the script's own answer means we cannot tell what happened: fail closed.
-      throw new TesseraError("usage_store_unavailable", "unexpected reply to the consume script");
-    }
-    return { consumed: reply[0] === 1, used: reply[1] as number };
+    return resultOf(reply);
   }
+
+  async tryConsumeMany(
+    namespaceId: string,
+    grantId: string,
+    count: number,
+    maxUses: number,
+  ): Promise<ConsumeResult> {
+    const key = this.keyOf(namespaceId, grantId);
+    checkMaxUses(count);
+    checkMaxUses(maxUses);
+    const reply = await this.#connection.eval(
+      "usage_store_unavailable",
+      CONSUME_MANY,
+      [key],
+      [maxUses, count],
+    );
+    return resultOf(reply);
+  }
+}
+
+function resultOf(reply: unknown): ConsumeResult {
+  if (
+    !Array.isArray(reply) ||
+    (reply[0] !== 0 && reply[0] !== 1) ||
+    !Number.isSafeInteger(reply[1])
+  ) {
+    // Anything but the script's own answer means we cannot tell what happened: fail closed.
+    throw new TesseraError("usage_store_unavailable", "unexpected reply to the consume script");
+  }
+  return { consumed: reply[0] === 1, used: reply[1] as number };
 }

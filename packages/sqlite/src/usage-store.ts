@@ -25,6 +25,34 @@ export class SqliteUsageStore implements GrantUsageStore {
     return this.consume(namespaceId, grantId, maxUses);
   }
 
+  async tryConsumeMany(
+    namespaceId: string,
+    grantId: string,
+    count: number,
+    maxUses: number,
+  ): Promise<ConsumeResult> {
+    checkId(namespaceId, "namespaceId");
+    checkId(grantId, "grantId");
+    checkMaxUses(count);
+    checkMaxUses(maxUses);
+    // More than the bound can never fit; the insert below would otherwise create the row at it.
+    if (count > maxUses) return { consumed: false, used: this.readUsage(namespaceId, grantId) };
+    return this.#db.run(CODE, () => {
+      // One statement, like consume(): the guard `used + count <= max` and the add are one
+      // step under the write lock, so a carve is all of its uses or none of them.
+      const [row] = this.#db
+        .statement(
+          `INSERT INTO tessera_usage (namespace_id, grant_id, used) VALUES (?, ?, ?)
+           ON CONFLICT (namespace_id, grant_id) DO UPDATE SET used = used + excluded.used
+           WHERE used + excluded.used <= ?
+           RETURNING used`,
+        )
+        .all(namespaceId, grantId, count, maxUses) as { used: number }[];
+      if (row) return { consumed: true, used: row.used };
+      return { consumed: false, used: this.readUsage(namespaceId, grantId) };
+    });
+  }
+
   /** Synchronous core, also used by the self-test inside a rolled-back transaction. */
   consume(namespaceId: string, grantId: string, maxUses: number): ConsumeResult {
     checkId(namespaceId, "namespaceId");

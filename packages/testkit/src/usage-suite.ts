@@ -8,6 +8,32 @@ import { raceInProcesses } from "./processes.js";
 const UNAVAILABLE = ["usage_store_unavailable"];
 const PROCESSES = 8;
 const OPS_PER_PROCESS = 1000;
+const CARVE_ROUNDS = 4;
+
+type ManyFn = NonNullable<GrantUsageStore["tryConsumeMany"]>;
+
+/** Every shipped store carves; a store without the primitive fails here, by name. */
+function manyOf(store: GrantUsageStore): ManyFn {
+  expect(typeof store.tryConsumeMany, "the store implements tryConsumeMany").toBe("function");
+  return (store.tryConsumeMany as ManyFn).bind(store);
+}
+
+/**
+ * The uses each success owns, `(used - count, used]`, must not overlap and must fill 1..total
+ * with no gap: two spends that shared a use, or a carve that spent part of itself, would show.
+ * Returns the total.
+ */
+function expectDisjointSpans(spans: readonly (readonly [number, number])[]): number {
+  const sorted = [...spans].sort((a, b) => a[0] - b[0]);
+  let end = 0;
+  for (const [used, count] of sorted) {
+    expect(used - count, `a spend of ${count} ending at ${used} overlaps or leaves a gap`).toBe(
+      end,
+    );
+    end = used;
+  }
+  return end;
+}
 
 /**
  * The `GrantUsageStore` contract: counts start at zero, `tryConsume` is atomic and never
@@ -164,6 +190,73 @@ export function describeUsageStoreConformance<H extends OpenedStore<GrantUsageSt
           expect(Math.min(...consumedAt)).toBe(1);
           expect(Math.max(...consumedAt)).toBe(100);
           expect(await opened.store.getUsage("ns-race", "hot")).toBe(100);
+        }),
+    );
+
+    check("tryConsumeMany spends all of its uses or none, against tryConsume too", () =>
+      use(async ({ store }) => {
+        const many = manyOf(store);
+        expect(await many("ns", "p", 3, 10)).toEqual({ consumed: true, used: 3 });
+        expect(await store.tryConsume("ns", "p", 10)).toEqual({ consumed: true, used: 4 });
+        // Six left: seven is refused whole, nothing is spent; six fits exactly.
+        expect(await many("ns", "p", 7, 10)).toEqual({ consumed: false, used: 4 });
+        expect(await many("ns", "p", 6, 10)).toEqual({ consumed: true, used: 10 });
+        expect(await many("ns", "p", 1, 10)).toEqual({ consumed: false, used: 10 });
+        // More than the bound never fits, even on a fresh grant.
+        expect(await many("ns", "fresh", 11, 10)).toEqual({ consumed: false, used: 0 });
+        expect(await store.getUsage("ns", "fresh")).toBe(0);
+        for (const bad of [0, -1, 1.5, Number.NaN, "2" as unknown]) {
+          await expectCode(() => many("ns", "p", bad as number, 10), ["invalid_input"]);
+          await expectCode(() => many("ns", "q", 2, bad as number), ["invalid_input"]);
+        }
+        expect(await store.getUsage("ns", "q")).toBe(0);
+      }),
+    );
+
+    check("64 concurrent carves and spends in one process: disjoint, never past the bound", () =>
+      use(async ({ store }) => {
+        const many = manyOf(store);
+        const counts = Array.from({ length: 64 }, (_, i) => (i % 5) + 1);
+        const results = await Promise.all(
+          counts.map((count) =>
+            count === 1 ? store.tryConsume("ns", "carved", 50) : many("ns", "carved", count, 50),
+          ),
+        );
+        const spans = results.flatMap((r, i) =>
+          r.consumed ? [[r.used, counts[i] as number] as [number, number]] : [],
+        );
+        const total = expectDisjointSpans(spans);
+        expect(total).toBeLessThanOrEqual(50);
+        expect(await store.getUsage("ns", "carved")).toBe(total);
+      }),
+    );
+
+    crossProcess(
+      `${PROCESSES} OS processes x ${CARVE_ROUNDS} rounds of carves (2-5 uses) and single spends on one parent (maxUses 100): uses never exceed it${skipNote}`,
+      () =>
+        use(async (opened) => {
+          const spec = factory.processSpec?.(opened);
+          if (!spec) throw new Error("unreachable: guarded by processSpec");
+          const grantIds = Array.from({ length: CARVE_ROUNDS }, (_, round) => `parent-${round}`);
+          const results = await raceInProcesses(spec, PROCESSES, (index) => ({
+            kind: "carve",
+            namespaceId: "ns-carve",
+            grantIds,
+            maxUses: 100,
+            // Mostly carves, then single spends so every round ends fully spent.
+            counts: Array.from({ length: 60 }, (_, i) =>
+              i < 40 ? ((i * 7 + index * 3) % 5) + 1 : 1,
+            ),
+          }));
+          for (const [round, grantId] of grantIds.entries()) {
+            const spans = results.flatMap((r) =>
+              r.kind === "carve" ? (r.spans[round] ?? []) : [],
+            );
+            // Each success owns the uses (used - count, used]: disjoint, and together 1..100.
+            expect(expectDisjointSpans(spans)).toBe(100);
+            expect(spans.some(([, count]) => count > 1)).toBe(true);
+            expect(await opened.store.getUsage("ns-carve", grantId)).toBe(100);
+          }
         }),
     );
 

@@ -11,6 +11,17 @@ export type WorkerTask =
       readonly times: number;
     }
   | {
+      /**
+       * Spends from each grant in turn: `counts[i]` uses per attempt, 1 through tryConsume and
+       * more through tryConsumeMany (a bounded child carved out of its parent).
+       */
+      readonly kind: "carve";
+      readonly namespaceId: string;
+      readonly grantIds: readonly string[];
+      readonly maxUses: number;
+      readonly counts: readonly number[];
+    }
+  | {
       readonly kind: "claimAll";
       readonly keys: readonly ClaimKey[];
       readonly record: ClaimRecord;
@@ -70,6 +81,8 @@ export type WorkerResult =
   /** `used` values of the successful consumes, and how many were refused. */
   | { readonly kind: "consume"; readonly consumedAt: number[]; readonly refused: number }
   /** Indexes (into the task's keys) this worker won, and how many it lost. */
+  /** Per grant, the [used after, count] of each successful spend; how many were refused. */
+  | { readonly kind: "carve"; readonly spans: [number, number][][]; readonly refused: number }
   | { readonly kind: "claimAll"; readonly won: number[]; readonly lost: number }
   | { readonly kind: "addGrants"; readonly added: number }
   | { readonly kind: "append"; readonly appended: number }

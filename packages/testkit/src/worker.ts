@@ -63,6 +63,27 @@ async function run(task: WorkerTask): Promise<WorkerResult> {
       }
       return { kind: "consume", consumedAt, refused };
     }
+    case "carve": {
+      if (typeof store.tryConsumeMany !== "function") {
+        throw new Error("worker: the usage store has no tryConsumeMany");
+      }
+      const consumeMany = store.tryConsumeMany.bind(store);
+      const spans: [number, number][][] = [];
+      let refused = 0;
+      for (const grantId of task.grantIds) {
+        const won: [number, number][] = [];
+        for (const count of task.counts) {
+          const result =
+            count === 1
+              ? await store.tryConsume(task.namespaceId, grantId, task.maxUses)
+              : await consumeMany(task.namespaceId, grantId, count, task.maxUses);
+          if (result.consumed) won.push([result.used, count]);
+          else refused++;
+        }
+        spans.push(won);
+      }
+      return { kind: "carve", spans, refused };
+    }
     case "claimAll": {
       const won: number[] = [];
       let lost = 0;
