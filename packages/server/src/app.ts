@@ -62,9 +62,8 @@ export function buildApp(options: AppOptions): FastifyInstance {
     return503OnClosing: true,
     // A target Fastify cannot read (a bad absolute-form URL) is answered in the service's shape.
     frameworkErrors: (_error, _request, reply) => {
-      void (reply as FastifyReply)
-        .code(400)
-        .send(new HttpProblem(400, "invalid_request", "the request target is malformed").body());
+      const problem = new HttpProblem("invalid_request", "the request target is malformed");
+      void (reply as FastifyReply).code(problem.status).send(problem.body());
     },
     forceCloseConnections: "idle",
     ...(options.onHandler === undefined
@@ -98,18 +97,18 @@ export function buildApp(options: AppOptions): FastifyInstance {
   app.setNotFoundHandler((request, reply) => {
     const path = targetPath(request.url);
     if (path === undefined) {
-      const problem = new HttpProblem(400, "invalid_request", "the request target has no path");
-      return reply.code(400).send(problem.body());
+      const problem = new HttpProblem("invalid_request", "the request target has no path");
+      return reply.code(problem.status).send(problem.body());
     }
     const allowed = Object.values(ROUTES as Record<string, RouteSpec>)
       .filter((r) => pattern(r.path).test(path))
       .map((r) => r.method);
     const problem =
       allowed.length > 0
-        ? new HttpProblem(405, "method_not_allowed", `use ${allowed.join(" or ")}`, undefined, {
+        ? new HttpProblem("method_not_allowed", `use ${allowed.join(" or ")}`, undefined, {
             allow: allowed.join(", "),
           })
-        : new HttpProblem(404, "not_found", "no such route");
+        : new HttpProblem("not_found", "no such route");
     void reply.code(problem.status).headers(problem.headers).send(problem.body());
   });
 
@@ -119,10 +118,10 @@ export function buildApp(options: AppOptions): FastifyInstance {
     const principal = authenticate(context.principals, request.headers.authorization);
     if (principal === undefined) {
       reply.header("www-authenticate", 'Bearer realm="tessera"');
-      throw new HttpProblem(401, "unauthenticated", "a known bearer token is required");
+      throw new HttpProblem("unauthenticated", "a known bearer token is required");
     }
     if (principal.role !== role) {
-      throw new HttpProblem(403, "forbidden", `this route is for ${role} tokens`);
+      throw new HttpProblem("forbidden", `this route is for ${role} tokens`);
     }
     request.principal = principal;
   });
@@ -131,11 +130,7 @@ export function buildApp(options: AppOptions): FastifyInstance {
   app.get("/healthz", { config: { role: "public" } }, async () => ({ ok: true as const }));
   app.get("/readyz", { config: { role: "public" } }, async () => {
     if (await ready()) return { ready: true as const };
-    throw new HttpProblem(
-      503,
-      "unavailable",
-      "the store does not answer: decisions cannot be taken",
-    );
+    throw new HttpProblem("unavailable", "the store does not answer: decisions cannot be taken");
   });
   app.get("/metrics", { config: { role: "public" } }, async (_request, reply) => {
     void reply.type(metrics.registry.contentType);

@@ -1,18 +1,24 @@
-import { isTesseraError } from "@tessera/core";
+import { ERROR_CATALOG, type ErrorCode, isTesseraError } from "@tessera/core";
 import type { ErrorBody } from "@tessera/core/http";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import type { z } from "zod";
 
-/** A request the service answers without a decision: a status and `{ error: { code, message } }`. */
+/**
+ * A request the service answers without a decision: `{ error: { code, message } }` with the
+ * status of the code's row in `ERROR_CATALOG`, so a code and its status cannot drift apart
+ * between the service, its docs and the client.
+ */
 export class HttpProblem extends Error {
+  readonly status: number;
+
   constructor(
-    readonly status: number,
-    readonly code: string,
+    readonly code: ErrorCode,
     message: string,
     readonly field?: string,
     readonly headers: Readonly<Record<string, string>> = {},
   ) {
     super(message);
+    this.status = ERROR_CATALOG[code].httpStatus;
   }
 
   body(): ErrorBody {
@@ -33,7 +39,6 @@ export class HttpProblem extends Error {
 export function parse<S extends z.ZodType>(schema: S, value: unknown, where: string): z.output<S> {
   if (typeof value === "object" && value !== null && Object.hasOwn(value, "purpose")) {
     throw new HttpProblem(
-      400,
       "invalid_request",
       "purpose is not a request field: it comes from the principal's configuration",
       "purpose",
@@ -48,7 +53,7 @@ export function parse<S extends z.ZodType>(schema: S, value: unknown, where: str
   const field = path.map(String).join(".") || where;
   // The message is zod's own words about the field, never the value: a hostile value is not
   // echoed back into a response or a log.
-  throw new HttpProblem(400, "invalid_request", `${field}: ${issue?.message ?? "invalid"}`, field);
+  throw new HttpProblem("invalid_request", `${field}: ${issue?.message ?? "invalid"}`, field);
 }
 
 /**
@@ -58,7 +63,7 @@ export function parse<S extends z.ZodType>(schema: S, value: unknown, where: str
 export function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   const problem = toProblem(error);
   // The cause of every 5xx is logged: a 503 (a store outage, expected to pass) as a warning.
-  if (problem.status === 503) request.log.warn({ err: error }, "store unavailable");
+  if (problem.code === "unavailable") request.log.warn({ err: error }, "store unavailable");
   else if (problem.status >= 500) request.log.error({ err: error }, "request failed");
   void reply.code(problem.status).headers(problem.headers).send(problem.body());
 }
@@ -66,21 +71,21 @@ export function handleError(error: FastifyError, request: FastifyRequest, reply:
 function toProblem(error: FastifyError): HttpProblem {
   if (error instanceof HttpProblem) return error;
   if (isTesseraError(error) && error.code.endsWith("_unavailable")) {
-    return new HttpProblem(503, "unavailable", "a store did not answer: nothing was decided");
+    return new HttpProblem("unavailable", "a store did not answer: nothing was decided");
   }
   switch (error.code) {
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
-      return new HttpProblem(415, "unsupported_media_type", "send the body as application/json");
+      return new HttpProblem("unsupported_media_type", "send the body as application/json");
     case "FST_ERR_CTP_BODY_TOO_LARGE":
-      return new HttpProblem(413, "body_too_large", "the body is larger than the limit");
+      return new HttpProblem("body_too_large", "the body is larger than the limit");
     case "FST_ERR_CTP_INVALID_JSON_BODY":
     case "FST_ERR_CTP_EMPTY_JSON_BODY":
-      return new HttpProblem(400, "invalid_request", "the body is not valid JSON");
+      return new HttpProblem("invalid_request", "the body is not valid JSON");
   }
   const status = error.statusCode ?? 500;
   if (status >= 400 && status < 500) {
     // Fastify's own 4xx (a poisoned __proto__ key, a bad content length): no decision.
-    return new HttpProblem(status, "invalid_request", "the request is malformed");
+    return new HttpProblem("invalid_request", "the request is malformed");
   }
-  return new HttpProblem(500, "internal_error", "the request failed");
+  return new HttpProblem("internal_error", "the request failed");
 }

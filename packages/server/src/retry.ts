@@ -47,7 +47,6 @@ export async function once<A>(
   if (claimed.status === "already_claimed") {
     if (claimed.existing.bodyHash !== bodyHash) {
       throw new HttpProblem(
-        409,
         "call_id_conflict",
         "this call ID was used before with a different body: use a new call ID",
         "callId",
@@ -76,7 +75,6 @@ async function recorded<A>(claims: ClaimStore, key: ClaimKey, waitMs: number): P
     await new Promise((resolve) => setTimeout(resolve, pause));
   }
   throw new HttpProblem(
-    409,
     "call_in_progress",
     "the first request with this call ID has not answered yet (or its server stopped mid-way): retry later",
     "callId",

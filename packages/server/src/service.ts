@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { MessageTransport, StoreBundle } from "@tessera/core";
+import { ERROR_CATALOG, type MessageTransport, type StoreBundle } from "@tessera/core";
 import { type AppOptions, buildApp } from "./app.js";
+import { HttpProblem } from "./errors.js";
 import { type Principal, type PrincipalInput, parsePrincipals } from "./principals.js";
 
 /** The ports the service touches: any `StoreBundle` from `openStores(url)` serves. */
@@ -50,10 +51,12 @@ export function createTesseraService(options: TesseraServiceOptions): TesseraSer
   let closed = false;
   const handler: RequestListener = (request, response) => {
     if (closed) {
-      response.writeHead(503, { "content-type": "application/json", connection: "close" });
-      response.end(
-        JSON.stringify({ error: { code: "unavailable", message: "the service is closed" } }),
-      );
+      const problem = new HttpProblem("unavailable", "the service is closed");
+      response.writeHead(problem.status, {
+        "content-type": "application/json",
+        connection: "close",
+      });
+      response.end(JSON.stringify(problem.body()));
       return;
     }
     const finished = new Promise<void>((resolve) => response.once("close", resolve));
@@ -62,7 +65,7 @@ export function createTesseraService(options: TesseraServiceOptions): TesseraSer
     void ready.then(
       () => routing?.(request, response),
       () => {
-        response.writeHead(500).end();
+        response.writeHead(ERROR_CATALOG.internal_error.httpStatus).end();
       },
     );
   };

@@ -105,7 +105,7 @@ void disjoint;
 /** One row of the error catalogue: what the code means, and the HTTP status a service answers. */
 export interface ErrorEntry {
   readonly meaning: string;
-  readonly httpStatus: 400 | 404 | 409 | 500 | 503;
+  readonly httpStatus: 400 | 401 | 403 | 404 | 405 | 409 | 413 | 415 | 500 | 503;
 }
 
 /**
@@ -239,6 +239,39 @@ export const ERROR_CATALOG = {
   call_in_progress: {
     meaning: "The first request with this call ID has not answered yet, or stopped mid-way.",
     httpStatus: 409,
+  },
+  // @tessera/server: the error bodies of requests answered without a decision.
+  unauthenticated: {
+    meaning: "The request carried no bearer token, or one no principal holds.",
+    httpStatus: 401,
+  },
+  forbidden: {
+    meaning: "The token's role may not use the route (an issuer token deciding, or the reverse).",
+    httpStatus: 403,
+  },
+  not_found: {
+    meaning: "No such route, an unknown or foreign dispatch handle, or A2UI not configured.",
+    httpStatus: 404,
+  },
+  method_not_allowed: {
+    meaning: "The path is known but not with this method; the Allow header lists its methods.",
+    httpStatus: 405,
+  },
+  body_too_large: {
+    meaning: "The request body is larger than the service's limit.",
+    httpStatus: 413,
+  },
+  unsupported_media_type: {
+    meaning: "The request body is not application/json.",
+    httpStatus: 415,
+  },
+  unavailable: {
+    meaning: "A store did not answer, or the service is stopping: nothing was decided.",
+    httpStatus: 503,
+  },
+  internal_error: {
+    meaning: "A fault of the service itself; the cause is logged, never answered.",
+    httpStatus: 500,
   },
   // @tessera/mcp: the gateway's JSON-RPC errors carry these in `data.code`.
   idempotency_key_required: {

@@ -49,7 +49,7 @@ export function a2uiRoutes(app: FastifyInstance, context: ServiceContext, option
     config: { role: ROUTES[name].role },
   });
   const unconfigured = () => {
-    throw new HttpProblem(404, "not_found", "this service has no A2UI catalog configured");
+    throw new HttpProblem("not_found", "this service has no A2UI catalog configured");
   };
   if (options === undefined) {
     app.route({ ...route("a2uiClaim"), handler: unconfigured });
@@ -128,7 +128,7 @@ export function a2uiRoutes(app: FastifyInstance, context: ServiceContext, option
         request.principal === undefined ||
         open.principal !== principalKey(request.principal)
       ) {
-        throw new HttpProblem(404, "not_found", "no open dispatch has this handle", "handle");
+        throw new HttpProblem("not_found", "no open dispatch has this handle", "handle");
       }
       open.settle(
         "error" in body ? { error: new Error(body.error.message) } : { value: body.value },

@@ -110,12 +110,7 @@ export function decisionRoutes(app: FastifyInstance, context: ServiceContext): v
     handler: async (request) => {
       const query = parse(AuditQuerySchema, request.query, "query");
       if ((query.callId === undefined) === (query.traceId === undefined)) {
-        throw new HttpProblem(
-          400,
-          "invalid_request",
-          "give exactly one of callId or traceId",
-          "callId",
-        );
+        throw new HttpProblem("invalid_request", "give exactly one of callId or traceId", "callId");
       }
       const mine = explainPrincipal(principalOf(request));
       const events = await context.stores.audit.read({

@@ -36,7 +36,7 @@ export function grantRoutes(app: FastifyInstance, context: ServiceContext): void
         return { grant };
       } catch (error) {
         if (isTesseraError(error, "invalid_grant")) {
-          throw new HttpProblem(400, "invalid_grant", error.message, "id");
+          throw new HttpProblem("invalid_grant", error.message, "id");
         }
         throw error;
       }
