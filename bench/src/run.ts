@@ -13,6 +13,7 @@ const SECTIONS: Record<string, () => Promise<BenchModule>> = {
   a2ui: () => import("./a2ui/index.js"),
   stores: () => import("./stores/index.js"),
   mcp: () => import("./mcp/index.js"),
+  service: () => import("./service/index.js"),
 };
 
 const { values } = parseArgs({ options: { only: { type: "string" } } });
