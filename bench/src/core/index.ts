@@ -13,6 +13,7 @@ import {
 } from "@tessera/core";
 import { throughput } from "../measure.js";
 import type { BenchRow, BenchSection } from "../report.js";
+import { delegationRows } from "./delegation.js";
 import { CTX, NS, recipient, sendRequest, turnHolding } from "./kernel-fixtures.js";
 import { casbinDecision, cedarDecision, PEER_POLICIES } from "./peers.js";
 
@@ -276,7 +277,12 @@ async function peerRows(): Promise<BenchRow[]> {
 }
 
 export async function run(): Promise<BenchSection> {
-  const rows = [...(await decisionRows()), ...(await fanoutRows()), ...(await peerRows())];
+  const rows = [
+    ...(await decisionRows()),
+    ...(await fanoutRows()),
+    ...(await delegationRows()),
+    ...(await peerRows()),
+  ];
   const notes: string[] = [];
 
   const load = loadavg()

@@ -5,7 +5,11 @@ import { wideningOf } from "../delegation/narrower.js";
 import type { GrantSource } from "../ports/grant-source.js";
 import { isSealedGrant } from "./validated-grants.js";
 
-/** What the chain above a grant says about it, computed once per lease. */
+/**
+ * What the chain above a grant says about it, computed once per lease. Internal and never
+ * handed out (audit copies `ids`), so not frozen: freezing thousands of small objects at
+ * every turn open cost more than resolving the links.
+ */
 export interface ChainInfo {
   /** Why the chain does not count (an ancestor missing, revoked, widened; a foreign root). */
   readonly reason: GrantReason | undefined;
@@ -38,9 +42,10 @@ export async function resolveChains(
 ): Promise<ReadonlyMap<Grant, ChainInfo> | undefined | typeof CHAINS_UNAVAILABLE> {
   let frontier = grants.filter((g) => g.parentId !== undefined && isOfTurn(g, ctx));
   if (frontier.length === 0) return undefined;
-  // subject → (grant ID → grant): the holders read so far. The actor's own grants are known.
+  // subject → (grant ID → grant): the holders read so far. The actor's own grants are known,
+  // and indexed only if some parent is held by the actor itself (rare: most turns skip it).
   const holders = new Map<string, Map<string, Grant>>();
-  holders.set(ctx.actor, byId(grants));
+  if (frontier.some((g) => g.issuer === ctx.actor)) holders.set(ctx.actor, byId(grants));
   // Level by level: every holder one level up is listed at once, then their derived grants
   // become the next level. Depth strictly falls along a valid chain, so this ends by the cap.
   const seen = new Set<Grant>(frontier);
@@ -122,7 +127,7 @@ function infoOf(
   const own: GrantReason | undefined = grant.revokedAt === undefined ? undefined : "revoked";
   if (grant.parentId === undefined) {
     const reason = grant.issuer !== ctx.authority ? "issuer_mismatch" : own;
-    info = Object.freeze({ reason, ids: Object.freeze([grant.id]) });
+    info = { reason, ids: [grant.id] };
   } else {
     const parent = holders.get(grant.issuer)?.get(grant.parentId);
     if (
@@ -131,14 +136,11 @@ function infoOf(
       grant.depth !== (parent.depth ?? 0) + 1 ||
       wideningOf(parent, grant) !== undefined
     ) {
-      info = Object.freeze({ reason: "chain_broken", ids: Object.freeze([grant.id]) });
+      info = { reason: "chain_broken", ids: [grant.id] };
     } else {
       const above = infoOf(parent, ctx, holders, chains, hops + 1);
-      info = Object.freeze({
-        // A dead ancestor kills the chain; the grant's own revocation is the next news.
-        reason: above.reason ?? own,
-        ids: Object.freeze([...above.ids, grant.id]),
-      });
+      // A dead ancestor kills the chain; the grant's own revocation is the next news.
+      info = { reason: above.reason ?? own, ids: [...above.ids, grant.id] };
     }
   }
   chains.set(grant, info);
