@@ -33,12 +33,20 @@ export interface LoadResult {
  */
 export async function load(load: Load, ms: number, connections: number): Promise<LoadResult> {
   const start = performance.now();
-  const result = await autocannon({
-    url: load.url,
-    connections,
-    pipelining: 1,
-    duration: ms / 1000,
-    requests: load.requests as autocannon.Request[],
+  // autocannon's histogram keeps whole milliseconds; its `response` event has the exact time.
+  const times: number[] = [];
+  const result = await new Promise<autocannon.Result>((resolve, reject) => {
+    const instance = autocannon(
+      {
+        url: load.url,
+        connections,
+        pipelining: 1,
+        duration: ms / 1000,
+        requests: load.requests as autocannon.Request[],
+      },
+      (error, done) => (error ? reject(error) : resolve(done)),
+    );
+    instance.on("response", (_client, _status, _bytes, responseTime) => times.push(responseTime));
   });
   const elapsed = performance.now() - start;
   if (result.non2xx > 0 || result.errors > 0) {
@@ -48,7 +56,12 @@ export async function load(load: Load, ms: number, connections: number): Promise
   }
   return {
     rate: (result.requests.total / elapsed) * 1000,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
+    p50: percentile(times, 0.5),
+    p99: percentile(times, 0.99),
   };
+}
+
+function percentile(values: number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
 }
