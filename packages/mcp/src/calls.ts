@@ -19,17 +19,11 @@ import { redact } from "@tessera/core/store-kit";
 import { audit, gateEvent, type Trail } from "./call-audit.js";
 import type { Limits, Principal } from "./config.js";
 import { gatewayError } from "./errors.js";
+import { CALL_ID_KEY, CODE_KEY, IDEMPOTENCY_KEY } from "./keys.js";
 import { type CallKeys, type CallLedger, callKeys, digest, type Recorded } from "./ledger.js";
 import { accessContext, principalKey } from "./principals.js";
 import { MCP_NAMESPACE, TOOLS_CALL, toolGrants } from "./tool-grants.js";
 import type { CatalogEntry } from "./upstreams.js";
-
-/** The `_meta` key a client may set to make retries of one call recognisable across connections. */
-export const IDEMPOTENCY_KEY = "io.tessera/idempotency-key";
-/** The `_meta` key of every answer: the call ID `explain` takes. */
-export const CALL_ID_KEY = "io.tessera/call-id";
-/** The `_meta` key of a refusal: the caller code, nothing more. */
-export const CODE_KEY = "io.tessera/code";
 
 export interface PipelineParts {
   readonly catalog: ReadonlyMap<string, CatalogEntry>;

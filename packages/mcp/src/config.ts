@@ -59,6 +59,8 @@ export const LimitsSchema = z.strictObject({
   upstreamTimeoutMs: z.int().positive().max(3_600_000).default(30_000),
   /** Upstream results larger than this are answered but not kept for replays. */
   maxRecordedResultBytes: z.int().positive().max(16_777_216).default(1_048_576),
+  /** An HTTP session idle this long is closed (its client never sent DELETE). */
+  sessionIdleMs: z.int().positive().max(86_400_000).default(1_800_000),
 });
 export type Limits = z.infer<typeof LimitsSchema>;
 

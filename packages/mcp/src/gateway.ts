@@ -34,7 +34,8 @@ import { CallLedger } from "./ledger.js";
 import { InMemoryMcpClaimStore } from "./memory-claims.js";
 import { accessContext, authenticate, principalKey } from "./principals.js";
 import { fixedSource, TOOLS_CALL, toolGrants } from "./tool-grants.js";
-import { connectUpstreams, type UpstreamInput, type Upstreams } from "./upstreams.js";
+import type { McpTransport, UpstreamInput } from "./types.js";
+import { connectUpstreams, type Upstreams } from "./upstreams.js";
 
 export interface McpGatewayOptions {
   /** Upstream MCP servers by name: a stdio command, a Streamable HTTP URL, or a transport. */
@@ -58,7 +59,7 @@ export interface McpGateway {
   /** The Streamable HTTP endpoint as a node:http handler (mount it at any path). */
   handleHttp(req: IncomingMessage, res: ServerResponse): Promise<void>;
   /** Serves one connection (stdio, say) for the principal whose bearer token this is. */
-  serve(transport: Transport, token: string): Promise<void>;
+  serve(transport: McpTransport, token: string): Promise<void>;
   /** The tools this principal may run now, as the gateway lists them. */
   listTools(principal: Principal): Promise<Tool[]>;
   /** Closes every session and upstream client; the stores stay the host's to close. */
@@ -70,6 +71,8 @@ const INFO = { name: "tessera-mcp-gateway", version: "0.1.0" };
 interface Session {
   readonly transport: StreamableHTTPServerTransport;
   readonly owner: string;
+  /** Epoch ms of its last request: a client that vanishes without DELETE is swept. */
+  seen: number;
 }
 
 /**
@@ -149,6 +152,16 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
     return server;
   };
 
+  /** Closes sessions idle past the limit; run when a session opens, so the map stays bounded. */
+  const sweep = (): void => {
+    const before = Date.now() - limits.sessionIdleMs;
+    for (const [id, session] of sessions) {
+      if (session.seen >= before) continue;
+      sessions.delete(id);
+      void session.transport.close();
+    }
+  };
+
   const handleHttp = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const principal = authenticate(principals, header(req, "authorization"));
     if (principal === undefined) {
@@ -191,16 +204,18 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
       if (session === undefined || session.owner !== owner) {
         return rpcError(res, 404, ErrorCode.InvalidRequest, "no such session");
       }
+      session.seen = Date.now();
       return session.transport.handleRequest(req, res, body);
     }
     if (req.method !== "POST" || !isInitializeRequest(body)) {
       return rpcError(res, 400, ErrorCode.InvalidRequest, "no session: send initialize first");
     }
+    sweep();
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       enableJsonResponse: true,
       onsessioninitialized: (id) => {
-        sessions.set(id, { transport, owner });
+        sessions.set(id, { transport, owner, seen: Date.now() });
       },
     });
     transport.onclose = () => {
@@ -210,13 +225,13 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
     return transport.handleRequest(req, res, body);
   };
 
-  const serve = async (transport: Transport, token: string): Promise<void> => {
+  const serve = async (transport: McpTransport, token: string): Promise<void> => {
     const principal = authenticate(principals, token, true);
     if (principal === undefined) {
       throw new TesseraError("invalid_config", "the token names no principal of this gateway");
     }
     // One connection is one live MCP session: its JSON-RPC ids are keys within it.
-    await serverFor(principal, `stdio-${randomUUID()}`).connect(transport);
+    await serverFor(principal, `stdio-${randomUUID()}`).connect(transport as unknown as Transport);
   };
 
   const close = async (): Promise<void> => {

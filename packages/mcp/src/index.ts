@@ -3,7 +3,7 @@
  * single-use tickets decided by the kernel, and replay claims in a shared claim store — built
  * on the official MCP SDK.
  */
-export { CALL_ID_KEY, CODE_KEY, IDEMPOTENCY_KEY } from "./calls.js";
+
 export {
   type GatewayConfig,
   type GatewayConfigInput,
@@ -15,6 +15,7 @@ export {
   type UpstreamSpec,
 } from "./config.js";
 export { createMcpGateway, type McpGateway, type McpGatewayOptions } from "./gateway.js";
+export { CALL_ID_KEY, CODE_KEY, IDEMPOTENCY_KEY } from "./keys.js";
 export {
   type ListeningGateway,
   listenMcpGateway,
@@ -25,4 +26,4 @@ export {
 export { InMemoryMcpClaimStore } from "./memory-claims.js";
 export { explainPrincipal, tokenDigest } from "./principals.js";
 export { MCP_NAMESPACE, TOOLS_CALL } from "./tool-grants.js";
-export type { UpstreamInput } from "./upstreams.js";
+export type { McpTransport, UpstreamInput } from "./types.js";

@@ -4,11 +4,9 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { TesseraError } from "@tessera/core";
-import { TOOL_NAME, type ToolRules, type UpstreamSpec } from "./config.js";
+import { TOOL_NAME, type ToolRules } from "./config.js";
 import type { ToolRef } from "./tool-grants.js";
-
-/** An upstream given as a config entry, or as a transport the host built (tests, in-process). */
-export type UpstreamInput = UpstreamSpec | { readonly transport: Transport };
+import type { UpstreamInput } from "./types.js";
 
 /** One tool as the gateway exposes it: `server.tool`, with the upstream's definition. */
 export interface CatalogEntry extends ToolRef {
@@ -25,7 +23,7 @@ export interface Upstreams {
 const GATEWAY_INFO = { name: "tessera-mcp-gateway", version: "0.1.0" };
 
 function transportFor(input: UpstreamInput): Transport {
-  if ("transport" in input) return input.transport;
+  if ("transport" in input) return input.transport as unknown as Transport;
   if ("url" in input) {
     return new StreamableHTTPClientTransport(new URL(input.url), {
       requestInit: input.headers === undefined ? undefined : { headers: input.headers },

@@ -176,6 +176,20 @@ describe("hostile input at the MCP gateway", () => {
   });
 });
 
+describe("HTTP sessions", () => {
+  it("a session idle past the limit is closed when another opens", async () => {
+    harness = await startHarness({ limits: { sessionIdleMs: 200 } }, [
+      toolGrant("alice", ["messages", "echo"]),
+    ]);
+    const idle = await rawSession(harness.url, ALICE_TOKEN);
+    const list = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" });
+    expect((await post(harness.url, ALICE_TOKEN, list, idle)).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await rawSession(harness.url, ALICE_TOKEN);
+    expect((await post(harness.url, ALICE_TOKEN, list, idle)).status).toBe(404);
+  });
+});
+
 describe("upstream failures are reported, audited and never retried", () => {
   it("a malformed upstream result settles the claim failed; a replay gets the same error", async () => {
     harness = await startHarness({}, [toolGrant("alice", ["messages", "malformed"])]);
