@@ -251,14 +251,19 @@ describe("explain, audit and claims over the service", () => {
       "--interval",
       "100",
       "-n",
-      "0",
+      "1000",
       "--json",
     ]);
     let out = "";
     child.stdout.on("data", (chunk: Buffer) => {
       out += chunk.toString();
     });
-    await new Promise((resolve) => setTimeout(resolve, 2500));
+    // The trail so far is printed first; once it is, the next decision is a new one.
+    const started = Date.now() + 20_000;
+    while (!out.includes('"ask-dave"') && Date.now() < started) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const before = out.trim().split("\n").length;
     await agent.authorize({
       action: "messages.send",
       resource: { namespace: "messages", path: ["erin"], owner: "alice" },
@@ -275,6 +280,7 @@ describe("explain, audit and claims over the service", () => {
       .trim()
       .split("\n")
       .map((line) => JSON.parse(line) as { callId: string });
-    expect(events.map((event) => event.callId)).toEqual(["ask-erin"]);
-  }, 30_000);
+    expect(events.slice(0, before).map((event) => event.callId)).toContain("ask-dave");
+    expect(events.slice(before).map((event) => event.callId)).toEqual(["ask-erin"]);
+  }, 45_000);
 });
