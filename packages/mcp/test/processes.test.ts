@@ -79,8 +79,10 @@ for (const [name, url, scoped] of backends) {
       const before = readCounts(countFile, "slow");
       const settled = await Promise.allSettled([a.callTool(call), b.callTool(call)]);
       expect(readCounts(countFile, "slow") - before).toBe(1);
+      // One ran; the other was refused in progress, or (on a slow machine, arriving after the
+      // first had finished) answered the recorded result.
       const answered = settled.filter((s) => s.status === "fulfilled");
-      expect(answered).toHaveLength(1);
+      expect(answered.length).toBeGreaterThanOrEqual(1);
       for (const s of settled) {
         if (s.status === "rejected")
           expect((s.reason as McpError).data).toEqual({ code: "call_in_progress" });
