@@ -9,16 +9,11 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import {
   explain,
   InMemoryAuditSink,
+  InMemoryClaimStore,
   InMemoryGrantStore,
   InMemoryGrantUsageStore,
 } from "@tessera/core";
-import {
-  createMcpGateway,
-  explainPrincipal,
-  InMemoryMcpClaimStore,
-  listenMcpGateway,
-  tokenDigest,
-} from "@tessera/mcp";
+import { createMcpGateway, explainPrincipal, listenMcpGateway, tokenDigest } from "@tessera/mcp";
 import { z } from "zod";
 
 const KEY = "io.tessera/idempotency-key";
@@ -75,7 +70,7 @@ async function scene(recipients) {
     principals: [AGENT],
     grants,
     usage,
-    claims: new InMemoryMcpClaimStore(),
+    claims: new InMemoryClaimStore(),
     audit,
   });
   const listening = await listenMcpGateway(gateway);

@@ -14,19 +14,14 @@ import {
   type GrantSource,
   type GrantUsageStore,
   InMemoryAuditSink,
+  InMemoryClaimStore,
   InMemoryGrantStore,
   InMemoryGrantUsageStore,
   openStores,
   type ReadableAuditSink,
   type StoreBundle,
 } from "@tessera/core";
-import {
-  createMcpGateway,
-  InMemoryMcpClaimStore,
-  listenMcpGateway,
-  type McpGateway,
-  tokenDigest,
-} from "@tessera/mcp";
+import { createMcpGateway, listenMcpGateway, type McpGateway, tokenDigest } from "@tessera/mcp";
 import { z } from "zod";
 import { medianRatesAbba, throughput } from "../measure.js";
 import { type BenchRow, type BenchSection, ratioRow } from "../report.js";
@@ -166,7 +161,7 @@ export async function run(): Promise<BenchSection> {
     const memory = await gatewayOver(upstream.url, {
       grants: new InMemoryGrantStore(),
       usage: new InMemoryGrantUsageStore(),
-      claims: new InMemoryMcpClaimStore(),
+      claims: new InMemoryClaimStore(),
       audit: new InMemoryAuditSink(),
     });
     const viaMemory = await client(memory.url, TOKEN);
@@ -200,7 +195,7 @@ export async function run(): Promise<BenchSection> {
     const bare = await gatewayOver(gatewaySide, {
       grants: new InMemoryGrantStore(),
       usage: new InMemoryGrantUsageStore(),
-      claims: new InMemoryMcpClaimStore(),
+      claims: new InMemoryClaimStore(),
       audit: new InMemoryAuditSink(),
     });
     const viaBare = await inMemoryClient((side) => bare.gateway.serve(side, TOKEN));

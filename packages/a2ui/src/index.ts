@@ -6,6 +6,9 @@ export type {
   ClaimStore,
   StoredClaim,
 } from "@tessera/core";
+// The in-memory claim store lives in core beside the other in-memory ports; re-exported here,
+// where hosts of the gate have always found it.
+export { InMemoryClaimStore } from "@tessera/core";
 export { claimKeyDigest } from "@tessera/core/store-kit";
 export type { CatalogDefinition, FunctionDefinition } from "./catalog/catalog.js";
 export { FunctionCallGate } from "./gate/gate.js";
@@ -25,4 +28,4 @@ export {
   type InDoubtReport,
   type SkippedMarker,
 } from "./stores/directory/directory-store.js";
-export { InMemoryClaimStore, MemoryClaimStore } from "./stores/memory.js";
+export { MemoryClaimStore } from "./stores/memory-alias.js";

@@ -38,6 +38,7 @@ describe("the entry points", () => {
         "ERROR_CODES",
         "GrantSchema",
         "InMemoryAuditSink",
+        "InMemoryClaimStore",
         "InMemoryGrantStore",
         "InMemoryGrantUsageStore",
         "InProcessTransport",

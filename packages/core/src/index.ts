@@ -96,6 +96,7 @@ export type {
   TurnTools,
 } from "./kernel/types.js";
 export { InMemoryAuditSink } from "./memory/audit-sink.js";
+export { InMemoryClaimStore } from "./memory/claim-store.js";
 export { InMemoryGrantSource, InMemoryGrantStore } from "./memory/grant-store.js";
 export { InProcessTransport, type ReplyHandler } from "./memory/transport.js";
 export { InMemoryGrantUsageStore } from "./memory/usage-store.js";

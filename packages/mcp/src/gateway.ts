@@ -18,6 +18,7 @@ import {
   createKernel,
   type GrantSource,
   type GrantUsageStore,
+  InMemoryClaimStore,
   systemClock,
   TesseraError,
 } from "@tessera/core";
@@ -31,7 +32,6 @@ import {
   ToolRuleSchema,
 } from "./config.js";
 import { CallLedger } from "./ledger.js";
-import { InMemoryMcpClaimStore } from "./memory-claims.js";
 import { accessContext, authenticate, principalKey } from "./principals.js";
 import { fixedSource, TOOLS_CALL, toolGrants } from "./tool-grants.js";
 import type { McpTransport, UpstreamInput } from "./types.js";
@@ -94,7 +94,7 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
     usage: options.usage,
     audit: options.audit,
     clock,
-    ledger: new CallLedger(options.claims ?? new InMemoryMcpClaimStore()),
+    ledger: new CallLedger(options.claims ?? new InMemoryClaimStore()),
     limits,
   };
   const sessions = new Map<string, Session>();

@@ -23,7 +23,6 @@ export {
   openMcpGateway,
   serveMcpStdio,
 } from "./listen.js";
-export { InMemoryMcpClaimStore } from "./memory-claims.js";
 export { explainPrincipal, tokenDigest } from "./principals.js";
 export { MCP_NAMESPACE, TOOLS_CALL } from "./tool-grants.js";
 export type { McpTransport, UpstreamInput } from "./types.js";

@@ -1,14 +1,14 @@
 import { hostname } from "node:os";
+import { InMemoryClaimStore } from "@tessera/core";
 import { describe, expect, it } from "vitest";
 import { CallLedger, callKeys, digest } from "./ledger.js";
-import { InMemoryMcpClaimStore } from "./memory-claims.js";
 
 const NOW = 1_000_000;
 const BODY = digest({ name: "t", arguments: {} });
 
 /** A claim left by some gateway process, then the ledger's reading of a duplicate. */
 async function duplicateOf(worker: object): Promise<string> {
-  const claims = new InMemoryMcpClaimStore();
+  const claims = new InMemoryClaimStore();
   const keys = callKeys("p", "key:k");
   await claims.claim(keys.claim, {
     bodyHash: BODY,

@@ -6,6 +6,7 @@ import {
   type GrantStore,
   type GrantUsageStore,
   InMemoryAuditSink,
+  InMemoryClaimStore,
   InMemoryGrantStore,
   InMemoryGrantUsageStore,
   openStores,
@@ -14,7 +15,6 @@ import {
 } from "@tessera/core";
 import type { GatewayConfig } from "./config.js";
 import { createMcpGateway, type McpGateway } from "./gateway.js";
-import { InMemoryMcpClaimStore } from "./memory-claims.js";
 
 export interface ListeningGateway {
   /** The MCP endpoint, `http://host:port/mcp`. */
@@ -78,7 +78,7 @@ export async function openMcpGateway(config: GatewayConfig): Promise<OpenedGatew
       ? {
           grants: new InMemoryGrantStore(),
           usage: new InMemoryGrantUsageStore(),
-          claims: new InMemoryMcpClaimStore(),
+          claims: new InMemoryClaimStore(),
           audit: new InMemoryAuditSink(),
           close: async () => {},
         }

@@ -9,12 +9,12 @@ import {
   type GrantInput,
   type GrantStore,
   InMemoryAuditSink,
+  InMemoryClaimStore,
   InMemoryGrantStore,
   InMemoryGrantUsageStore,
 } from "@tessera/core";
 import {
   createMcpGateway,
-  InMemoryMcpClaimStore,
   listenMcpGateway,
   type McpGateway,
   type McpGatewayOptions,
@@ -90,7 +90,7 @@ export async function startHarness(
   const grantStore = new InMemoryGrantStore();
   for (const grant of grants) await grantStore.add(grant);
   const audit = new InMemoryAuditSink();
-  const claims = extra.claims ?? new InMemoryMcpClaimStore();
+  const claims = extra.claims ?? new InMemoryClaimStore();
   const gateway = await createMcpGateway({
     upstreams: {
       messages: {

@@ -1,4 +1,4 @@
-import { isTesseraError } from "@tessera/core";
+import { InMemoryClaimStore, isTesseraError } from "@tessera/core";
 import { describe, expect, it } from "vitest";
 import { CATALOG_ID, callMessage, TEST_CATALOG } from "../../test/fixtures/catalog.js";
 import {
@@ -8,7 +8,6 @@ import {
   expectValidReply,
   setup,
 } from "../../test/fixtures/gate-setup.js";
-import { InMemoryClaimStore } from "../stores/memory.js";
 import { FunctionCallGate } from "./gate.js";
 import type { FunctionCallGateOptions } from "./types.js";
 

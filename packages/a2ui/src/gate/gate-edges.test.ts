@@ -1,3 +1,4 @@
+import { InMemoryClaimStore } from "@tessera/core";
 import { describe, expect, it } from "vitest";
 import { CATALOG_ID, callMessage, NO_ARGS } from "../../test/fixtures/catalog.js";
 import {
@@ -7,7 +8,6 @@ import {
   expectValidReply,
   setup,
 } from "../../test/fixtures/gate-setup.js";
-import { InMemoryClaimStore } from "../stores/memory.js";
 import { bodyHash, isUsableCallId, MAX_ARGS_DEPTH } from "./message.js";
 
 /** `{ x: { x: … } }`, `levels` objects deep (the outermost counts as one). */

@@ -1,4 +1,10 @@
-import { AuditEventSchema, type ClaimStore, isTesseraError, TesseraError } from "@tessera/core";
+import {
+  AuditEventSchema,
+  type ClaimStore,
+  InMemoryClaimStore,
+  isTesseraError,
+  TesseraError,
+} from "@tessera/core";
 import { propertyParameters } from "@tessera/testkit";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
@@ -9,7 +15,6 @@ import {
   expectValidReply,
   setup,
 } from "../../test/fixtures/gate-setup.js";
-import { InMemoryClaimStore } from "../stores/memory.js";
 import { FunctionCallGate } from "./gate.js";
 import { isUsableCallId } from "./message.js";
 

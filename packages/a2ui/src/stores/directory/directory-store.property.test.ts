@@ -2,10 +2,10 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { ClaimStore, StoredClaim } from "@tessera/core";
+import { InMemoryClaimStore } from "@tessera/core";
 import { propertyParameters } from "@tessera/testkit";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { InMemoryClaimStore } from "../memory.js";
 import { DirectoryClaimStore } from "./directory-store.js";
 
 /** One step against a store; both stores must give the same answers to the same steps. */

@@ -1,18 +1,24 @@
+import type {
+  ClaimKey,
+  ClaimReceipt,
+  ClaimRecord,
+  ClaimResult,
+  ClaimStore,
+  StoredClaim,
+} from "../contracts/claims.js";
+import { TesseraError } from "../contracts/errors.js";
 import {
-  type ClaimKey,
-  type ClaimReceipt,
-  type ClaimRecord,
-  type ClaimResult,
-  type ClaimStore,
-  type StoredClaim,
-  TesseraError,
-} from "@tessera/core";
-import { checkClaimKey, checkReceipt, checkRecord, checkSession } from "@tessera/core/store-kit";
+  checkClaimKey,
+  checkReceipt,
+  checkRecord,
+  checkSession,
+} from "../contracts/store-input.js";
 
 /**
  * Claims kept in this process's memory. Correct inside one process and wrong across two:
  * each worker has its own map, so two workers both "claim" the same ID. It is the "before"
- * of the two-workers demo and the store for single-process hosts and tests.
+ * of the two-workers demo and the store for single-process hosts and tests (the A2UI gate and
+ * the MCP gateway both use it when no shared store is configured).
  */
 export class InMemoryClaimStore implements ClaimStore {
   /** session → functionCallId → claim: no hashing needed, and endSession drops one entry. */
@@ -80,8 +86,3 @@ function storedClaim(key: ClaimKey, record: ClaimRecord): StoredClaim {
     ...(record.worker === undefined ? {} : { worker: record.worker }),
   });
 }
-
-/** @deprecated Renamed `InMemoryClaimStore`, like core's in-memory stores; kept for one release. */
-export const MemoryClaimStore = InMemoryClaimStore;
-/** @deprecated Renamed `InMemoryClaimStore`; kept for one release. */
-export type MemoryClaimStore = InMemoryClaimStore;

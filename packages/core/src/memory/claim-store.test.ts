@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { InMemoryClaimStore } from "./memory.js";
+import { InMemoryClaimStore } from "./claim-store.js";
 
 const record = { bodyHash: "b", claimedAt: 1, worker: "w" };
 
