@@ -1,8 +1,8 @@
 import { type ClaimStore, FunctionCallGate } from "@tessera/a2ui";
 
 /** One agent-callable function, and 1,000 distinct well-formed calls to it. */
-const CATALOG_ID = "https://tessera.dev/catalogs/bench";
-const CATALOG = {
+export const CATALOG_ID = "https://tessera.dev/catalogs/bench";
+export const CATALOG = {
   catalogId: CATALOG_ID,
   functions: {
     add: {

@@ -26,6 +26,7 @@ import { listen, type ServiceStores, tokenDigest } from "@tessera/server";
 import Database from "better-sqlite3";
 import Fastify from "fastify";
 import pg from "pg";
+import { CATALOG, CATALOG_ID } from "../a2ui/fixtures.js";
 import { medianRatesAbba, throughput } from "../measure.js";
 import { type BenchRow, type BenchSection, ratioRow } from "../report.js";
 import { RAW_SESSION_DIGEST, rawDigest, rawRecordJson } from "../stores/raw-claim.js";
@@ -44,28 +45,6 @@ const ROUNDS = 4;
 const SLICE_MS = 700;
 /** Requests in flight: one, so the HTTP rows and the raw primitive are both sequential. */
 const CONNECTIONS = 1;
-
-const CATALOG_ID = "https://tessera.dev/catalogs/service-bench";
-const CATALOG = {
-  catalogId: CATALOG_ID,
-  functions: {
-    add: {
-      type: "object",
-      returnType: "number",
-      allowedCallers: "agentOnly",
-      properties: {
-        call: { const: "add" },
-        args: {
-          type: "object",
-          properties: { a: { type: "number" }, b: { type: "number" } },
-          required: ["a", "b"],
-          additionalProperties: false,
-        },
-      },
-      required: ["call", "args"],
-    },
-  },
-};
 
 interface Running {
   readonly url: string;

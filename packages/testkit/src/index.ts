@@ -7,7 +7,7 @@ export {
 export { describeClaimStoreConformance } from "./claims-suite.js";
 export { expectClosedStoresRefuse, type StoresBundle } from "./closed-stores.js";
 export type { OpenedStore, OutageControl, ProcessSpec, StoreFactory } from "./factory.js";
-export { gateCallMessage } from "./gate-catalog.js";
+export { GATE_CATALOG, GATE_CATALOG_ID, gateCallMessage } from "./gate-catalog.js";
 export {
   type GateCall,
   type GateCallback,

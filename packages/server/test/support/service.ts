@@ -3,6 +3,7 @@ import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type GrantInput, openStores, type StoreBundle } from "@tessera/core";
+import { GATE_CATALOG, GATE_CATALOG_ID } from "@tessera/testkit";
 import { listen, type RunningServer } from "../../src/listen.js";
 import { type Principal, type PrincipalInput, tokenDigest } from "../../src/principals.js";
 
@@ -162,29 +163,9 @@ export async function call(
   return { status: reply.status, headers: reply.headers, body };
 }
 
-export const CATALOG_ID = "https://tessera.test/catalogs/service";
-
-/** One agent-callable `add`, so a call that runs is observable. */
-export const CATALOG = {
-  catalogId: CATALOG_ID,
-  functions: {
-    add: {
-      type: "object",
-      returnType: "number",
-      allowedCallers: "agentOnly",
-      properties: {
-        call: { const: "add" },
-        args: {
-          type: "object",
-          properties: { a: { type: "number" }, b: { type: "number" } },
-          required: ["a", "b"],
-          additionalProperties: false,
-        },
-      },
-      required: ["call", "args"],
-    },
-  },
-};
+/** The testkit's one-function catalog (an agent-callable `add`): a call that runs is observable. */
+export const CATALOG_ID = GATE_CATALOG_ID;
+export const CATALOG = GATE_CATALOG;
 
 /** An A2UI v1.0 `callRendererFunction` message for `CATALOG`. */
 export function a2uiCall(functionCallId: string, args: unknown = { a: 1, b: 2 }, call = "add") {
