@@ -29,6 +29,22 @@ describe("the html template", () => {
     expect(() => html`${{ a: 1 }}`).toThrow(TypeError);
   });
 
+  it("counts the run's simulated effects instead of printing a bare zero", () => {
+    const run = copy(seedRun());
+    let callbacks = 0;
+    for (const result of Object.values(run.twoWorkers)) {
+      if (result) callbacks += result.before.tool_callbacks + result.after.tool_callbacks;
+    }
+    const deliveries = run.fanout.scenes.reduce((sum, scene) => sum + scene.deliveries, 0);
+    expect(callbacks).toBeGreaterThan(0);
+    const page = renderReport(run).html;
+    expect(page).toContain(`the run's ${callbacks} callbacks each wrote one line`);
+    expect(page).toContain(`its ${deliveries} deliveries went to an in-process echo`);
+    const fewer = copy(run);
+    (fewer.fanout.scenes[0] as { deliveries: number }).deliveries += 5;
+    expect(renderReport(fewer).html).toContain(`its ${deliveries + 5} deliveries`);
+  });
+
   it("escapes what a run carries: a hostile recipient name and store URL reach the page as text", () => {
     const run = copy(seedRun());
     const scene = run.fanout.scenes[0] as unknown as { lines: { recipient: string }[] };
