@@ -185,9 +185,9 @@ async function serveStderr(args: string[], env: Record<string, string>): Promise
       stdout += chunk.toString();
       if (stdout.includes("listening on")) resolve();
     });
-    child.once("exit", (code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
+    child.once("close", (code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
   });
-  const exited = new Promise((resolve) => child.once("exit", resolve));
+  const exited = new Promise((resolve) => child.once("close", resolve));
   child.kill("SIGTERM");
   await exited;
   return stderr;
@@ -236,7 +236,7 @@ describe("the bind address", () => {
     child.stdout.on("data", (chunk: Buffer) => {
       stdout += chunk.toString();
     });
-    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    const exited = new Promise<number | null>((resolve) => child.once("close", resolve));
     const deadline = Date.now() + 20_000;
     while (!stdout.includes('"event":"listening"') && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 50));

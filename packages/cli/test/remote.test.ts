@@ -273,7 +273,7 @@ describe("explain, audit and claims over the service", () => {
     while (!out.includes("ask-erin") && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    const exited = new Promise<number | null>((resolve) => child.once("close", resolve));
     child.kill("SIGINT");
     expect(await exited).toBe(0);
     const events = out

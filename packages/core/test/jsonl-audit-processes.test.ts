@@ -17,7 +17,7 @@ function run(path: string, writer: string, count: number): Promise<number> {
       stdio: "inherit",
     });
     child.on("error", reject);
-    child.on("exit", (code) => resolve(code ?? -1));
+    child.on("close", (code) => resolve(code ?? -1));
   });
 }
 

@@ -52,7 +52,7 @@ export function spawnGateway(config: string): Promise<GatewayProcess> {
   child.stderr?.on("data", (chunk: Buffer) => {
     stderr += chunk.toString();
   });
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const exited = new Promise<void>((resolve) => child.once("close", () => resolve()));
   return new Promise((resolve, reject) => {
     let out = "";
     const timer = setTimeout(() => reject(new Error(`gateway did not start: ${stderr}`)), 30_000);
@@ -71,7 +71,7 @@ export function spawnGateway(config: string): Promise<GatewayProcess> {
         },
       });
     });
-    child.once("exit", (code) => {
+    child.once("close", (code) => {
       clearTimeout(timer);
       reject(new Error(`gateway exited ${code}: ${stderr}`));
     });

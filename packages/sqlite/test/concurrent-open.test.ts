@@ -39,7 +39,7 @@ function runOpener(url: string, startAt: number, index: number): Promise<string>
     child.stderr.on("data", (chunk) => {
       err += chunk;
     });
-    child.on("exit", (code) =>
+    child.on("close", (code) =>
       code === 0 ? resolve(out) : reject(new Error(`opener ${index} exited ${code}: ${err}`)),
     );
   });

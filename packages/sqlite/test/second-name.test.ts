@@ -77,7 +77,7 @@ function racer(command: readonly string[], url: string): Racer {
       out += chunk;
       if (out.includes("\n")) markOpened();
     });
-    child.on("exit", (code) => {
+    child.on("close", (code) => {
       markOpened();
       const last = out.trim().split("\n").at(-1) ?? "";
       if (code === 0 && last.startsWith("{")) resolve(JSON.parse(last) as Result);

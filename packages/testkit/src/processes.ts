@@ -23,8 +23,11 @@ export class WorkerProcess {
     child.stderr?.on("data", (chunk: Buffer) => {
       this.#stderr = (this.#stderr + chunk.toString()).slice(-4000);
     });
+    // "close", not "exit": Node may emit "exit" before the last IPC messages are delivered,
+    // so a worker that sends its result and exits at once read as "exited before done".
+    // "close" comes after every stdio stream, the IPC channel included, has ended.
     this.#exit = new Promise((resolve) =>
-      child.on("exit", (code) => {
+      child.on("close", (code) => {
         this.#exited = true;
         this.#wake();
         resolve(code);

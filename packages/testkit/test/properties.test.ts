@@ -89,7 +89,7 @@ function runFixture(seed: string | undefined): Promise<{ status: number | null; 
       output += chunk;
     });
     child.on("error", reject);
-    child.on("exit", (status) => resolve({ status, output }));
+    child.on("close", (status) => resolve({ status, output }));
   });
 }
 

@@ -28,14 +28,14 @@ export async function serveProcess(args: readonly string[]) {
       const found = /listening on (http:\S+)/.exec(output)?.[1];
       if (found) resolve(found);
     });
-    child.once("exit", (code) => reject(new Error(`serve exited early with ${code}`)));
+    child.once("close", (code) => reject(new Error(`serve exited early with ${code}`)));
   });
   return {
     url,
     output: () => output,
     /** SIGTERM, resolved with the exit code. */
     stop: () => {
-      const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+      const exited = new Promise<number | null>((resolve) => child.once("close", resolve));
       child.kill("SIGTERM");
       return exited;
     },

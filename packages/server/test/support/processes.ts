@@ -31,7 +31,7 @@ export async function serveProcess(args: readonly string[]): Promise<ServeProces
     };
     child.stdout?.on("data", read);
     child.stderr?.on("data", read);
-    child.once("exit", (code) => reject(new Error(`serve exited early with ${code}: ${output}`)));
+    child.once("close", (code) => reject(new Error(`serve exited early with ${code}: ${output}`)));
   });
   return {
     url,
@@ -42,7 +42,7 @@ export async function serveProcess(args: readonly string[]): Promise<ServeProces
         return Promise.resolve(child.exitCode ?? child.signalCode);
       }
       const exited = new Promise<number | string | null>((resolve) =>
-        child.once("exit", (code, signal) => resolve(code ?? signal)),
+        child.once("close", (code, signal) => resolve(code ?? signal)),
       );
       child.kill("SIGTERM");
       const kill = setTimeout(() => child.kill("SIGKILL"), graceMs);

@@ -26,7 +26,7 @@ export class DemoWorker {
       this.#stderr += String(chunk);
     });
     this.exited = new Promise((resolve) =>
-      this.#child.on("exit", (code) => {
+      this.#child.on("close", (code) => {
         this.#exitCode = code;
         this.#wakeAll();
         resolve(code);
