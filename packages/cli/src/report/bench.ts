@@ -45,7 +45,8 @@ export function readBenchResults(path: string): BenchResults {
 }
 
 export function formatRatio(ratio: number): string {
-  const digits = ratio < 10 ? 2 : ratio < 100 ? 1 : 0;
+  // Small ratios keep three decimals so 0.012× and 0.018× do not both print as 0.01×.
+  const digits = ratio < 0.1 ? 3 : ratio < 10 ? 2 : ratio < 100 ? 1 : 0;
   return `${ratio.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })}×`;
 }
 
