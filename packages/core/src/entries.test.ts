@@ -78,6 +78,7 @@ describe("the entry points", () => {
     expect(Object.keys(storeKit).sort()).toEqual(
       [
         "checkAuditFilter",
+        "checkCarve",
         "checkClaimKey",
         "checkId",
         "checkMaxUses",

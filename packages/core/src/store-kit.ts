@@ -8,6 +8,7 @@ export { storageDigest, uniqueStorageDigest } from "./contracts/digest.js";
 export { redact } from "./contracts/errors.js";
 export {
   checkAuditFilter,
+  checkCarve,
   checkClaimKey,
   checkId,
   checkMaxUses,

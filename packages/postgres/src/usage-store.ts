@@ -1,5 +1,5 @@
 import type { ConsumeResult, GrantUsageStore } from "@tessera/core";
-import { checkId, checkMaxUses, storageDigest } from "@tessera/core/store-kit";
+import { checkCarve, checkId, checkMaxUses, storageDigest } from "@tessera/core/store-kit";
 import type { Database } from "./database.js";
 
 /**
@@ -64,10 +64,7 @@ export class PostgresUsageStore implements GrantUsageStore {
     count: number,
     maxUses: number,
   ): Promise<ConsumeResult> {
-    checkId(namespaceId, "namespaceId");
-    checkId(grantId, "grantId");
-    checkMaxUses(count);
-    checkMaxUses(maxUses);
+    checkCarve(namespaceId, grantId, count, maxUses);
     const key = storageDigest(namespaceId, grantId);
     // More than the bound never fits; the insert would otherwise create the row past it.
     if (count > maxUses) return { consumed: false, used: await this.#read(key) };

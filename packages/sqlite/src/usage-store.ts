@@ -1,5 +1,5 @@
 import type { ConsumeResult, GrantUsageStore } from "@tessera/core";
-import { checkId, checkMaxUses } from "@tessera/core/store-kit";
+import { checkCarve, checkId, checkMaxUses } from "@tessera/core/store-kit";
 import type { SqliteDatabase } from "./database.js";
 
 const CODE = "usage_store_unavailable";
@@ -31,10 +31,7 @@ export class SqliteUsageStore implements GrantUsageStore {
     count: number,
     maxUses: number,
   ): Promise<ConsumeResult> {
-    checkId(namespaceId, "namespaceId");
-    checkId(grantId, "grantId");
-    checkMaxUses(count);
-    checkMaxUses(maxUses);
+    checkCarve(namespaceId, grantId, count, maxUses);
     // More than the bound can never fit; the insert below would otherwise create the row at it.
     if (count > maxUses) return { consumed: false, used: this.readUsage(namespaceId, grantId) };
     return this.#db.run(CODE, () => {

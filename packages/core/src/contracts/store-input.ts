@@ -77,6 +77,19 @@ export function checkMaxUses(maxUses: number): void {
   }
 }
 
+/** The inputs of `tryConsumeMany`, checked alike by every store: two IDs, a count and a bound. */
+export function checkCarve(
+  namespaceId: string,
+  grantId: string,
+  count: number,
+  maxUses: number,
+): void {
+  checkId(namespaceId, "namespaceId");
+  checkId(grantId, "grantId");
+  checkMaxUses(count);
+  checkMaxUses(maxUses);
+}
+
 /** The instant of a revocation: a `Date` that names a time. */
 export function checkRevocationInstant(at: Date): void {
   if (!(at instanceof Date) || Number.isNaN(at.getTime())) {

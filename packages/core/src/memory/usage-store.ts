@@ -1,4 +1,4 @@
-import { checkId, checkMaxUses } from "../contracts/store-input.js";
+import { checkCarve, checkId, checkMaxUses } from "../contracts/store-input.js";
 import type { ConsumeResult, GrantUsageStore } from "../ports/usage-store.js";
 
 /**
@@ -37,10 +37,7 @@ export class InMemoryGrantUsageStore implements GrantUsageStore {
     count: number,
     maxUses: number,
   ): Promise<ConsumeResult> {
-    checkId(namespaceId, "namespaceId");
-    checkId(grantId, "grantId");
-    checkMaxUses(count);
-    checkMaxUses(maxUses);
+    checkCarve(namespaceId, grantId, count, maxUses);
     let grants = this.#used.get(namespaceId);
     if (grants === undefined) {
       grants = new Map();
