@@ -124,5 +124,12 @@ export const AuditEventSchema = z.strictObject({
   session: z.string().optional(),
   receipt: z.string().optional(),
   detail: z.string().optional(),
+  /**
+   * The hash chain, set by the sink that stores the event (see `audit/chain.ts`): position in
+   * the stream from 1, the previous event's hash, and this event's own hash.
+   */
+  seq: z.number().int().positive().optional(),
+  prev: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+  hash: z.string().regex(/^[0-9a-f]{64}$/).optional(),
 });
 export type AuditEvent = z.infer<typeof AuditEventSchema>;

@@ -7,11 +7,25 @@ import type { Grant, GrantInput } from "../contracts/schemas.js";
 export interface GrantSource {
   /** Every grant held by `subject` in `namespaceId`, revoked ones included. */
   listGrants(namespaceId: string, subject: string): Promise<readonly unknown[]>;
+  /**
+   * A token that changes whenever the grants `subject` holds in `namespaceId` change: every
+   * add and every revoke bumps it, atomically with the change. While it is unchanged the
+   * kernel may reuse the grant set it validated and indexed for an earlier turn, so opening a
+   * turn costs one version read. Optional: a source without it is read in full every turn.
+   * The kernel reads the version before the grants, so a change racing the read only ever
+   * makes it read again.
+   */
+  grantsVersion?(namespaceId: string, subject: string): Promise<string>;
 }
 
 /** The host-side half: minting and revocation stay in the host's hands. */
 export interface GrantStore extends GrantSource {
   add(grant: GrantInput): Promise<Grant>;
+  /**
+   * Adds many grants at once, all or nothing (one transaction on a durable store): fan-out
+   * issuance needs it. Optional; a store without it gets `add` once per grant.
+   */
+  addMany?(grants: readonly GrantInput[]): Promise<readonly Grant[]>;
   /** Marks the grant revoked; returns false when no such grant exists. */
   revoke(namespaceId: string, grantId: string, at?: Date): Promise<boolean>;
   /** Every grant in the namespace (inspection, CLI). */
