@@ -129,7 +129,13 @@ export const AuditEventSchema = z.strictObject({
    * the stream from 1, the previous event's hash, and this event's own hash.
    */
   seq: z.number().int().positive().optional(),
-  prev: z.string().regex(/^[0-9a-f]{64}$/).optional(),
-  hash: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+  prev: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .optional(),
+  hash: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .optional(),
 });
 export type AuditEvent = z.infer<typeof AuditEventSchema>;
