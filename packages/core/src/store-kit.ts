@@ -3,6 +3,13 @@
  * so that every store checks its input, names its keys and reports a failed open the same way.
  * A host wiring the kernel needs none of it.
  */
+export {
+  auditStreamOf,
+  type ChainHead,
+  EMPTY_HEAD,
+  GENESIS_HASH,
+  linkAuditEvent,
+} from "./audit/chain.js";
 export { claimKeyDigest } from "./contracts/claims.js";
 export { storageDigest, uniqueStorageDigest } from "./contracts/digest.js";
 export { redact } from "./contracts/errors.js";
