@@ -90,6 +90,7 @@ export type {
   KernelOptions,
   Refusal,
   ResourceRef,
+export type { TurnCacheOptions } from "./kernel/turn-cache.js";
   SendMessageRequest,
   SendMessageResult,
   TurnAuthority,

@@ -34,11 +34,16 @@ export const CHAINS_UNAVAILABLE = Symbol("chains unavailable");
  * root's issuer must be the turn's authority — the rule for a single grant, generalised.
  *
  * Returns undefined when the actor holds no derived grant (the common case costs nothing).
+ *
+ * With `versions`, each other holder's grants version is read before its grants and recorded
+ * there (undefined when the source could not say): a turn cache keeps the chains only while
+ * every one of them is unchanged.
  */
 export async function resolveChains(
   source: GrantSource,
   ctx: AccessContext,
   grants: readonly Grant[],
+  versions?: Map<string, string | undefined>,
 ): Promise<ReadonlyMap<Grant, ChainInfo> | undefined | typeof CHAINS_UNAVAILABLE> {
   let frontier = grants.filter((g) => g.parentId !== undefined && isOfTurn(g, ctx));
   if (frontier.length === 0) return undefined;
@@ -51,7 +56,9 @@ export async function resolveChains(
   const seen = new Set<Grant>(frontier);
   for (let level = 0; frontier.length > 0 && level <= MAX_DELEGATION_DEPTH; level++) {
     const missing = [...new Set(frontier.map((g) => g.issuer))].filter((s) => !holders.has(s));
-    const listed = await Promise.all(missing.map((subject) => listHolder(source, ctx, subject)));
+    const listed = await Promise.all(
+      missing.map((subject) => listHolder(source, ctx, subject, versions)),
+    );
     for (let i = 0; i < missing.length; i++) {
       const held = listed[i];
       if (held === undefined) return CHAINS_UNAVAILABLE;
@@ -89,7 +96,10 @@ async function listHolder(
   source: GrantSource,
   ctx: AccessContext,
   subject: string,
+  versions: Map<string, string | undefined> | undefined,
 ): Promise<Map<string, Grant> | undefined> {
+  // Before the grants, as for the actor: a change racing the listing only makes it read again.
+  if (versions !== undefined) versions.set(subject, await grantsVersionOf(source, ctx, subject));
   let material: readonly unknown[];
   try {
     material = await source.listGrants(ctx.namespaceId, subject);
@@ -112,6 +122,21 @@ async function listHolder(
     }
   }
   return map;
+}
+
+/** The holder's grants version, or undefined when the source has none or cannot say. */
+export async function grantsVersionOf(
+  source: GrantSource,
+  ctx: AccessContext,
+  subject: string,
+): Promise<string | undefined> {
+  if (typeof source.grantsVersion !== "function") return undefined;
+  try {
+    const version = await source.grantsVersion(ctx.namespaceId, subject);
+    return typeof version === "string" ? version : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function infoOf(

@@ -7,9 +7,11 @@ import {
 } from "../contracts/schemas.js";
 import { systemClock } from "../ports/clock.js";
 import { AuditWriter } from "./audit-writer.js";
-import { CHAINS_UNAVAILABLE, resolveChains } from "./chains.js";
+import { CHAINS_UNAVAILABLE, grantsVersionOf, resolveChains } from "./chains.js";
+import type { DecisionScope } from "./decide.js";
 import { buildGrantIndex } from "./grant-index.js";
 import { Lease } from "./lease.js";
+import { type CachedView, TurnCache, type TurnCacheOptions, viewKeyOf } from "./turn-cache.js";
 import type { Kernel, KernelOptions, TurnAuthority } from "./types.js";
 import { isSealedGrant } from "./validated-grants.js";
 
@@ -42,11 +44,103 @@ async function loadGrants(
   return grants;
 }
 
+/**
+ * Resolves the chains of `grants` and indexes them for the turn's shape; undefined when the
+ * chains could not be read (the turn fails closed). `cacheable` is false when a holder's
+ * version was unknown: such a view is used for this turn only.
+ */
+async function buildView(
+  options: KernelOptions,
+  ctx: AccessContext,
+  grants: readonly Grant[],
+): Promise<{ view: CachedView; cacheable: boolean } | undefined> {
+  const versions = new Map<string, string | undefined>();
+  const chains = await resolveChains(options.grants, ctx, grants, versions);
+  if (chains === CHAINS_UNAVAILABLE) return undefined;
+  const holders = new Map<string, string>();
+  let cacheable = true;
+  for (const [subject, version] of versions) {
+    if (version === undefined) cacheable = false;
+    else holders.set(subject, version);
+  }
+  return { view: { chains, holders, index: buildGrantIndex(grants, ctx, chains) }, cacheable };
+}
+
+/** Is every holder a cached chain read still at the version it was read at? */
+async function holdersUnchanged(
+  options: KernelOptions,
+  ctx: AccessContext,
+  holders: ReadonlyMap<string, string>,
+): Promise<boolean> {
+  if (holders.size === 0) return true;
+  const subjects = [...holders.keys()];
+  const now = await Promise.all(subjects.map((s) => grantsVersionOf(options.grants, ctx, s)));
+  return subjects.every((subject, i) => now[i] === holders.get(subject));
+}
+
+/**
+ * The turn's indexed grants. With a cache and a versioned source, the version is read first:
+ * while it (and the version of every holder a chain read) is unchanged, the validated set and
+ * its index are reused, and opening costs that one read. Otherwise the set is read, validated
+ * and indexed in full. A version read that fails only disables the cache for this turn.
+ */
+async function openIndex(
+  options: KernelOptions,
+  cache: TurnCache | undefined,
+  ctx: AccessContext,
+): Promise<CachedView | undefined> {
+  const version =
+    cache === undefined ? undefined : await grantsVersionOf(options.grants, ctx, ctx.actor);
+  const viewKey = viewKeyOf(ctx.authority, ctx.owner, ctx.purpose);
+  if (cache !== undefined && version !== undefined) {
+    const entry = cache.get(ctx.namespaceId, ctx.actor, version);
+    if (entry !== undefined) {
+      const known = entry.views.get(viewKey);
+      if (known !== undefined && (await holdersUnchanged(options, ctx, known.holders))) {
+        return known;
+      }
+      const built = await buildView(options, ctx, entry.grants);
+      if (built === undefined) return undefined;
+      if (built.cacheable) cache.setView(entry, viewKey, built.view);
+      return built.view;
+    }
+  }
+  const grants = await loadGrants(options, ctx);
+  if (grants === undefined) return undefined;
+  const built = await buildView(options, ctx, grants);
+  if (built === undefined) return undefined;
+  if (cache !== undefined && version !== undefined && built.cacheable) {
+    cache.set(ctx.namespaceId, ctx.actor, version, grants, viewKey, built.view);
+  }
+  return built.view;
+}
+
+function cacheFor(options: KernelOptions): TurnCache | undefined {
+  const setting = options.turnCache;
+  if (setting === false) return undefined;
+  if (setting !== undefined && !isCacheOptions(setting)) {
+    throw new TesseraError(
+      "invalid_config",
+      "turnCache is false or { maxSubjects?, maxWeight? } with non-negative whole numbers",
+    );
+  }
+  return new TurnCache(setting);
+}
+
+function isCacheOptions(value: unknown): value is TurnCacheOptions {
+  if (typeof value !== "object" || value === null) return false;
+  const { maxSubjects, maxWeight } = value as Record<string, unknown>;
+  const bound = (n: unknown) => n === undefined || (Number.isSafeInteger(n) && (n as number) >= 0);
+  return bound(maxSubjects) && bound(maxWeight);
+}
+
 export function createKernel(options: KernelOptions): Kernel {
   if (typeof options?.grants?.listGrants !== "function") {
     throw new TesseraError("invalid_config", "createKernel needs a grant source with listGrants");
   }
   const clock = options.clock ?? systemClock;
+  // Per kernel, so per usage store: see turn-cache.ts for why shared indexes are safe.
+  const cache = cacheFor(options);
   const kernel: Kernel = {
     async openTurnAuthority(input: AccessContext): Promise<TurnAuthority> {
       const parsed = AccessContextSchema.safeParse(input);
@@ -54,20 +148,12 @@ export function createKernel(options: KernelOptions): Kernel {
         throw new TesseraError("invalid_input", "the access context does not match its schema");
       }
       const ctx = Object.freeze(parsed.data);
-      const grants = await loadGrants(options, ctx);
+      const view = await openIndex(options, cache, ctx);
       const audit = new AuditWriter(options.audit, ctx);
-      const chains =
-        grants === undefined
-          ? CHAINS_UNAVAILABLE
-          : await resolveChains(options.grants, ctx, grants);
-      const scope =
-        grants === undefined || chains === CHAINS_UNAVAILABLE
+      const scope: DecisionScope | undefined =
+        view === undefined
           ? undefined
-          : {
-              index: buildGrantIndex(grants, ctx, chains),
-              usage: options.usage,
-              namespaceId: ctx.namespaceId,
-            };
+          : { index: view.index, usage: options.usage, namespaceId: ctx.namespaceId };
       // Frozen like everything the kernel returns; its state lives in private fields.
       return Object.freeze(new Lease({ ctx, scope, audit, transport: options.transport, clock }));
     },

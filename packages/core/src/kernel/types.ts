@@ -6,6 +6,7 @@ import type { Clock } from "../ports/clock.js";
 import type { GrantSource } from "../ports/grant-source.js";
 import type { MessageTransport } from "../ports/transport.js";
 import type { GrantUsageStore } from "../ports/usage-store.js";
+import type { TurnCacheOptions } from "./turn-cache.js";
 
 /** What a host wires into one kernel. Only `grants` is required. */
 export interface KernelOptions {
@@ -18,12 +19,19 @@ export interface KernelOptions {
   /** Delivers authorized messages. Without it, every send is refused `delivery_failed`. */
   readonly transport?: MessageTransport;
   readonly clock?: Clock;
+  /**
+   * Reuse of validated, indexed grant sets across turns while the source's `grantsVersion`
+   * is unchanged (on by default, bounded; a source without versions is read every turn).
+   * `false` turns it off.
+   */
+  readonly turnCache?: false | TurnCacheOptions;
 }
 
 export interface Kernel {
   /**
    * Opens one authority lease for one turn: reads the grant source once, validates every grant
-   * and indexes them. A source that fails or returns invalid material yields a turn that refuses
+   * and indexes them (or, with a versioned source and an unchanged version, reuses the set
+   * validated and indexed for an earlier turn). A source that fails or returns invalid material yields a turn that refuses
    * everything with `authority_unavailable`; it never throws for that. Throws
    * `TesseraError("invalid_input")` only when `ctx` itself is malformed.
    */

@@ -1,7 +1,8 @@
+import { randomUUID } from "node:crypto";
 import { redact, TesseraError } from "../contracts/errors.js";
 import { type Grant, type GrantInput, GrantSchema } from "../contracts/schemas.js";
 import { checkId, checkRevocationInstant, parseGrantInput } from "../contracts/store-input.js";
-import { sealValidatedGrant } from "../kernel/validated-grants.js";
+import { isSealedGrant, sealValidatedGrant } from "../kernel/validated-grants.js";
 import type { GrantStore } from "../ports/grant-source.js";
 
 /**
@@ -9,22 +10,62 @@ import type { GrantStore } from "../ports/grant-source.js";
  * validated once, deeply frozen and never edited in place (so a lease need not parse them
  * again): a revocation stores a new object, so a lease that already read
  * the old one keeps its snapshot and the revocation lands on the next turn.
+ *
+ * Every change bumps the holder's version in the same synchronous step, so no reader can see
+ * the change without the bump. Versions are prefixed with a per-store random epoch: two stores
+ * (say, one rebuilt after a restart) never hand out the same token for different grant sets.
  */
 export class InMemoryGrantStore implements GrantStore {
   readonly #namespaces = new Map<string, Map<string, Grant>>();
+  /** namespace → subject → number of changes so far. */
+  readonly #versions = new Map<string, Map<string, number>>();
+  readonly #epoch = randomUUID();
 
   async add(input: GrantInput): Promise<Grant> {
-    const grant = sealValidatedGrant(parseGrantInput(input));
-    let grants = this.#namespaces.get(grant.namespaceId);
-    if (grants === undefined) {
-      grants = new Map();
-      this.#namespaces.set(grant.namespaceId, grants);
-    }
+    const grant = sealed(input);
+    const grants = this.#grantsOf(grant.namespaceId);
     if (grants.has(grant.id)) {
       throw new TesseraError("invalid_grant", `grant ${redact(grant.id)} already exists`);
     }
     grants.set(grant.id, grant);
+    this.#bump(grant.namespaceId, grant.subject);
     return grant;
+  }
+
+  /**
+   * All or nothing: every input is validated and every ID checked (against the store and
+   * the batch itself) before the first one is stored. Grants sealed by this library (fan-out
+   * builds them) are already valid and frozen, so they are stored as they are.
+   */
+  async addMany(inputs: readonly GrantInput[]): Promise<readonly Grant[]> {
+    if (!Array.isArray(inputs)) throw new TesseraError("invalid_input", "addMany takes an array");
+    const batch = inputs.map(sealed);
+    const seen = new Map<string, Set<string>>();
+    for (const grant of batch) {
+      let ids = seen.get(grant.namespaceId);
+      if (ids === undefined) {
+        ids = new Set();
+        seen.set(grant.namespaceId, ids);
+      }
+      if (ids.has(grant.id) || this.#namespaces.get(grant.namespaceId)?.has(grant.id)) {
+        throw new TesseraError("invalid_grant", `grant ${redact(grant.id)} already exists`);
+      }
+      ids.add(grant.id);
+    }
+    const bumped = new Map<string, Set<string>>();
+    for (const grant of batch) {
+      this.#grantsOf(grant.namespaceId).set(grant.id, grant);
+      let subjects = bumped.get(grant.namespaceId);
+      if (subjects === undefined) {
+        subjects = new Set();
+        bumped.set(grant.namespaceId, subjects);
+      }
+      subjects.add(grant.subject);
+    }
+    for (const [namespaceId, subjects] of bumped) {
+      for (const subject of subjects) this.#bump(namespaceId, subject);
+    }
+    return Object.freeze(batch);
   }
 
   async revoke(namespaceId: string, grantId: string, at: Date = new Date()): Promise<boolean> {
@@ -37,6 +78,7 @@ export class InMemoryGrantStore implements GrantStore {
     if (grant.revokedAt === undefined) {
       const revoked = GrantSchema.parse({ ...grant, revokedAt: at.toISOString() });
       grants.set(grantId, sealValidatedGrant(revoked));
+      this.#bump(namespaceId, grant.subject);
     }
     return true;
   }
@@ -51,10 +93,40 @@ export class InMemoryGrantStore implements GrantStore {
     return held;
   }
 
+  async grantsVersion(namespaceId: string, subject: string): Promise<string> {
+    checkId(namespaceId, "namespaceId");
+    checkId(subject, "subject");
+    return `${this.#epoch}.${this.#versions.get(namespaceId)?.get(subject) ?? 0}`;
+  }
+
   async listNamespace(namespaceId: string): Promise<readonly Grant[]> {
     checkId(namespaceId, "namespaceId");
     return [...(this.#namespaces.get(namespaceId)?.values() ?? [])];
   }
+
+  #grantsOf(namespaceId: string): Map<string, Grant> {
+    let grants = this.#namespaces.get(namespaceId);
+    if (grants === undefined) {
+      grants = new Map();
+      this.#namespaces.set(namespaceId, grants);
+    }
+    return grants;
+  }
+
+  #bump(namespaceId: string, subject: string): void {
+    let subjects = this.#versions.get(namespaceId);
+    if (subjects === undefined) {
+      subjects = new Map();
+      this.#versions.set(namespaceId, subjects);
+    }
+    subjects.set(subject, (subjects.get(subject) ?? 0) + 1);
+  }
+}
+
+/** A grant this library sealed is valid and frozen already; anything else is parsed. */
+function sealed(input: GrantInput): Grant {
+  if (isSealedGrant(input)) return input;
+  return sealValidatedGrant(parseGrantInput(input));
 }
 
 /** @deprecated Renamed `InMemoryGrantStore` (it is a whole `GrantStore`); kept for one release. */
