@@ -1,16 +1,19 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { ClaimStore } from "@tessera/core";
+import type { ClaimStore, StoredClaim } from "@tessera/core";
 import { describe, expect } from "vitest";
 import { type OpenedStore, type ProcessSpec, type StoreFactory, suiteCases } from "./factory.js";
 import { gateCallMessage } from "./gate-catalog.js";
 import {
+  type GateCallback,
   type GateOutcome,
   killGateWorkerAfterClaim,
+  killGateWorkersMidway,
   readGateCallbacks,
   runGateWorkers,
 } from "./gate-workers.js";
+import { propertyParameters } from "./properties.js";
 
 const WORKERS = 4;
 const CALL_ID = "call-42";
@@ -145,4 +148,181 @@ export function describeGateWorkersConformance<H extends OpenedStore<ClaimStore>
         }),
     );
   });
+}
+
+const KILL_ROUNDS = 12;
+const KILL_WORKERS = 3;
+const IDS_PER_ROUND = 24;
+/** Each ID's expected fate by its prefix (the workers' `mixedOutcomes` policy). */
+const PREFIXES = ["ok", "deny", "fail", "ok"] as const;
+
+/** A small seeded generator, so a failing plan (orders, kill points) can be replayed. */
+function seeded(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+}
+
+function shuffled<T>(items: readonly T[], random: () => number): T[] {
+  const copy = [...items];
+  for (let i = copy.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [copy[i], copy[j]] = [copy[j] as T, copy[i] as T];
+  }
+  return copy;
+}
+
+const keyOf = (session: string, functionCallId: string) =>
+  JSON.stringify([session, functionCallId]);
+
+/**
+ * kill -9, many times: in each round, gate workers in separate OS processes race through the
+ * same IDs (receipts written after the reply in most rounds, before it in every fourth) and
+ * are killed with SIGKILL at a random point. Each callback writes and fsyncs its line before
+ * it returns. Then, from this process: (a) no ID ran twice, and re-sending every ID to fresh
+ * workers runs none that was claimed; (b) no receipt lies: `dispatched` and `failed` have a
+ * line, `denied` has none; (c) every ID with a line has a true receipt or is in doubt.
+ */
+export function describeGateKillConformance<H extends OpenedStore<ClaimStore>>(
+  name: string,
+  factory: StoreFactory<ClaimStore, H>,
+): void {
+  const { use, crossProcess, skipNote } = suiteCases(factory);
+
+  describe(`gate workers sharing only ${name}, killed with SIGKILL`, () => {
+    crossProcess(
+      `${KILL_ROUNDS} rounds of ${KILL_WORKERS} workers killed at random points: nothing runs twice, no receipt lies${skipNote}`,
+      () =>
+        use(async (opened) => {
+          const spec = factory.processSpec?.(opened);
+          if (!spec) throw new Error("unreachable: guarded by processSpec");
+          const random = seeded(propertyParameters().seed);
+          await withCallbacksFile(async (callbacksFile) => {
+            const keys: { session: string; functionCallId: string }[] = [];
+            let killed = 0;
+            for (let round = 0; round < KILL_ROUNDS; round++) {
+              const session = `kill-round-${round}`;
+              const ids = Array.from(
+                { length: IDS_PER_ROUND },
+                (_, i) => `${PREFIXES[i % PREFIXES.length]}-${i}`,
+              );
+              for (const functionCallId of ids) keys.push({ session, functionCallId });
+              const ended = await killGateWorkersMidway({
+                spec,
+                callbacksFile,
+                workers: Array.from({ length: KILL_WORKERS }, () => ({
+                  calls: shuffled(ids, random).map((id) => [session, gateCallMessage(id)] as const),
+                  inFlight: 4,
+                  settle: round % 4 === 3 ? ("before-reply" as const) : ("after-reply" as const),
+                  syncCallbacks: true,
+                  mixedOutcomes: true,
+                  settleDelayMs: 10,
+                })),
+                killAt: {
+                  afterCallbacks: 1 + Math.floor(random() * IDS_PER_ROUND * 0.6),
+                  jitterMs: 8,
+                },
+              });
+              killed += ended.killed;
+            }
+
+            const before = await storedClaims(opened.store, keys);
+            const ranBefore = runCounts(readGateCallbacks(callbacksFile));
+            const tally = checkNoReceiptLies(keys, before, ranBefore);
+            // The kills really landed mid-stream, and at least once between a callback and its
+            // receipt: the window this suite exists to test.
+            expect(killed).toBeGreaterThan(0);
+            expect(tally.ranInDoubt).toBeGreaterThan(0);
+
+            // Every ID again, to fresh workers: a claimed ID is refused, whatever its state.
+            const resent = await runGateWorkers({
+              spec,
+              callbacksFile,
+              workers: [0, 1].map(() => ({
+                calls: shuffled(keys, random).map(
+                  (k) => [k.session, gateCallMessage(k.functionCallId)] as const,
+                ),
+                inFlight: 8,
+                mixedOutcomes: true,
+              })),
+            });
+            const ranAfter = runCounts(readGateCallbacks(callbacksFile));
+            for (const [key, count] of ranAfter) expect(count, `ran twice: ${key}`).toBe(1);
+            for (const k of keys) {
+              const key = keyOf(k.session, k.functionCallId);
+              if (before.get(key) !== undefined) {
+                expect(ranAfter.get(key) ?? 0, `re-run after a kill: ${key}`).toBe(
+                  ranBefore.get(key) ?? 0,
+                );
+              }
+            }
+            const claimedBefore = keys.filter(
+              (k) => before.get(keyOf(k.session, k.functionCallId)) !== undefined,
+            ).length;
+            const refusals = resent.flat().filter((o) => o.reason === "duplicate_call").length;
+            // Two resends per ID: a claimed ID is refused twice, a fresh one once (one wins).
+            expect(refusals).toBe(2 * claimedBefore + (keys.length - claimedBefore));
+            // The calls left in doubt stay in doubt: nobody settles or re-runs them.
+            const after = await storedClaims(opened.store, keys);
+            checkNoReceiptLies(keys, after, ranAfter);
+            for (const [key, claim] of before) {
+              if (claim !== undefined && claim.receipt === undefined) {
+                expect(after.get(key)?.receipt, `settled by someone else: ${key}`).toBeUndefined();
+              }
+            }
+          });
+        }),
+    );
+  });
+}
+
+async function storedClaims(
+  store: ClaimStore,
+  keys: readonly { session: string; functionCallId: string }[],
+): Promise<Map<string, StoredClaim | undefined>> {
+  const stored = new Map<string, StoredClaim | undefined>();
+  for (const key of keys) stored.set(keyOf(key.session, key.functionCallId), await store.get(key));
+  return stored;
+}
+
+function runCounts(callbacks: readonly GateCallback[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const c of callbacks) {
+    const key = keyOf(c.session, c.functionCallId);
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  return counts;
+}
+
+/** Checks (a), (b) and (c) on one snapshot; returns how often each state occurred. */
+function checkNoReceiptLies(
+  keys: readonly { session: string; functionCallId: string }[],
+  stored: ReadonlyMap<string, StoredClaim | undefined>,
+  runs: ReadonlyMap<string, number>,
+): { ranInDoubt: number } {
+  let ranInDoubt = 0;
+  for (const k of keys) {
+    const key = keyOf(k.session, k.functionCallId);
+    const ran = runs.get(key) ?? 0;
+    const claim = stored.get(key);
+    expect(ran, `ran twice: ${key}`).toBeLessThanOrEqual(1);
+    const status = claim?.receipt?.status;
+    if (claim === undefined) {
+      expect(ran, `ran without a claim: ${key}`).toBe(0);
+    } else if (status === undefined) {
+      if (ran === 1) ranInDoubt++;
+    } else if (status === "denied") {
+      expect(ran, `denied but ran: ${key}`).toBe(0);
+      expect(k.functionCallId.startsWith("deny-")).toBe(true);
+    } else {
+      expect(ran, `${status} but never ran: ${key}`).toBe(1);
+      expect(k.functionCallId.startsWith(status === "failed" ? "fail-" : "ok-")).toBe(true);
+    }
+  }
+  return { ranInDoubt };
 }

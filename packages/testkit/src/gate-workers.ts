@@ -11,16 +11,15 @@
 import { readFileSync } from "node:fs";
 import type { ProcessSpec } from "./factory.js";
 import { raceInProcesses, WorkerProcess } from "./processes.js";
-import type { GateCall, GateOutcome, WorkerResult } from "./worker-protocol.js";
+import type { GateCall, GateOutcome, GateTask, WorkerResult } from "./worker-protocol.js";
 
 export type { GateCall, GateOutcome } from "./worker-protocol.js";
 
-/** What one gate worker process is given to handle once every worker is ready. */
-export interface GateWorkerPlan {
-  readonly calls: readonly GateCall[];
-  /** How many of its calls a worker keeps in progress at once (default 1). */
-  readonly inFlight?: number;
-}
+/**
+ * What one gate worker process is given to handle once every worker is ready: its calls,
+ * how many in progress at once (default 1), and the gate task's settings (`GateTask`).
+ */
+export type GateWorkerPlan = Omit<GateTask, "kind" | "callbacksFile" | "hangAfterClaim">;
 
 export interface GateWorkersOptions {
   /** How each worker opens the shared claim store (the testkit's `ProcessSpec`). */
@@ -78,6 +77,76 @@ export async function killGateWorkerAfterClaim(options: {
   } finally {
     await worker.killHard();
   }
+}
+
+/** When `killGateWorkersMidway` pulls the plug. */
+export interface KillPoint {
+  /** Once this many more callbacks have run (counted from the file) … */
+  readonly afterCallbacks: number;
+  /** … each worker in turn is killed after a further random 0..jitterMs ms. */
+  readonly jitterMs: number;
+}
+
+/**
+ * Starts one gate worker per plan, releases them together and kills each with SIGKILL at
+ * `killAt` (a worker that finished first has exited by itself). Returns how many finished
+ * and how many were killed. A worker that reports a failure fails the run: a kill is the
+ * only way a worker may stop short.
+ */
+export async function killGateWorkersMidway(options: {
+  readonly spec: ProcessSpec;
+  readonly callbacksFile: string;
+  readonly workers: readonly GateWorkerPlan[];
+  readonly killAt: KillPoint;
+}): Promise<{ finished: number; killed: number }> {
+  const started = await Promise.allSettled(
+    options.workers.map(() => WorkerProcess.start(options.spec)),
+  );
+  const workers = started.flatMap((s) => (s.status === "fulfilled" ? [s.value] : []));
+  try {
+    const failed = started.find((s) => s.status === "rejected");
+    if (failed) throw failed.reason;
+    const before = readGateCallbacks(options.callbacksFile).length;
+    let ended = 0;
+    const ends = workers.map((worker) =>
+      worker
+        .expect("done")
+        .then(
+          () => "finished" as const,
+          (error: Error) => error,
+        )
+        .finally(() => ended++),
+    );
+    workers.forEach((worker, index) => {
+      const plan = options.workers[index] as GateWorkerPlan;
+      worker.run({ kind: "gate", ...plan, callbacksFile: options.callbacksFile });
+    });
+    const deadline = Date.now() + 30_000;
+    while (
+      ended < workers.length &&
+      readGateCallbacks(options.callbacksFile).length - before < options.killAt.afterCallbacks &&
+      Date.now() < deadline
+    ) {
+      await pause(1);
+    }
+    for (const worker of workers) {
+      await pause(Math.random() * options.killAt.jitterMs);
+      await worker.killHard();
+    }
+    let finished = 0;
+    for (const end of await Promise.all(ends)) {
+      if (end === "finished") finished++;
+      // Killed before its result: expected. Anything else (a failure report) is a defect.
+      else if (!end.message.includes("exited before done")) throw end;
+    }
+    return { finished, killed: workers.length - finished };
+  } finally {
+    await Promise.all(workers.map((worker) => worker.killHard()));
+  }
+}
+
+function pause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** Every callback the workers ran so far, in the order they ran (none if the file is absent). */

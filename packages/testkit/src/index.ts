@@ -13,11 +13,16 @@ export {
   type GateCallback,
   type GateOutcome,
   type GateWorkerPlan,
+  type KillPoint,
   killGateWorkerAfterClaim,
+  killGateWorkersMidway,
   readGateCallbacks,
   runGateWorkers,
 } from "./gate-workers.js";
-export { describeGateWorkersConformance } from "./gate-workers-conformance.js";
+export {
+  describeGateKillConformance,
+  describeGateWorkersConformance,
+} from "./gate-workers-conformance.js";
 export { describeGrantStoreConformance } from "./grants-suite.js";
 export {
   propertyParameters,

@@ -51,6 +51,20 @@ export interface GateTask {
    * returns: the worker sits between claim and dispatch until it is killed.
    */
   readonly hangAfterClaim?: boolean;
+  /** When the gate writes receipts (default: the gate's default, after the reply). */
+  readonly settle?: "after-reply" | "before-reply";
+  /** fsync the callbacks file after each line: a line written stands, whatever happens next. */
+  readonly syncCallbacks?: boolean;
+  /**
+   * Every kind of receipt occurs: IDs starting `deny-` are refused by the approval hook (no
+   * line), IDs starting `fail-` throw in the callback after writing their line.
+   */
+  readonly mixedOutcomes?: boolean;
+  /**
+   * Each settle waits a random 0..settleDelayMs ms before it reaches the store: widens the
+   * window between reply and receipt, so a kill -9 at a random moment often lands in it.
+   */
+  readonly settleDelayMs?: number;
 }
 
 /** What one handled message came to, as the gate's receipt and reply said. */

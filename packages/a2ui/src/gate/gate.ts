@@ -17,6 +17,7 @@ import { type CatalogFunction, type CatalogRefusal, CatalogSet } from "../catalo
 import { messageValidators } from "../schemas/official.js";
 import { type CallMessage, readCall } from "./message.js";
 import { correlatedValidationError, refusalReply, valueReply } from "./replies.js";
+import { type SettleOutcome, SettleQueue, type SettleTiming } from "./settle-queue.js";
 import type {
   ApprovalVerdict,
   ApproveFunction,
@@ -40,10 +41,14 @@ interface Outcome {
  * Guards A2UI v1.0 `callRendererFunction` messages so that each (trusted session,
  * functionCallId) runs its callback at most once, however many workers see it:
  *
- *     validate → catalog → exclusive claim → policy + approval → callback → receipt
+ *     validate → catalog → exclusive claim → policy + approval → callback → reply, receipt
  *
  * The guarantee spans exactly what the claim store spans: a `InMemoryClaimStore` covers one
  * process, a `DirectoryClaimStore` one machine, a database store every worker that uses it.
+ *
+ * Only the claim is durable before the callback. By default the receipt is written after the
+ * reply (`settle: "after-reply"`): a host calls `drain()` (or `close()`) before it exits, and a
+ * process that dies first leaves the call in doubt, never re-run.
  */
 export class FunctionCallGate {
   readonly #catalogs: CatalogSet;
@@ -53,6 +58,11 @@ export class FunctionCallGate {
   readonly #audit: AuditSink | undefined;
   readonly #clock: Clock;
   readonly #worker: string;
+  readonly #timing: SettleTiming;
+  readonly #settles: SettleQueue;
+  /** Calls between `handle` and their reply, so `drain()` also waits for their settles. */
+  readonly #handling = new Set<Promise<GateResult>>();
+  #closed = false;
 
   constructor(options: FunctionCallGateOptions) {
     if (typeof options?.claims?.claim !== "function" || typeof options.invoke !== "function") {
@@ -70,6 +80,12 @@ export class FunctionCallGate {
     this.#audit = options.audit;
     this.#clock = options.clock ?? systemClock;
     this.#worker = options.worker ?? `${hostname()}:${process.pid}`;
+    const timing = options.settle ?? "after-reply";
+    if (timing !== "after-reply" && timing !== "before-reply") {
+      throw new TesseraError("invalid_config", 'settle is "after-reply" or "before-reply"');
+    }
+    this.#timing = timing;
+    this.#settles = new SettleQueue(options.claims);
   }
 
   /**
@@ -83,7 +99,36 @@ export class FunctionCallGate {
         new TesseraError("invalid_input", "the trusted session must be a non-empty string"),
       );
     }
-    return this.#handle(session, message);
+    const handling = this.#handle(session, message);
+    this.#handling.add(handling);
+    // #handle never rejects; the catch only keeps this bookkeeping chain from ever doing so.
+    void handling.finally(() => this.#handling.delete(handling)).catch(() => undefined);
+    return handling;
+  }
+
+  /**
+   * Resolves once every call handled before this point has replied and its receipt has been
+   * written or given up (then the claim stays in doubt). Never rejects. A host calls it (or
+   * `close()`) before it exits: a receipt still being written when the process ends is lost
+   * and its call reads in doubt. A callback that never returns holds `drain()` with it.
+   */
+  async drain(): Promise<void> {
+    await Promise.allSettled([...this.#handling]);
+    await this.#settles.drain();
+  }
+
+  /**
+   * Refuses new calls (correlated `EXECUTION_FAILED`, receipt `denied`, nothing claimed, so
+   * the ID stays free for another worker), then drains. The claim store stays open: the host
+   * owns it.
+   */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.drain();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
   }
 
   /** The whole pipeline, one step after another; each refusal returns where it is decided. */
@@ -121,6 +166,13 @@ export class FunctionCallGate {
 
     // The exclusive claim comes before policy, approval and dispatch: whoever loses it (a
     // racing worker, a retry, a restarted worker, a changed body) learns only that the ID is used.
+    if (this.#closed) {
+      // Checked before the claim: a call that reaches a closing worker leaves its ID unused.
+      return this.#finish(session, id, refusalReply("claim_store_unavailable", id), "denied", {
+        reason: "claim_store_unavailable",
+        detail: "the gate is closed",
+      });
+    }
     const key: ClaimKey = { session, functionCallId: id };
     let claim: ClaimResult;
     try {
@@ -157,10 +209,9 @@ export class FunctionCallGate {
         detail = "approval hook threw";
       }
       if (refused) {
-        const note = await this.#settle(key, "denied");
-        return this.#finish(session, id, refusalReply(refused, id), "denied", {
+        return this.#settle(key, refusalReply(refused, id), "denied", {
           reason: refused,
-          detail: detail ?? note,
+          detail,
         });
       }
     }
@@ -169,27 +220,43 @@ export class FunctionCallGate {
     try {
       value = await this.#invoke(invocation);
     } catch {
-      const note = await this.#settle(key, "failed");
-      return this.#finish(session, id, refusalReply("callback_failed", id), "failed", {
+      return this.#settle(key, refusalReply("callback_failed", id), "failed", {
         reason: "callback_failed",
-        detail: note ?? "callback threw",
+        detail: "callback threw",
       });
     }
-    const note = await this.#settle(key, "dispatched");
-    return this.#finish(session, id, valueReply(id, value), "dispatched", {
-      reason: "dispatched",
-      detail: note,
-    });
+    return this.#settle(key, valueReply(id, value), "dispatched", { reason: "dispatched" });
   }
 
-  /** Records the outcome; a store that fails here leaves the claim in doubt (never re-run). */
-  async #settle(key: ClaimKey, status: ClaimReceipt["status"]): Promise<string | undefined> {
-    try {
-      await this.#claims.settle(key, { status, settledAt: this.#clock.now() });
-      return undefined;
-    } catch {
-      return "outcome not recorded: the claim stays in doubt";
+  /**
+   * Writes the outcome of a held claim and replies: after the receipt lands, or at once with
+   * the receipt on its way. The reply and the receipt always carry the same status, so the
+   * reply never contradicts the receipt once it lands. A receipt that cannot be written
+   * leaves the claim in doubt (never re-run) and says so in audit.
+   */
+  async #settle(
+    key: ClaimKey,
+    reply: GateReply,
+    status: ClaimReceipt["status"],
+    outcome: Outcome,
+  ): Promise<GateResult> {
+    const receipt: ClaimReceipt = { status, settledAt: this.#clock.now() };
+    if (this.#timing === "before-reply") {
+      const settled = await this.#settles.write(key, receipt);
+      const note = settled.recorded ? undefined : notRecorded(settled);
+      return this.#finish(key.session, key.functionCallId, reply, status, {
+        ...outcome,
+        detail: note ?? outcome.detail,
+      });
     }
+    let finished: Promise<GateResult> | undefined;
+    void this.#settles.write(key, receipt, async (failure) => {
+      // After the decision's own event, so audit reads in the order things happened.
+      const result = await finished;
+      if (this.#audit && result) await this.#record(result, notRecorded(failure), "in_doubt");
+    });
+    finished = this.#finish(key.session, key.functionCallId, reply, status, outcome);
+    return finished;
   }
 
   async #finish(
@@ -207,11 +274,17 @@ export class FunctionCallGate {
       ...(outcome.previous === undefined ? {} : { previous: outcome.previous }),
       ...(outcome.changedBody === undefined ? {} : { changedBody: outcome.changedBody }),
     });
-    if (this.#audit) await this.#record(receipt, reply, outcome.detail);
-    return Object.freeze({ reply, receipt });
+    const result: GateResult = Object.freeze({ reply, receipt });
+    if (this.#audit) await this.#record(result, outcome.detail);
+    return result;
   }
 
-  async #record(receipt: GateReceipt, reply: GateReply, detail: string | undefined): Promise<void> {
+  /** `stored` overrides the receipt the event reports: `in_doubt` when its write was given up. */
+  async #record(
+    { receipt, reply }: GateResult,
+    detail: string | undefined,
+    stored?: "in_doubt",
+  ): Promise<void> {
     const code = replyCode(reply);
     const ran = receipt.status === "dispatched" || receipt.status === "failed";
     const event: AuditEvent = {
@@ -223,7 +296,7 @@ export class FunctionCallGate {
       traceId: receipt.functionCallId ?? "",
       callId: receipt.functionCallId ?? "",
       session: receipt.session,
-      receipt: receipt.status,
+      receipt: stored ?? receipt.status,
       ...(receipt.previous === undefined ? {} : { detail: `earlier claim: ${receipt.previous}` }),
       ...(detail === undefined ? {} : { detail }),
     };
@@ -233,6 +306,10 @@ export class FunctionCallGate {
       // The decision already stands (a callback may have run); an audit outage cannot undo it.
     }
   }
+}
+
+function notRecorded(failure: SettleOutcome & { recorded: false }): string {
+  return `outcome not recorded (${failure.code}, ${failure.attempts} attempt(s)): the claim stays in doubt`;
 }
 
 /** The function an agent may call with these args, why it may not, or `unreadable`. */

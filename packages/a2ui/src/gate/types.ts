@@ -1,4 +1,5 @@
 import type { AuditSink, ClaimStore, Clock, GateReason, ReceiptStatus } from "@tessera/core";
+import type { SettleTiming } from "./settle-queue.js";
 
 /** What the gate hands to the host's callback and approval hook: the validated call. */
 export interface FunctionInvocation {
@@ -39,6 +40,12 @@ export interface FunctionCallGateOptions {
   readonly clock?: Clock;
   /** Who claims, for operators reading a claim (default `host:pid`). */
   readonly worker?: string;
+  /**
+   * When the receipt is written: `"after-reply"` (default; one durable write per call on the
+   * critical path, the claim; call `gate.drain()` before exit) or `"before-reply"`.
+   * See `SettleTiming`.
+   */
+  readonly settle?: SettleTiming;
 }
 
 /** The outcome of one handled message. `reason` is for the owner (audit vocabulary). */
