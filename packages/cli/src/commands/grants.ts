@@ -1,4 +1,11 @@
-import { type Grant, GrantSchema, TesseraError } from "@tessera/core";
+import {
+  carveDelegatedUses,
+  type DerivationRequest,
+  deriveGrant,
+  type Grant,
+  GrantSchema,
+  TesseraError,
+} from "@tessera/core";
 import { IssueGrantRequestSchema } from "@tessera/core/http";
 import { Command } from "commander";
 import {
@@ -148,6 +155,53 @@ export function grantsCommand(): Command {
       if (options.json) printJson(added);
       else printLines([`added ${added.id} in ${added.namespaceId}`]);
     });
+
+  grants
+    .command("derive")
+    .description(
+      "derive a narrower grant for a delegate from a parent grant the delegator holds; refused (never clamped) when any axis widens, and a bounded child's uses are carved out of its parent",
+    )
+    .requiredOption("--store <url>", "grant and usage store", nonEmpty)
+    .requiredOption("--namespace <id>", "namespace of the parent grant", nonEmpty)
+    .requiredOption("--parent <grantId>", "the grant to derive from", nonEmpty)
+    .requiredOption("--issuer <actor>", "the delegator: the parent's subject", nonEmpty)
+    .requiredOption(
+      "--file <path>",
+      "derivation request JSON: { id, subject, capabilities, constraints?, issuedAt? }",
+      nonEmpty,
+    )
+    .option("--json", "print JSON")
+    .action(
+      async (
+        options: StoreOption & {
+          namespace: string;
+          parent: string;
+          issuer: string;
+          file: string;
+          json?: boolean;
+        },
+      ) => {
+        const request = readGrantFile(options.file) as DerivationRequest;
+        const child = await withStores(options.store, async (s) => {
+          const parent = (await s.grants.listNamespace(options.namespace)).find(
+            (grant) => grant.id === options.parent,
+          );
+          if (parent === undefined) {
+            throw new TesseraError("invalid_input", "no such parent grant in that namespace");
+          }
+          const derived = deriveGrant(parent, request, { issuer: options.issuer });
+          // Spent before the child exists: a crash in between loses uses, never gains any.
+          await carveDelegatedUses(s.usage, parent, derived);
+          return s.grants.add(derived);
+        });
+        if (options.json) printJson(child);
+        else {
+          printLines([
+            `derived ${child.id} from ${options.parent} for ${child.subject} (depth ${child.depth ?? 1})`,
+          ]);
+        }
+      },
+    );
 
   withRemoteOptions(
     grants
