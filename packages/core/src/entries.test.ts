@@ -61,6 +61,7 @@ describe("the entry points", () => {
         "openStores",
         "storePackageFor",
         "systemClock",
+        "verifyAuditChain",
       ].sort(),
     );
   });
@@ -77,6 +78,10 @@ describe("the entry points", () => {
     expect(Object.keys(testing).sort()).toEqual(["ManualClock", "ScriptedDriver", "fixedClock"]);
     expect(Object.keys(storeKit).sort()).toEqual(
       [
+        "EMPTY_HEAD",
+        "GENESIS_HASH",
+        "auditEventHash",
+        "auditStreamOf",
         "checkAuditFilter",
         "checkCarve",
         "checkClaimKey",
@@ -88,6 +93,7 @@ describe("the entry points", () => {
         "checkSession",
         "claimKeyDigest",
         "flagOption",
+        "linkAuditEvent",
         "openFailure",
         "parseAuditEvent",
         "parseGrantInput",

@@ -9,6 +9,13 @@ export {
   explain,
 } from "./audit/explain.js";
 export { JsonlAuditSink, type JsonlAuditSinkOptions } from "./audit/jsonl-audit-sink.js";
+export {
+  type AuditBreak,
+  type AuditBreakKind,
+  type AuditStreamReport,
+  type AuditVerification,
+  verifyAuditChain,
+} from "./audit/verify.js";
 export type {
   ClaimKey,
   ClaimReceipt,
@@ -83,6 +90,7 @@ export type {
 } from "./executor/turn-executor.js";
 export { TurnExecutor } from "./executor/turn-executor.js";
 export { createKernel } from "./kernel/kernel.js";
+export type { TurnCacheOptions } from "./kernel/turn-cache.js";
 export type {
   AuthorizeRequest,
   AuthorizeResult,
@@ -90,7 +98,6 @@ export type {
   KernelOptions,
   Refusal,
   ResourceRef,
-export type { TurnCacheOptions } from "./kernel/turn-cache.js";
   SendMessageRequest,
   SendMessageResult,
   TurnAuthority,

@@ -4,8 +4,10 @@
  * A host wiring the kernel needs none of it.
  */
 export {
+  auditEventHash,
   auditStreamOf,
   type ChainHead,
+  type ChainLink,
   EMPTY_HEAD,
   GENESIS_HASH,
   linkAuditEvent,

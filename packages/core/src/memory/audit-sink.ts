@@ -1,10 +1,15 @@
+import { auditStreamOf, type ChainHead, EMPTY_HEAD, linkAuditEvent } from "../audit/chain.js";
 import type { AuditEvent } from "../contracts/schemas.js";
 import { checkAuditFilter } from "../contracts/store-input.js";
 import type { AuditFilter, ReadableAuditSink } from "../ports/audit-sink.js";
 
-/** Keeps every event in memory, in order. For tests, demos and `explain`. */
+/**
+ * Keeps every event in memory, in order, linked into one hash chain per stream (see
+ * `audit/chain.ts`). For tests, demos and `explain`.
+ */
 export class InMemoryAuditSink implements ReadableAuditSink {
   readonly #events: AuditEvent[] = [];
+  readonly #heads = new Map<string, ChainHead>();
 
   /** Every event so far, oldest first (a read-only view of the live list). */
   get events(): readonly AuditEvent[] {
@@ -12,20 +17,25 @@ export class InMemoryAuditSink implements ReadableAuditSink {
   }
 
   /**
-   * Stores a frozen event: readers can never rewrite history. Events are flat, so a frozen
-   * event (the kernel's are) is kept as is and any other is copied first.
+   * Stores the event linked after its stream's head, as a new frozen object: readers can never
+   * rewrite history. One process owns the list and appends synchronously, so reading the head
+   * and appending need no lock.
    */
   append(event: AuditEvent): void {
-    this.#events.push(Object.isFrozen(event) ? event : Object.freeze({ ...event }));
+    const stream = auditStreamOf(event);
+    const linked = linkAuditEvent(event, this.#heads.get(stream) ?? EMPTY_HEAD);
+    this.#heads.set(stream, { seq: linked.seq, hash: linked.hash });
+    this.#events.push(linked);
   }
 
   async read(filter: AuditFilter = {}) {
     return selectEvents(this.#events, filter);
   }
 
-  /** Forgets everything: benchmarks use it to keep memory flat. */
+  /** Forgets everything, chains included: benchmarks use it to keep memory flat. */
   clear(): void {
     this.#events.length = 0;
+    this.#heads.clear();
   }
 }
 

@@ -79,6 +79,8 @@ describe("InMemoryGrantUsageStore", () => {
 });
 
 describe("InMemoryAuditSink", () => {
+  // The sink links each event (its own tests are in audit-sink.test.ts).
+  const chainFields = { seq: 1, prev: expect.any(String), hash: expect.any(String) };
   it("keeps events in order and filters by call, trace and limit", async () => {
     const sink = new InMemoryAuditSink();
     const event = (callId: string, traceId: string) => ({
@@ -95,7 +97,7 @@ describe("InMemoryAuditSink", () => {
     sink.append(event("c1", "t2"));
     expect(await sink.read({ callId: "c1" })).toHaveLength(2);
     expect(await sink.read({ traceId: "t1" })).toHaveLength(2);
-    expect(await sink.read({ limit: 1 })).toEqual([event("c1", "t1")]);
+    expect(await sink.read({ limit: 1 })).toEqual([{ ...event("c1", "t1"), ...chainFields }]);
     expect(await sink.read({ limit: 0 })).toEqual([]);
     // What read returns cannot rewrite what is stored.
     const [first] = await sink.read();
