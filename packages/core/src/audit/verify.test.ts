@@ -10,6 +10,13 @@ import {
 } from "./chain.js";
 import { type AuditVerification, verifyAuditChain } from "./verify.js";
 
+/** The element at `index`, which the test put there. */
+function nth<T>(list: readonly T[], index: number): T {
+  const value = list[index];
+  if (value === undefined) throw new Error(`no element at ${index}`);
+  return value;
+}
+
 const raw = (callId: string, namespaceId?: string): AuditEvent => ({
   at: "2026-01-01T00:00:00.000Z",
   source: namespaceId === undefined ? "gate" : "kernel",
@@ -53,8 +60,8 @@ describe("verifyAuditChain", () => {
       ["n2", 1, 0, 1],
       ["", 2, 0, 2],
     ]);
-    expect(result.streams[0]!.head.hash).toBe(events[3]!.hash);
-    expect(events[0]!.prev).toBe(GENESIS_HASH);
+    expect(nth(result.streams, 0).head.hash).toBe(nth(events, 3).hash);
+    expect(nth(events, 0).prev).toBe(GENESIS_HASH);
   });
 
   it("an empty trail verifies", () => {
@@ -70,17 +77,17 @@ describe("verifyAuditChain", () => {
 
   it("an unchained event after the chain began is inserted; so is one with some chain fields", () => {
     const events = chain(calls(3));
-    const late = verifyAuditChain([...events.slice(0, 2), raw("forged", "ns"), events[2]!]);
+    const late = verifyAuditChain([...events.slice(0, 2), raw("forged", "ns"), nth(events, 2)]);
     expect(broken(late)).toMatchObject({ kind: "inserted", index: 2, expectedSeq: 3 });
-    const { hash: _hash, ...partial } = events[1]!;
-    const result = verifyAuditChain([events[0]!, partial, events[2]!]);
+    const { hash: _hash, ...partial } = nth(events, 1);
+    const result = verifyAuditChain([nth(events, 0), partial, nth(events, 2)]);
     expect(broken(result)).toMatchObject({ kind: "inserted", index: 1, seq: 2 });
     expect(broken(result).detail).toContain("some of its chain fields");
   });
 
   it("an edit that leaves the hash is edited at that event", () => {
     const events = chain(calls(4));
-    events[2] = { ...events[2]!, outcome: "denied" };
+    events[2] = { ...nth(events, 2), outcome: "denied" };
     const result = verifyAuditChain(events);
     expect(broken(result)).toMatchObject({
       kind: "edited",
@@ -89,33 +96,44 @@ describe("verifyAuditChain", () => {
       seq: 3,
       expectedSeq: 3,
     });
-    expect(result.streams[0]!.head.seq).toBe(2);
+    expect(nth(result.streams, 0).head.seq).toBe(2);
   });
 
   it("an edit that recomputes its own hash is found by the next link and reported at the edited event", () => {
     const events = chain(calls(4));
-    events[1] = rehash({ ...events[1]!, reason: "no_capability" });
+    events[1] = rehash({ ...nth(events, 1), reason: "no_capability" });
     const result = verifyAuditChain(events);
     expect(broken(result)).toMatchObject({ kind: "edited", index: 1, seq: 2, expectedSeq: 2 });
     expect(broken(result).detail).toContain("seq 3");
-    expect(result.streams[0]!.head).toEqual({ seq: 1, hash: events[0]!.hash });
+    expect(nth(result.streams, 0).head).toEqual({ seq: 1, hash: nth(events, 0).hash });
   });
 
   it("an event replaced by a forgery that fits neither side is edited at the forgery", () => {
     const events = chain(calls(4));
-    const forged = chain([raw("f0", "ns"), raw("f1", "ns")])[1]!; // seq 2, a foreign prev
+    const forged = nth(chain([raw("f0", "ns"), raw("f1", "ns")]), 1); // seq 2, a foreign prev
     events[1] = forged;
     expect(broken(verifyAuditChain(events))).toMatchObject({ kind: "edited", index: 1, seq: 2 });
   });
 
   it("a deletion is a gap reported at the event after it; reordering fills the gap later", () => {
     const events = chain(calls(5));
-    const deleted = verifyAuditChain([events[0]!, events[1]!, events[3]!, events[4]!]);
+    const deleted = verifyAuditChain([
+      nth(events, 0),
+      nth(events, 1),
+      nth(events, 3),
+      nth(events, 4),
+    ]);
     expect(broken(deleted)).toMatchObject({ kind: "deleted", index: 2, seq: 4, expectedSeq: 3 });
     const first = verifyAuditChain(events.slice(2));
     expect(broken(first)).toMatchObject({ kind: "deleted", index: 0, seq: 3, expectedSeq: 1 });
     expect(broken(first).detail).toContain("from seq 1 to 2");
-    const swapped = [events[0]!, events[2]!, events[1]!, events[3]!, events[4]!];
+    const swapped = [
+      nth(events, 0),
+      nth(events, 2),
+      nth(events, 1),
+      nth(events, 3),
+      nth(events, 4),
+    ];
     expect(broken(verifyAuditChain(swapped))).toMatchObject({
       kind: "reordered",
       index: 1,
@@ -126,19 +144,19 @@ describe("verifyAuditChain", () => {
 
   it("a copy of an event is inserted at the copy; a forged link is inserted at the forgery", () => {
     const events = chain(calls(4));
-    const copied = verifyAuditChain([...events.slice(0, 3), events[1]!, events[3]!]);
+    const copied = verifyAuditChain([...events.slice(0, 3), nth(events, 1), nth(events, 3)]);
     expect(broken(copied)).toMatchObject({ kind: "inserted", index: 3, seq: 2, expectedSeq: 4 });
     // Linked after seq 2 with its hash right: it takes seq 3, and the real seq 3 follows.
-    const forged = linkAuditEvent(raw("forged", "ns"), { seq: 2, hash: events[1]!.hash });
+    const forged = linkAuditEvent(raw("forged", "ns"), { seq: 2, hash: nth(events, 1).hash });
     const result = verifyAuditChain([...events.slice(0, 2), forged, ...events.slice(2)]);
     expect(broken(result)).toMatchObject({ kind: "inserted", index: 2, seq: 3 });
-    expect(result.streams[0]!.head.seq).toBe(2);
+    expect(nth(result.streams, 0).head.seq).toBe(2);
   });
 
   it("reports the break with the lowest index over every stream, and each stream's own", () => {
     const events = chain([raw("a", "n1"), raw("b", "n2"), raw("c", "n1"), raw("d", "n2")]);
-    events[3] = { ...events[3]!, detail: "changed" };
-    events[2] = { ...events[2]!, detail: "changed" };
+    events[3] = { ...nth(events, 3), detail: "changed" };
+    events[2] = { ...nth(events, 2), detail: "changed" };
     const result = verifyAuditChain(events);
     expect(broken(result)).toMatchObject({ stream: "n1", index: 2 });
     expect(result.streams.map((s) => s.break?.index)).toEqual([2, 3]);
@@ -176,7 +194,7 @@ describe("verifyAuditChain", () => {
           expectedSeq: k + 1,
         });
         const swapped = [...events];
-        [swapped[k], swapped[k + 1]] = [swapped[k + 1]!, swapped[k]!];
+        [swapped[k], swapped[k + 1]] = [nth(swapped, k + 1), nth(swapped, k)];
         expect(broken(verifyAuditChain(swapped)), `swap ${k}`).toMatchObject({
           kind: "reordered",
           index: k,
@@ -187,7 +205,7 @@ describe("verifyAuditChain", () => {
 
   it("cannot see, alone, a rewritten last event, a dropped tail or a wholly rehashed stream", () => {
     const events = chain(calls(4));
-    const last = [...events.slice(0, 3), rehash({ ...events[3]!, callId: "x" })];
+    const last = [...events.slice(0, 3), rehash({ ...nth(events, 3), callId: "x" })];
     expect(verifyAuditChain(last).ok).toBe(true);
     expect(verifyAuditChain(events.slice(0, 2)).ok).toBe(true);
     const forged = chain(calls(4).map((e) => ({ ...e, outcome: "denied" as const })));

@@ -110,13 +110,15 @@ function isLinked(event: AuditEvent): event is Linked {
 
 function verifyStream(stream: string, entries: readonly Entry[]): AuditStreamReport {
   let unchained = 0;
-  while (unchained < entries.length && hasNoLink(entries[unchained]!.event)) unchained++;
+  for (const entry of entries) {
+    if (!hasNoLink(entry.event)) break;
+    unchained++;
+  }
 
-  // How many events claim each position: a gap that a later event fills is a reordering.
-  const positions = new Map<number, number>();
-  for (let i = unchained; i < entries.length; i++) {
-    const seq = entries[i]!.event.seq;
-    if (seq !== undefined) positions.set(seq, (positions.get(seq) ?? 0) + 1);
+  // The positions some event claims: a gap that a later event fills is a reordering.
+  const positions = new Set<number>();
+  for (const { event } of entries.slice(unchained)) {
+    if (event.seq !== undefined) positions.add(event.seq);
   }
 
   let head: ChainHead = EMPTY_HEAD;
@@ -132,7 +134,7 @@ function verifyStream(stream: string, entries: readonly Entry[]): AuditStreamRep
     });
 
   for (let i = unchained; i < entries.length; i++) {
-    const entry = entries[i]!;
+    const entry = entries[i] as Entry;
     const event = entry.event;
     const expectedSeq = head.seq + 1;
     const at = (kind: AuditBreakKind, detail: string) =>
@@ -156,7 +158,8 @@ function verifyStream(stream: string, entries: readonly Entry[]): AuditStreamRep
       return at("edited", "the event's content does not match its hash");
     }
     if (event.seq > expectedSeq) {
-      let refilled = true;
+      // More missing positions than events claim positions: no need to look (nor to loop).
+      let refilled = event.seq - expectedSeq <= positions.size;
       for (let seq = expectedSeq; seq < event.seq && refilled; seq++) {
         refilled = positions.has(seq);
       }
@@ -210,7 +213,7 @@ function linksTo(next: AuditEvent, event: Linked): boolean {
 /** The head just before `entry`, which verified in order up to it. */
 function headBefore(entries: readonly Entry[], unchained: number, entry: Entry): ChainHead {
   const position = entries.indexOf(entry);
-  const before = position > unchained ? (entries[position - 1]!.event as Linked) : undefined;
+  const before = position > unchained ? (entries[position - 1]?.event as Linked) : undefined;
   return Object.freeze(before === undefined ? EMPTY_HEAD : { seq: before.seq, hash: before.hash });
 }
 

@@ -4,6 +4,13 @@ import type { AuditEvent } from "../contracts/schemas.js";
 import { verifyAuditChain } from "../index.js";
 import { InMemoryAuditSink } from "./audit-sink.js";
 
+/** The element at `index`, which the test put there. */
+function nth<T>(list: readonly T[], index: number): T {
+  const value = list[index];
+  if (value === undefined) throw new Error(`no element at ${index}`);
+  return value;
+}
+
 const event = (callId: string, namespaceId?: string): AuditEvent => ({
   at: "2026-01-01T00:00:00.000Z",
   source: namespaceId === undefined ? "gate" : "kernel",
@@ -28,8 +35,8 @@ describe("InMemoryAuditSink links a hash chain per stream", () => {
       ["", 1],
       ["n1", 2],
     ]);
-    expect(sink.events[0]!.prev).toBe(GENESIS_HASH);
-    expect(sink.events[3]!.prev).toBe(sink.events[0]!.hash);
+    expect(nth(sink.events, 0).prev).toBe(GENESIS_HASH);
+    expect(nth(sink.events, 3).prev).toBe(nth(sink.events, 0).hash);
     expect(verifyAuditChain(await sink.read())).toMatchObject({ ok: true, events: 4 });
   });
 
@@ -50,9 +57,9 @@ describe("InMemoryAuditSink links a hash chain per stream", () => {
     };
     expect(kind(list)).toBe("ok");
     expect(kind(list.map((e, i) => (i === 1 ? { ...e, outcome: "allowed" } : e)))).toBe("edited@1");
-    expect(kind([list[0]!, list[2]!, list[3]!])).toBe("deleted@1");
-    expect(kind([list[0]!, event("x", "n1"), ...list.slice(1)])).toBe("inserted@1");
-    expect(kind([list[0]!, list[2]!, list[1]!, list[3]!])).toBe("reordered@1");
+    expect(kind([nth(list, 0), nth(list, 2), nth(list, 3)])).toBe("deleted@1");
+    expect(kind([nth(list, 0), event("x", "n1"), ...list.slice(1)])).toBe("inserted@1");
+    expect(kind([nth(list, 0), nth(list, 2), nth(list, 1), nth(list, 3)])).toBe("reordered@1");
   });
 
   it("clear() forgets the chains too: the next event starts a stream again", () => {
