@@ -15,7 +15,21 @@ import {
   claimKeyDigest,
   storageDigest,
 } from "@tessera/core/store-kit";
+import { Batcher, groupBy, type Outcome, retryDeadlock } from "./batcher.js";
 import type { Database } from "./database.js";
+
+const CODE = "claim_store_unavailable";
+
+interface ClaimRequest {
+  readonly id: string;
+  readonly sessionKey: string;
+  readonly stored: StoredClaim;
+}
+
+interface SettleRequest {
+  readonly id: string;
+  readonly receipt: ClaimReceipt;
+}
 
 interface ClaimRow {
   record: string;
@@ -30,11 +44,27 @@ interface ClaimRow {
  * target is left implicit on purpose: were the primary key ever dropped, inserts would
  * succeed twice and the self-test would refuse the store, instead of an error that looks
  * like an outage.
+ *
+ * Claims and settles that arrive while earlier ones are in flight are sent together, one
+ * statement per batch (`batcher.ts`); each caller still gets its own exact answer.
  */
 export class PostgresClaimStore implements ClaimStore {
   readonly #db: Database;
   readonly #onClose: () => Promise<void>;
-  readonly #sql: Record<"claim" | "get" | "settle" | "inDoubt" | "inDoubtAll" | "end", string>;
+  readonly #sql: Record<
+    | "claim"
+    | "claimMany"
+    | "get"
+    | "getMany"
+    | "settle"
+    | "settleMany"
+    | "inDoubt"
+    | "inDoubtAll"
+    | "end",
+    string
+  >;
+  readonly #claims = new Batcher<ClaimRequest, ClaimResult>((batch) => this.#claimBatch(batch));
+  readonly #settles = new Batcher<SettleRequest, void>((batch) => this.#settleBatch(batch));
   #closed = false;
 
   constructor(db: Database, onClose: () => Promise<void> = async () => {}) {
@@ -45,7 +75,16 @@ export class PostgresClaimStore implements ClaimStore {
     this.#sql = {
       claim: `INSERT INTO ${claims} (key, session_key, record, claimed_at) VALUES ($1, $2, $3, $4)
         ON CONFLICT DO NOTHING RETURNING key`,
+      // Keys arrive sorted and distinct: two batches inserting the same keys take their
+      // locks in the same order, so they cannot deadlock each other.
+      claimMany: `INSERT INTO ${claims} (key, session_key, record, claimed_at)
+        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])
+        ON CONFLICT DO NOTHING RETURNING key`,
       get: `SELECT ${columns} FROM ${claims} WHERE key = $1`,
+      getMany: `SELECT key, ${columns} FROM ${claims} WHERE key = ANY($1::text[])`,
+      settleMany: `UPDATE ${claims} AS c SET receipt_status = r.status, settled_at = r.at
+        FROM unnest($1::text[], $2::text[], $3::bigint[]) AS r(key, status, at)
+        WHERE c.key = r.key AND c.receipt_status IS NULL RETURNING c.key`,
       settle: `UPDATE ${claims} SET receipt_status = $2, settled_at = $3
         WHERE key = $1 AND receipt_status IS NULL RETURNING key`,
       inDoubt: `SELECT ${columns} FROM ${claims}
@@ -66,39 +105,18 @@ export class PostgresClaimStore implements ClaimStore {
       claimedAt: record.claimedAt,
       ...(record.worker === undefined ? {} : { worker: record.worker }),
     };
-    const id = claimKeyDigest(key);
-    // A conflicting row can vanish between the insert and the read (endSession racing us);
-    // then the insert is simply tried again. Three rounds without an answer fail closed.
-    for (let round = 0; round < 3; round++) {
-      const inserted = await this.#db.query("claim_store_unavailable", this.#sql.claim, [
-        id,
-        storageDigest(key.session),
-        JSON.stringify(stored),
-        record.claimedAt,
-      ]);
-      if (inserted.rowCount === 1) return { status: "claimed" };
-      const existing = await this.#read(id);
-      if (existing) return { status: "already_claimed", existing };
-    }
-    throw new TesseraError("claim_store_unavailable", "the claim neither inserted nor read back");
+    return this.#claims.submit({
+      id: claimKeyDigest(key),
+      sessionKey: storageDigest(key.session),
+      stored,
+    });
   }
 
   async settle(key: ClaimKey, receipt: ClaimReceipt): Promise<void> {
     this.#checkOpen();
     checkClaimKey(key);
     checkReceipt(receipt);
-    const id = claimKeyDigest(key);
-    const updated = await this.#db.query("claim_store_unavailable", this.#sql.settle, [
-      id,
-      receipt.status,
-      receipt.settledAt,
-    ]);
-    if (updated.rowCount === 1) return;
-    // Settling twice keeps the first outcome (an outcome is a fact, not a setting); settling
-    // a key that was never claimed is a caller bug and is said so.
-    if (!(await this.#read(id))) {
-      throw new TesseraError("invalid_input", "settle: no claim exists for this key");
-    }
+    await this.#settles.submit({ id: claimKeyDigest(key), receipt });
   }
 
   async get(key: ClaimKey): Promise<StoredClaim | undefined> {
@@ -129,6 +147,126 @@ export class PostgresClaimStore implements ClaimStore {
     if (this.#closed) return;
     this.#closed = true;
     await this.#onClose();
+  }
+
+  /**
+   * One batch of claims. A single claim is the single-row statement, as before batching;
+   * several are one `INSERT … SELECT FROM unnest(…) ON CONFLICT DO NOTHING RETURNING`,
+   * each distinct key sent once: the first caller of a key wins if the row went in, later
+   * callers of the same key get the winner's record as `already_claimed`, as they would
+   * one after another. Keys that lost to a row already there are read back in one query;
+   * a row deleted in between (endSession racing) is inserted again, at most three rounds.
+   */
+  async #claimBatch(batch: readonly ClaimRequest[]): Promise<Outcome<ClaimResult>[]> {
+    const groups = groupBy(batch, (request) => request.id);
+    const outcomes: Outcome<ClaimResult>[] = new Array(batch.length);
+    let pending = [...groups.keys()].sort();
+    for (let round = 0; round < 3 && pending.length > 0; round++) {
+      const firsts = pending.map(
+        (id) => batch[(groups.get(id) as number[])[0] as number] as ClaimRequest,
+      );
+      const won = await this.#insert(firsts);
+      const lost = pending.filter((id) => !won.has(id));
+      const existing =
+        lost.length > 0 ? await this.#readMany(lost) : new Map<string, StoredClaim>();
+      for (const id of pending) {
+        const [first, ...later] = groups.get(id) as number[];
+        const holder = won.has(id)
+          ? (batch[first as number] as ClaimRequest).stored
+          : existing.get(id);
+        if (!holder) continue;
+        if (won.has(id)) outcomes[first as number] = { ok: true, value: { status: "claimed" } };
+        else
+          outcomes[first as number] = {
+            ok: true,
+            value: { status: "already_claimed", existing: holder },
+          };
+        for (const i of later)
+          outcomes[i] = { ok: true, value: { status: "already_claimed", existing: holder } };
+      }
+      pending = pending.filter((id) => !won.has(id) && !existing.has(id));
+    }
+    const failed = {
+      ok: false,
+      error: new TesseraError(CODE, "the claim neither inserted nor read back"),
+    } as const;
+    for (const id of pending) for (const i of groups.get(id) as number[]) outcomes[i] = failed;
+    return outcomes;
+  }
+
+  async #insert(requests: readonly ClaimRequest[]): Promise<Set<string>> {
+    const won = new Set<string>();
+    if (requests.length === 1) {
+      const [{ id, sessionKey, stored }] = requests as [ClaimRequest];
+      const inserted = await this.#db.query(CODE, this.#sql.claim, [
+        id,
+        sessionKey,
+        JSON.stringify(stored),
+        stored.claimedAt,
+      ]);
+      if (inserted.rowCount === 1) won.add(id);
+      return won;
+    }
+    const values = [
+      requests.map((request) => request.id),
+      requests.map((request) => request.sessionKey),
+      requests.map((request) => JSON.stringify(request.stored)),
+      requests.map((request) => request.stored.claimedAt),
+    ];
+    const { rows } = await retryDeadlock(() =>
+      this.#db.query<{ key: string }>(CODE, this.#sql.claimMany, values),
+    );
+    for (const row of rows) won.add(row.key);
+    return won;
+  }
+
+  /**
+   * One batch of settles: the first outcome per key stands (a later settle of the same key,
+   * in this batch or after, changes nothing), and a key with no claim at all is refused with
+   * `invalid_input` for its callers only.
+   */
+  async #settleBatch(batch: readonly SettleRequest[]): Promise<Outcome<void>[]> {
+    const groups = groupBy(batch, (request) => request.id);
+    const ids = [...groups.keys()].sort();
+    const firsts = ids.map(
+      (id) => batch[(groups.get(id) as number[])[0] as number] as SettleRequest,
+    );
+    let settled: Set<string>;
+    if (firsts.length === 1) {
+      const [{ id, receipt }] = firsts as [SettleRequest];
+      const updated = await this.#db.query(CODE, this.#sql.settle, [
+        id,
+        receipt.status,
+        receipt.settledAt,
+      ]);
+      settled = new Set(updated.rowCount === 1 ? [id] : []);
+    } else {
+      const { rows } = await retryDeadlock(() =>
+        this.#db.query<{ key: string }>(CODE, this.#sql.settleMany, [
+          ids,
+          firsts.map((request) => request.receipt.status),
+          firsts.map((request) => request.receipt.settledAt),
+        ]),
+      );
+      settled = new Set(rows.map((row) => row.key));
+    }
+    const unsettled = ids.filter((id) => !settled.has(id));
+    const known =
+      unsettled.length > 0 ? await this.#readMany(unsettled) : new Map<string, StoredClaim>();
+    const missing = {
+      ok: false,
+      error: new TesseraError("invalid_input", "settle: no claim exists for this key"),
+    } as const;
+    return batch.map((request) =>
+      settled.has(request.id) || known.has(request.id) ? { ok: true, value: undefined } : missing,
+    );
+  }
+
+  async #readMany(ids: readonly string[]): Promise<Map<string, StoredClaim>> {
+    const { rows } = await this.#db.query<ClaimRow & { key: string }>(CODE, this.#sql.getMany, [
+      ids,
+    ]);
+    return new Map(rows.map((row) => [row.key, toStoredClaim(row)]));
   }
 
   async #read(id: string): Promise<StoredClaim | undefined> {

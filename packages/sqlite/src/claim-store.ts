@@ -29,6 +29,7 @@ interface ClaimRow {
  * NOTHING`, won when it changed a row; on conflict the existing row is read back for the
  * caller. Both parts are bound as parameters and compared by SQLite as whole strings, so no
  * input can collide with another or reach the SQL. A claim without a receipt is in doubt.
+ * Claims, settles and session ends issued together share one commit (`group-commit.ts`).
  */
 export class SqliteClaimStore implements ClaimStore {
   readonly #db: SqliteDatabase;
@@ -41,54 +42,36 @@ export class SqliteClaimStore implements ClaimStore {
     this.#release = release;
   }
 
+  /** Shares its commit with the other writes issued in the same tick (`group-commit.ts`). */
   async claim(key: ClaimKey, record: ClaimRecord): Promise<ClaimResult> {
-    return this.claimNow(key, record);
+    checkClaimKey(key);
+    checkRecord(record);
+    return this.#write(() => this.#insertOrRead(key, record));
   }
 
   /** Synchronous core, also used by the self-test inside a rolled-back transaction. */
   claimNow(key: ClaimKey, record: ClaimRecord): ClaimResult {
     checkClaimKey(key);
     checkRecord(record);
-    return this.#run(() => {
-      // A row deleted by a concurrent endSession between our insert and our read is retried;
-      // the host never reuses an ended session, so this is bounded in practice.
-      for (let attempt = 0; attempt < 3; attempt++) {
-        const inserted = this.#db
-          .statement(
-            `INSERT INTO tessera_claims (session, function_call_id, body_hash, claimed_at, worker)
-             VALUES (?, ?, ?, ?, ?) ON CONFLICT (session, function_call_id) DO NOTHING`,
-          )
-          .run(
-            key.session,
-            key.functionCallId,
-            record.bodyHash,
-            record.claimedAt,
-            record.worker ?? null,
-          );
-        if (inserted.changes === 1) return { status: "claimed" };
-        const existing = this.#read(key);
-        if (existing) return { status: "already_claimed", existing };
-      }
-      throw new TesseraError(CODE, "the claim kept disappearing while it was being read");
-    });
+    return this.#run(() => this.#insertOrRead(key, record));
   }
 
   async settle(key: ClaimKey, receipt: ClaimReceipt): Promise<void> {
     checkClaimKey(key);
     checkReceipt(receipt);
-    // Only an unsettled claim takes an outcome: the first outcome stands.
-    const changes = this.#run(
-      () =>
-        this.#db
-          .statement(
-            `UPDATE tessera_claims SET receipt_status = ?, settled_at = ?
-             WHERE session = ? AND function_call_id = ? AND receipt_status IS NULL`,
-          )
-          .run(receipt.status, receipt.settledAt, key.session, key.functionCallId).changes,
-    );
-    if (changes === 0 && !this.#run(() => this.#read(key))) {
-      throw new TesseraError("invalid_input", "settle: no such claim");
-    }
+    await this.#write(() => {
+      // Only an unsettled claim takes an outcome: the first outcome stands.
+      const { changes } = this.#db
+        .statement(
+          `UPDATE tessera_claims SET receipt_status = ?, settled_at = ?
+           WHERE session = ? AND function_call_id = ? AND receipt_status IS NULL`,
+        )
+        .run(receipt.status, receipt.settledAt, key.session, key.functionCallId);
+      // Refused having written nothing, so the rest of its batch still commits.
+      if (changes === 0 && !this.#read(key)) {
+        throw new TesseraError("invalid_input", "settle: no such claim");
+      }
+    });
   }
 
   async get(key: ClaimKey): Promise<StoredClaim | undefined> {
@@ -118,14 +101,37 @@ export class SqliteClaimStore implements ClaimStore {
 
   async endSession(session: string): Promise<void> {
     checkSession(session);
-    this.#run(() =>
-      this.#db.statement("DELETE FROM tessera_claims WHERE session = ?").run(session),
-    );
+    await this.#write(() => {
+      this.#db.statement("DELETE FROM tessera_claims WHERE session = ?").run(session);
+    });
   }
 
   async close(): Promise<void> {
     this.#closed = true;
     await this.#release?.();
+  }
+
+  #insertOrRead(key: ClaimKey, record: ClaimRecord): ClaimResult {
+    // A row deleted by a concurrent endSession between our insert and our read is retried;
+    // the host never reuses an ended session, so this is bounded in practice.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const inserted = this.#db
+        .statement(
+          `INSERT INTO tessera_claims (session, function_call_id, body_hash, claimed_at, worker)
+           VALUES (?, ?, ?, ?, ?) ON CONFLICT (session, function_call_id) DO NOTHING`,
+        )
+        .run(
+          key.session,
+          key.functionCallId,
+          record.bodyHash,
+          record.claimedAt,
+          record.worker ?? null,
+        );
+      if (inserted.changes === 1) return { status: "claimed" };
+      const existing = this.#read(key);
+      if (existing) return { status: "already_claimed", existing };
+    }
+    throw new TesseraError(CODE, "the claim kept disappearing while it was being read");
   }
 
   #read(key: ClaimKey): StoredClaim | undefined {
@@ -138,6 +144,11 @@ export class SqliteClaimStore implements ClaimStore {
   #run<T>(work: () => T): T {
     if (this.#closed) throw new TesseraError(CODE, "the claim store is closed");
     return this.#db.run(CODE, work);
+  }
+
+  #write<T>(work: () => T): Promise<T> {
+    if (this.#closed) throw new TesseraError(CODE, "the claim store is closed");
+    return this.#db.write(CODE, work);
   }
 }
 

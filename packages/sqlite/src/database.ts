@@ -2,6 +2,7 @@ import { statSync } from "node:fs";
 import { type ErrorCode, isTesseraError, TesseraError } from "@tessera/core";
 import BetterSqlite3 from "better-sqlite3";
 import type { SqliteConfig } from "./config.js";
+import { GroupCommit } from "./group-commit.js";
 import { refuseSecondName, SHARE_THE_DIRECTORY } from "./single-name.js";
 
 /** The `*_unavailable` code a port reports when SQLite cannot answer. */
@@ -34,11 +35,16 @@ export class SqliteDatabase {
   readonly #db: BetterSqlite3.Database;
   readonly #statements = new Map<string, BetterSqlite3.Statement>();
   readonly #identity: FileIdentity | undefined;
+  readonly #group: GroupCommit;
 
   private constructor(config: SqliteConfig, db: BetterSqlite3.Database) {
     this.config = config;
     this.#db = db;
     this.#identity = config.path === ":memory:" ? undefined : identify(config.path);
+    // One file check and one BEGIN IMMEDIATE … COMMIT per batch, not per write.
+    this.#group = new GroupCommit((work) =>
+      this.run("store_unavailable", () => this.immediate(work)),
+    );
   }
 
   /** Opens the file (creating it only when `config.create`) and sets the pragmas. */
@@ -77,6 +83,14 @@ export class SqliteDatabase {
     } catch (error) {
       throw unavailable(code, error);
     }
+  }
+
+  /**
+   * A write that shares its commit with every other write issued in the same tick by any
+   * port on this connection (see `group-commit.ts`); resolves once that commit returned.
+   */
+  write<T>(code: UnavailableCode, work: () => T): Promise<T> {
+    return this.#group.submit(code, work);
   }
 
   statement(sql: string): BetterSqlite3.Statement {

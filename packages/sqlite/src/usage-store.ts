@@ -8,7 +8,8 @@ const CODE = "usage_store_unavailable";
  * Bounded usage, one row per (namespace, grant). `tryConsume` is one statement: an insert of
  * the counter at 1 that, when the row exists, becomes an update guarded by `used < max`.
  * SQLite runs a statement under the database write lock, so racing callers in any number of
- * processes get exactly `max` successes; nothing is read before it is written.
+ * processes get exactly `max` successes; nothing is read before it is written. Consumes
+ * issued together share one commit (`group-commit.ts`), each still its own statement.
  */
 export class SqliteUsageStore implements GrantUsageStore {
   readonly #db: SqliteDatabase;
@@ -21,8 +22,12 @@ export class SqliteUsageStore implements GrantUsageStore {
     return this.readUsage(namespaceId, grantId);
   }
 
+  /** Shares its commit with the other writes issued in the same tick (`group-commit.ts`). */
   async tryConsume(namespaceId: string, grantId: string, maxUses: number): Promise<ConsumeResult> {
-    return this.consume(namespaceId, grantId, maxUses);
+    checkId(namespaceId, "namespaceId");
+    checkId(grantId, "grantId");
+    checkMaxUses(maxUses);
+    return this.#db.write(CODE, () => this.#consumeOne(namespaceId, grantId, maxUses));
   }
 
   async tryConsumeMany(
@@ -34,7 +39,7 @@ export class SqliteUsageStore implements GrantUsageStore {
     checkCarve(namespaceId, grantId, count, maxUses);
     // More than the bound can never fit; the insert below would otherwise create the row at it.
     if (count > maxUses) return { consumed: false, used: this.readUsage(namespaceId, grantId) };
-    return this.#db.run(CODE, () => {
+    return this.#db.write(CODE, () => {
       // One statement, like consume(): the guard `used + count <= max` and the add are one
       // step under the write lock, so a carve is all of its uses or none of them.
       const [row] = this.#db
@@ -46,7 +51,7 @@ export class SqliteUsageStore implements GrantUsageStore {
         )
         .all(namespaceId, grantId, count, maxUses) as { used: number }[];
       if (row) return { consumed: true, used: row.used };
-      return { consumed: false, used: this.readUsage(namespaceId, grantId) };
+      return { consumed: false, used: this.#readRow(namespaceId, grantId) };
     });
   }
 
@@ -55,34 +60,38 @@ export class SqliteUsageStore implements GrantUsageStore {
     checkId(namespaceId, "namespaceId");
     checkId(grantId, "grantId");
     checkMaxUses(maxUses);
-    return this.#db.run(CODE, () => {
-      // `.all()`, not `.get()`: get() stops at the RETURNING row and resets the statement,
-      // so the commit happens inside sqlite3_reset, whose error better-sqlite3 ignores (a
-      // rolled-back consume would read as spent), and SQLite never runs its WAL
-      // auto-checkpoint on a reset: the WAL grew one frame per consume for the life of the
-      // connection, and each synchronous=FULL commit paid for the growing file (about half
-      // the rate). all() steps to the end: errors surface and the checkpoint runs.
-      const [row] = this.#db
-        .statement(
-          `INSERT INTO tessera_usage (namespace_id, grant_id, used) VALUES (?, ?, 1)
-           ON CONFLICT (namespace_id, grant_id) DO UPDATE SET used = used + 1 WHERE used < ?
-           RETURNING used`,
-        )
-        .all(namespaceId, grantId, maxUses) as { used: number }[];
-      if (row) return { consumed: true, used: row.used };
-      // Refused by the guard. This read only reports the count: the statement above decided.
-      return { consumed: false, used: this.readUsage(namespaceId, grantId) };
-    });
+    return this.#db.run(CODE, () => this.#consumeOne(namespaceId, grantId, maxUses));
+  }
+
+  #consumeOne(namespaceId: string, grantId: string, maxUses: number): ConsumeResult {
+    // `.all()`, not `.get()`: get() stops at the RETURNING row and resets the statement,
+    // so the commit happens inside sqlite3_reset, whose error better-sqlite3 ignores (a
+    // rolled-back consume would read as spent), and SQLite never runs its WAL
+    // auto-checkpoint on a reset: the WAL grew one frame per consume for the life of the
+    // connection, and each synchronous=FULL commit paid for the growing file (about half
+    // the rate). all() steps to the end: errors surface and the checkpoint runs.
+    const [row] = this.#db
+      .statement(
+        `INSERT INTO tessera_usage (namespace_id, grant_id, used) VALUES (?, ?, 1)
+         ON CONFLICT (namespace_id, grant_id) DO UPDATE SET used = used + 1 WHERE used < ?
+         RETURNING used`,
+      )
+      .all(namespaceId, grantId, maxUses) as { used: number }[];
+    if (row) return { consumed: true, used: row.used };
+    // Refused by the guard. This read only reports the count: the statement above decided.
+    return { consumed: false, used: this.#readRow(namespaceId, grantId) };
   }
 
   readUsage(namespaceId: string, grantId: string): number {
     checkId(namespaceId, "namespaceId");
     checkId(grantId, "grantId");
-    return this.#db.run(CODE, () => {
-      const row = this.#db
-        .statement("SELECT used FROM tessera_usage WHERE namespace_id = ? AND grant_id = ?")
-        .get(namespaceId, grantId) as { used: number } | undefined;
-      return row?.used ?? 0;
-    });
+    return this.#db.run(CODE, () => this.#readRow(namespaceId, grantId));
+  }
+
+  #readRow(namespaceId: string, grantId: string): number {
+    const row = this.#db
+      .statement("SELECT used FROM tessera_usage WHERE namespace_id = ? AND grant_id = ?")
+      .get(namespaceId, grantId) as { used: number } | undefined;
+    return row?.used ?? 0;
   }
 }

@@ -1,0 +1,98 @@
+import { isTesseraError, TesseraError } from "@tessera/core";
+import { type UnavailableCode, unavailable } from "./database.js";
+
+/** When a batch is written: after the current microtasks (`microtask`) or the next turn. */
+export type FlushOn = "microtask" | "immediate";
+
+interface Pending {
+  readonly code: UnavailableCode;
+  readonly work: () => unknown;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/** What one write of a batch came to, held until the batch's COMMIT has returned. */
+type Outcome =
+  | { readonly ok: true; readonly value: unknown }
+  | { readonly ok: false; readonly error: unknown };
+
+/**
+ * Group commit for one better-sqlite3 connection. The driver is synchronous, so inside one
+ * process nothing can arrive while a write is in progress: what can be shared is the commit
+ * (the fsync at `synchronous=FULL`) of the writes issued together. Every write a store
+ * issues is queued here; the first one schedules a flush, and the flush runs every queued
+ * write, in arrival order, inside one `BEGIN IMMEDIATE … COMMIT`.
+ *
+ * Exactness comes from running the writes one after another under the write lock, exactly
+ * as separate transactions in the same order would: the second claim of a key sees the
+ * first one's row, a consume sees the counts spent before it. No caller hears its answer
+ * before COMMIT returned, so an answer is never ahead of the disk.
+ *
+ * A write that refuses on its own terms (a `TesseraError` other than `*_unavailable`, such as
+ * settling an unknown key) has written nothing; it is answered with its error and the rest
+ * of the batch stands. Anything else (SQLITE_FULL, SQLITE_BUSY past the busy timeout, I/O
+ * error, a closed connection, a moved file) rolls the whole batch back, and every caller in
+ * it gets its own port's `*_unavailable`: no caller is told of a write that did not land.
+ */
+export class GroupCommit {
+  readonly #transaction: (work: () => void) => void;
+  readonly #flushOn: FlushOn;
+  #queue: Pending[] = [];
+  #scheduled = false;
+
+  /** `transaction` runs its argument inside BEGIN IMMEDIATE … COMMIT, or throws. */
+  constructor(transaction: (work: () => void) => void, flushOn: FlushOn = "microtask") {
+    this.#transaction = transaction;
+    this.#flushOn = flushOn;
+  }
+
+  /** Queues `work` (synchronous SQL) and resolves with its result once committed. */
+  submit<T>(code: UnavailableCode, work: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#queue.push({ code, work, resolve: resolve as (value: unknown) => void, reject });
+      if (this.#scheduled) return;
+      this.#scheduled = true;
+      if (this.#flushOn === "microtask") queueMicrotask(() => this.#flush());
+      else setImmediate(() => this.#flush());
+    });
+  }
+
+  #flush(): void {
+    const batch = this.#queue;
+    this.#queue = [];
+    this.#scheduled = false;
+    const outcomes: Outcome[] = [];
+    try {
+      this.#transaction(() => {
+        outcomes.length = 0;
+        for (const pending of batch) outcomes.push(runOne(pending));
+      });
+    } catch (error) {
+      for (const pending of batch) pending.reject(recode(pending.code, error));
+      return;
+    }
+    batch.forEach((pending, i) => {
+      const outcome = outcomes[i] as Outcome;
+      if (outcome.ok) pending.resolve(outcome.value);
+      else pending.reject(outcome.error);
+    });
+  }
+}
+
+/** Runs one write; a refusal of its own is kept, any other failure aborts the batch. */
+function runOne(pending: Pending): Outcome {
+  try {
+    return { ok: true, value: pending.work() };
+  } catch (error) {
+    if (isTesseraError(error) && !error.code.endsWith("_unavailable")) return { ok: false, error };
+    throw error;
+  }
+}
+
+/** The batch failed: each caller hears it under its own port's code. */
+function recode(code: UnavailableCode, error: unknown): Error {
+  if (isTesseraError(error)) {
+    return error.code === code ? error : new TesseraError(code, error.message, { cause: error });
+  }
+  return unavailable(code, error);
+}
