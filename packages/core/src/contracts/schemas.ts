@@ -20,6 +20,12 @@ const instant = z.iso.datetime({ offset: false });
  */
 const segment = z.string().min(1).max(512).refine(isSafeSegment, "unsafe path segment");
 
+/**
+ * The segment rule on its own, for code that builds many grants of one shape: it parses one
+ * whole grant and checks only the segment that varies per grant (see messaging/tickets.ts).
+ */
+export { segment as PathSegmentSchema };
+
 export const CapabilitySchema = z.strictObject({
   resource: z.strictObject({
     namespace: id,

@@ -1,3 +1,4 @@
+import { isSealedGrant } from "../kernel/validated-grants.js";
 import type { AuditFilter } from "../ports/audit-sink.js";
 import type { ClaimKey, ClaimReceipt, ClaimRecord } from "./claims.js";
 import { TesseraError } from "./errors.js";
@@ -124,8 +125,13 @@ export function flagOption(value: string | null, name: string): boolean {
   throw new TesseraError("invalid_config", `${name} must be true or false`);
 }
 
-/** The grant a store keeps: the input validated (defaults filled), or `invalid_grant`. */
+/**
+ * The grant a store keeps: the input validated (defaults filled), or `invalid_grant`. A sealed
+ * grant (parsed or built from validated parts by this library, then deeply frozen) is already
+ * exactly that and comes back as it is: fan-out issuance hands stores thousands of them.
+ */
 export function parseGrantInput(input: unknown): Grant {
+  if (isSealedGrant(input)) return input;
   const parsed = GrantSchema.safeParse(input);
   if (!parsed.success) {
     throw new TesseraError("invalid_grant", "the grant does not match the grant schema");

@@ -1,10 +1,11 @@
 import type { Grant } from "../contracts/schemas.js";
 
 /**
- * Grants this library has already parsed with GrantSchema and deeply frozen. A frozen object
- * cannot change, so its validation cannot go stale: a lease reading it again (the in-memory
- * source hands out the same objects every turn) may skip the schema parse. Identity is the
- * proof — a look-alike object from anywhere else is parsed as usual.
+ * Grants this library has already validated — parsed with GrantSchema, or built from parts
+ * GrantSchema checked (fan-out tickets, see messaging/tickets.ts) — and deeply frozen. A
+ * frozen object cannot change, so its validation cannot go stale: a lease reading it again
+ * (the in-memory source hands out the same objects every turn) may skip the schema parse.
+ * Identity is the proof — a look-alike object from anywhere else is parsed as usual.
  */
 const validated = new WeakSet<object>();
 
@@ -22,7 +23,11 @@ function freezeGrant(grant: Grant): void {
   Object.freeze(grant);
 }
 
-/** Freezes a grant that GrantSchema just produced, and remembers it as valid. */
+/**
+ * Freezes a grant that GrantSchema just produced (or one built from parts it validated, with
+ * the same keys in the same order), and remembers it as valid. Stores take a sealed grant as
+ * it is (`parseGrantInput`), and leases skip its parse.
+ */
 export function sealValidatedGrant(parsed: Grant): Grant {
   freezeGrant(parsed);
   validated.add(parsed);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   findSharedBudgets,
+  type GrantInput,
   GrantSchema,
   InMemoryGrantStore,
   issueFanoutTickets,
@@ -36,6 +37,49 @@ describe("issueFanoutTickets", () => {
       recipients: ["a", "a"],
     }).catch((e: unknown) => e);
     expect(isTesseraError(error, "invalid_input")).toBe(true);
+  });
+
+  it("issues none when one recipient is refused: validation comes before the store", async () => {
+    const store = new InMemoryGrantStore();
+    const error = await issueFanoutTickets(store, {
+      ...base,
+      recipients: ["a", "b", "..", "c"],
+    }).catch((e: unknown) => e);
+    expect(isTesseraError(error, "invalid_grant")).toBe(true);
+    expect(await store.listNamespace("ns")).toEqual([]);
+  });
+
+  it("hands a store with addMany every ticket in one call, sealed", async () => {
+    const store = new InMemoryGrantStore();
+    const calls: (readonly unknown[])[] = [];
+    const spied = {
+      add: () => Promise.reject(new Error("add must not be called when addMany exists")),
+      addMany: (grants: readonly GrantInput[]) => {
+        calls.push(grants);
+        return store.addMany(grants);
+      },
+    };
+    const tickets = await issueFanoutTickets(spied, { ...base, recipients: ["a", "b", "c"] });
+    expect(calls).toHaveLength(1);
+    expect(calls[0]).toHaveLength(3);
+    // The store kept the objects it was handed: sealed grants are not parsed again.
+    expect(calls[0]?.every((grant, i) => grant === tickets[i])).toBe(true);
+    expect(Object.isFrozen(tickets)).toBe(true);
+    expect(await store.listGrants("ns", "asker")).toEqual(tickets);
+  });
+
+  it("falls back to add, one ticket at a time, for a store without addMany", async () => {
+    const store = new InMemoryGrantStore();
+    let added = 0;
+    const addOnly = {
+      add: (grant: GrantInput) => {
+        added++;
+        return store.add(grant);
+      },
+    };
+    const tickets = await issueFanoutTickets(addOnly, { ...base, recipients: ["a", "b"] });
+    expect(added).toBe(2);
+    expect(await store.listGrants("ns", "asker")).toEqual(tickets);
   });
 
   it("gives each call fresh IDs by default, so two fan-outs never collide", async () => {

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { TesseraError } from "../contracts/errors.js";
-import { messageSendCapability } from "../contracts/messages.js";
 import type { Grant } from "../contracts/schemas.js";
 import type { GrantStore } from "../ports/grant-source.js";
+import { buildFanoutTickets } from "./tickets.js";
 
 export interface FanoutTicketOptions {
   readonly namespaceId: string;
@@ -25,33 +25,32 @@ export interface FanoutTicketOptions {
  * Issues one single-use ticket per recipient — N authorizations for N recipients, never one
  * shared budget. Duplicate recipients are refused: two tickets for one colleague would let
  * the question be asked twice.
+ *
+ * Every ticket is validated before any reaches the store (one refused recipient issues none),
+ * once per shape rather than once per ticket (see tickets.ts), and handed over sealed, so a
+ * store that keeps sealed grants need not parse them again. A store with `addMany` takes them
+ * all at once, all or nothing; one without gets `add` per ticket, and a failure part way (an
+ * ID already taken) leaves the tickets before it issued.
  */
 export async function issueFanoutTickets(
-  store: Pick<GrantStore, "add">,
+  store: Pick<GrantStore, "add" | "addMany">,
   options: FanoutTicketOptions,
 ): Promise<readonly Grant[]> {
-  if (new Set(options.recipients).size !== options.recipients.length) {
+  const { recipients } = options;
+  if (!Array.isArray(recipients)) {
+    throw new TesseraError("invalid_input", "fan-out recipients are an array");
+  }
+  if (new Set(recipients).size !== recipients.length) {
     throw new TesseraError("invalid_input", "fan-out recipients must be distinct");
   }
-  const prefix = options.idPrefix ?? `ticket-${randomUUID()}-`;
-  const issuedAt = (options.issuedAt ?? new Date()).toISOString();
-  const tickets: Grant[] = [];
-  for (const [index, recipient] of options.recipients.entries()) {
-    tickets.push(
-      await store.add({
-        id: `${prefix}${index}`,
-        namespaceId: options.namespaceId,
-        issuer: options.issuer,
-        subject: options.subject,
-        capabilities: [messageSendCapability(recipient, options.owner)],
-        constraints: {
-          maxUses: 1,
-          ...(options.expiresAt ? { expiresAt: options.expiresAt.toISOString() } : {}),
-          ...(options.purposes ? { purposes: [...options.purposes] } : {}),
-        },
-        issuedAt,
-      }),
-    );
-  }
-  return Object.freeze(tickets);
+  const tickets = buildFanoutTickets({
+    ...options,
+    idPrefix: options.idPrefix ?? `ticket-${randomUUID()}-`,
+    issuedAt: options.issuedAt ?? new Date(),
+  });
+  if (tickets.length === 0) return Object.freeze(tickets);
+  if (store.addMany !== undefined) return Object.freeze([...(await store.addMany(tickets))]);
+  const issued: Grant[] = [];
+  for (const ticket of tickets) issued.push(await store.add(ticket));
+  return Object.freeze(issued);
 }
