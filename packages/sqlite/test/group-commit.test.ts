@@ -1,0 +1,167 @@
+/**
+ * Group commit: writes issued in the same tick share one BEGIN IMMEDIATE … COMMIT, and each
+ * caller still gets the answer it would get alone, in issue order. A batch that cannot commit
+ * fails every caller in it with its own port's `*_unavailable`, and leaves nothing behind.
+ */
+import { isTesseraError } from "@tessera/core";
+import BetterSqlite3 from "better-sqlite3";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { SqliteClaimStore } from "../src/claim-store.js";
+import { parseSqliteUrl } from "../src/config.js";
+import { SqliteDatabase } from "../src/database.js";
+import { migrate } from "../src/migrations.js";
+import { SqliteUsageStore } from "../src/usage-store.js";
+import { freshFile } from "./helpers.js";
+
+const cleanups: (() => void)[] = [];
+afterEach(() => {
+  vi.restoreAllMocks();
+  for (const cleanup of cleanups.splice(0)) cleanup();
+});
+
+function open(options = "busyTimeoutMs=50") {
+  const file = freshFile();
+  const db = SqliteDatabase.open(
+    parseSqliteUrl(`sqlite:${file.path}?${options}`),
+    "store_unavailable",
+  );
+  migrate(db, "store_unavailable");
+  cleanups.push(() => {
+    db.close();
+    file.dispose();
+  });
+  return { db, path: file.path, claims: new SqliteClaimStore(db), usage: new SqliteUsageStore(db) };
+}
+
+const record = (tag: string) => ({ bodyHash: tag.padEnd(64, "0"), claimedAt: 1, worker: tag });
+
+async function settled<T>(promises: Promise<T>[]) {
+  return Promise.allSettled(promises);
+}
+
+function codeOf(result: PromiseSettledResult<unknown>): string | undefined {
+  return result.status === "rejected" && isTesseraError(result.reason)
+    ? result.reason.code
+    : undefined;
+}
+
+describe("SQLite group commit", () => {
+  it("64 claims issued together share one transaction; per key, the first issued wins", async () => {
+    const { claims } = open();
+    const transactions = vi.spyOn(SqliteDatabase.prototype, "immediate");
+    const same = { session: "s", functionCallId: "same" };
+    const calls = Array.from({ length: 64 }, (_, i) =>
+      i % 2 === 0
+        ? claims.claim(same, record(`same-${i}`))
+        : claims.claim({ session: "s", functionCallId: `own-${i}` }, record(`own-${i}`)),
+    );
+    const results = await Promise.all(calls);
+    expect(transactions).toHaveBeenCalledTimes(1);
+    results.forEach((result, i) => {
+      if (i === 0) expect(result).toEqual({ status: "claimed" });
+      else if (i % 2 === 0) {
+        expect(result).toEqual({
+          status: "already_claimed",
+          existing: { ...same, ...record("same-0") },
+        });
+      } else expect(result).toEqual({ status: "claimed" });
+    });
+    expect(await claims.get(same)).toEqual({ ...same, ...record("same-0") });
+  });
+
+  it("64 consumes of one ticket (maxUses 5) in one batch: the first 5 issued win, counts 1..5", async () => {
+    const { usage } = open();
+    const results = await Promise.all(
+      Array.from({ length: 64 }, () => usage.tryConsume("ns", "ticket", 5)),
+    );
+    expect(results.slice(0, 5)).toEqual([1, 2, 3, 4, 5].map((used) => ({ consumed: true, used })));
+    for (const result of results.slice(5)) expect(result).toEqual({ consumed: false, used: 5 });
+    expect(await usage.getUsage("ns", "ticket")).toBe(5);
+  });
+
+  it("a carve that does not fit spends nothing; the single use behind it still gets the last one", async () => {
+    const { usage } = open();
+    await usage.tryConsumeMany("ns", "budget", 3, 4);
+    const [carve, single, after] = await Promise.all([
+      usage.tryConsumeMany("ns", "budget", 2, 4),
+      usage.tryConsume("ns", "budget", 4),
+      usage.tryConsume("ns", "budget", 4),
+    ]);
+    expect(carve).toEqual({ consumed: false, used: 3 });
+    expect(single).toEqual({ consumed: true, used: 4 });
+    expect(after).toEqual({ consumed: false, used: 4 });
+  });
+
+  it("a settle refused on its own terms (no such claim) does not sink the rest of its batch", async () => {
+    const { claims } = open();
+    const key = { session: "s", functionCallId: "c" };
+    await claims.claim(key, record("c"));
+    const receipt = { status: "dispatched" as const, settledAt: 2 };
+    const [good, unknown, claimed] = await settled([
+      claims.settle(key, receipt),
+      claims.settle({ session: "s", functionCallId: "never" }, receipt),
+      claims.claim({ session: "s", functionCallId: "d" }, record("d")),
+    ]);
+    expect(good.status).toBe("fulfilled");
+    expect(codeOf(unknown)).toBe("invalid_input");
+    expect(claimed).toEqual({ status: "fulfilled", value: { status: "claimed" } });
+    expect((await claims.get(key))?.receipt).toEqual(receipt);
+  });
+
+  it("a batch that hits a full disk fails every caller closed, each with its port's code, and writes nothing", async () => {
+    const { db, claims, usage } = open();
+    await usage.tryConsume("ns", "ticket", 10);
+    const pages = Number(db.pragma("page_count"));
+    db.exec(`PRAGMA max_page_count = ${pages}`);
+    // Long IDs: the batch needs new pages, which the file may not grow to (SQLITE_FULL).
+    const keys = Array.from({ length: 64 }, (_, i) => ({
+      session: "s",
+      functionCallId: `${i}-${"x".repeat(2000)}`,
+    }));
+    const results = await settled([
+      usage.tryConsume("ns", "ticket", 10),
+      ...keys.map((key) => claims.claim(key, record("full"))),
+    ]);
+    expect(codeOf(results[0] as PromiseSettledResult<unknown>)).toBe("usage_store_unavailable");
+    for (const result of results.slice(1)) expect(codeOf(result)).toBe("claim_store_unavailable");
+    db.exec("PRAGMA max_page_count = 1073741823");
+    // Rolled back whole: the consume that fit in an existing page did not land either.
+    expect(await usage.getUsage("ns", "ticket")).toBe(1);
+    for (const key of keys) expect(await claims.get(key)).toBeUndefined();
+    expect(await claims.claim(keys[0] as (typeof keys)[0], record("again"))).toEqual({
+      status: "claimed",
+    });
+  });
+
+  it("a batch that cannot take the write lock (busy past the timeout) fails every caller closed", async () => {
+    const { path, claims, usage } = open();
+    const holder = new BetterSqlite3(path);
+    holder.exec("BEGIN IMMEDIATE");
+    try {
+      const results = await settled<unknown>([
+        claims.claim({ session: "s", functionCallId: "a" }, record("a")),
+        usage.tryConsume("ns", "t", 1),
+        claims.claim({ session: "s", functionCallId: "b" }, record("b")),
+      ]);
+      expect(results.map(codeOf)).toEqual([
+        "claim_store_unavailable",
+        "usage_store_unavailable",
+        "claim_store_unavailable",
+      ]);
+    } finally {
+      holder.exec("ROLLBACK");
+      holder.close();
+    }
+    expect(await claims.claim({ session: "s", functionCallId: "a" }, record("a"))).toEqual({
+      status: "claimed",
+    });
+    expect(await usage.getUsage("ns", "t")).toBe(0);
+  });
+
+  it("a connection closed while a batch waits fails its callers closed", async () => {
+    const { db, claims } = open();
+    const pending = settled([claims.claim({ session: "s", functionCallId: "a" }, record("a"))]);
+    db.close();
+    expect((await pending).map(codeOf)).toEqual(["claim_store_unavailable"]);
+  });
+});
