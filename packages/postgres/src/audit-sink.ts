@@ -1,33 +1,172 @@
-import type { AuditEvent, ReadableAuditSink } from "@tessera/core";
+import { type AuditEvent, type ReadableAuditSink, TesseraError } from "@tessera/core";
 import {
   type AuditFilter,
+  auditStreamOf,
+  type ChainHead,
   checkAuditFilter,
+  GENESIS_HASH,
+  linkAuditEvent,
   parseAuditEvent,
   storageDigest,
 } from "@tessera/core/store-kit";
+import type pg from "pg";
 import type { Database } from "./database.js";
 
+const CODE = "audit_unavailable";
+/** Events written by one statement at most: bounds the statement's size under a burst. */
+const MAX_BATCH = 256;
+/** Streams whose head this process remembers while idle; past it, an idle one is forgotten. */
+const MAX_IDLE_STREAMS = 1_024;
+
+interface Pending {
+  readonly event: AuditEvent;
+  readonly resolve: () => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/** One stream's appends in this process: waiting events, and the head last seen, if known. */
+interface StreamQueue {
+  readonly pending: Pending[];
+  running: boolean;
+  head: ChainHead | undefined;
+}
+
 /**
- * Append-only audit: rows are inserted, never updated or deleted by Tessera. `seq` gives the
+ * Append-only audit, a hash chain per stream (see core's `audit/chain.ts`). `seq` gives the
  * append order; call and trace IDs are indexed by digest so `explain` reads one call's
- * events without scanning the trail.
+ * events without scanning the trail; triggers refuse UPDATE, DELETE and TRUNCATE.
+ *
+ * Each stream's head is a row of `audit_heads`, and an append is a compare-and-append: one
+ * statement moves the head only if it is still the one the events were linked to, and
+ * inserts the events only if it moved (row locks make the check and the move one step under
+ * any number of connections and processes). This process remembers each stream's head and
+ * sends one stream's appends one batch at a time, so a lone writer links and writes in one
+ * round trip and never loses to itself. When the head it remembers is stale (another process
+ * wrote) or unknown, it locks the head row in a transaction, reads it, links and writes, so
+ * every append finishes in at most two tries.
  */
 export class PostgresAuditSink implements ReadableAuditSink {
   readonly #db: Database;
   readonly #table: string;
+  readonly #heads: string;
+  readonly #streams = new Map<string, StreamQueue>();
 
   constructor(db: Database) {
     this.#db = db;
     this.#table = db.table("audit");
+    this.#heads = db.table("audit_heads");
   }
 
-  async append(event: AuditEvent): Promise<void> {
-    const valid = parseAuditEvent(event);
-    await this.#db.query(
-      "audit_unavailable",
-      `INSERT INTO ${this.#table} (call_key, trace_key, event) VALUES ($1, $2, $3)`,
-      [storageDigest(valid.callId), storageDigest(valid.traceId), JSON.stringify(valid)],
+  append(event: AuditEvent): Promise<void> {
+    let valid: AuditEvent;
+    try {
+      valid = parseAuditEvent(event);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const stream = auditStreamOf(valid);
+    let queue = this.#streams.get(stream);
+    if (queue === undefined) {
+      queue = { pending: [], running: false, head: undefined };
+      this.#streams.set(stream, queue);
+    }
+    const pending = new Promise<void>((resolve, reject) => {
+      queue.pending.push({ event: valid, resolve, reject });
+    });
+    if (!queue.running) void this.#drain(stream, queue);
+    return pending;
+  }
+
+  async #drain(stream: string, queue: StreamQueue): Promise<void> {
+    queue.running = true;
+    while (queue.pending.length > 0) {
+      const batch = queue.pending.splice(0, MAX_BATCH);
+      const events = batch.map((pending) => pending.event);
+      try {
+        queue.head = await this.#write(storageDigest(stream), queue.head, events);
+        for (const pending of batch) pending.resolve();
+      } catch (error) {
+        // Whether the failed statement committed is unknown: read the head next time.
+        queue.head = undefined;
+        for (const pending of batch) pending.reject(error);
+      }
+    }
+    queue.running = false;
+    if (this.#streams.size > MAX_IDLE_STREAMS) this.#streams.delete(stream);
+  }
+
+  /** Links `events` after the stream's head and writes them; returns the new head. */
+  async #write(
+    streamKey: string,
+    known: ChainHead | undefined,
+    events: readonly AuditEvent[],
+  ): Promise<ChainHead> {
+    if (known !== undefined) {
+      const written = await this.#compareAndAppend(
+        (text, values) => this.#db.query(CODE, text, values),
+        streamKey,
+        known,
+        events,
+      );
+      if (written) return written;
+    }
+    return this.#db.transaction(CODE, async (client) => {
+      // Inserts the head row if the stream is new; else a no-op update that takes its lock.
+      const { rows } = await client.query<{ seq: string; hash: string }>(
+        `INSERT INTO ${this.#heads} AS h (stream_key, seq, hash) VALUES ($1, 0, $2)
+         ON CONFLICT (stream_key) DO UPDATE SET seq = h.seq RETURNING seq, hash`,
+        [streamKey, GENESIS_HASH],
+      );
+      const row = rows[0];
+      if (row === undefined) throw new TesseraError(CODE, "the audit stream's head is unreadable");
+      const head = { seq: Number(row.seq), hash: row.hash };
+      const written = await this.#compareAndAppend(
+        (text, values) => client.query(text, values as unknown[]),
+        streamKey,
+        head,
+        events,
+      );
+      if (!written) throw new TesseraError(CODE, "the audit stream's head moved under its lock");
+      return written;
+    });
+  }
+
+  /**
+   * One statement: move the head from `head` to the last of `events` (linked after it) and
+   * insert them, in order, or do nothing when the head is no longer `head`.
+   */
+  async #compareAndAppend(
+    query: (text: string, values: readonly unknown[]) => Promise<pg.QueryResult>,
+    streamKey: string,
+    head: ChainHead,
+    events: readonly AuditEvent[],
+  ): Promise<ChainHead | undefined> {
+    const calls: string[] = [];
+    const traces: string[] = [];
+    const bodies: string[] = [];
+    let last = head;
+    for (const event of events) {
+      const linked = linkAuditEvent(event, last);
+      calls.push(storageDigest(linked.callId));
+      traces.push(storageDigest(linked.traceId));
+      bodies.push(JSON.stringify(linked));
+      last = { seq: linked.seq, hash: linked.hash };
+    }
+    const result = await query(
+      `WITH moved AS (
+         INSERT INTO ${this.#heads} AS h (stream_key, seq, hash) VALUES ($1, $2, $3)
+         ON CONFLICT (stream_key) DO UPDATE SET seq = EXCLUDED.seq, hash = EXCLUDED.hash
+         WHERE h.seq = $4 AND h.hash = $5
+         RETURNING 1
+       )
+       INSERT INTO ${this.#table} (call_key, trace_key, event)
+       SELECT e.call_key, e.trace_key, e.event
+       FROM moved, unnest($6::text[], $7::text[], $8::text[]) WITH ORDINALITY
+         AS e(call_key, trace_key, event, n)
+       ORDER BY e.n`,
+      [streamKey, last.seq, last.hash, head.seq, head.hash, calls, traces, bodies],
     );
+    return result.rowCount === events.length ? last : undefined;
   }
 
   async read(filter: AuditFilter = {}): Promise<readonly AuditEvent[]> {

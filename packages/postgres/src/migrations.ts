@@ -49,6 +49,26 @@ const MIGRATIONS: readonly {
       `CREATE INDEX audit_trace ON ${t("audit")} (trace_key)`,
     ],
   },
+  {
+    // The audit hash chain: each stream's head (by digest), moved with every append; seq 0
+    // is a new stream's row, locked before its first event. Rows already in the audit table
+    // stay as written, without chain fields: the unchained start of their stream. Triggers
+    // refuse UPDATE, DELETE and TRUNCATE: rewriting history takes dropping them first.
+    version: 2,
+    statements: (t) => [
+      `CREATE TABLE ${t("audit_heads")} (
+          stream_key text PRIMARY KEY,
+          seq bigint NOT NULL CHECK (seq >= 0),
+          hash text NOT NULL
+        )`,
+      `CREATE FUNCTION ${t("audit_append_only")}() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'the audit table is append-only'; END $$`,
+      `CREATE TRIGGER audit_no_change BEFORE UPDATE OR DELETE ON ${t("audit")}
+        FOR EACH ROW EXECUTE FUNCTION ${t("audit_append_only")}()`,
+      `CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON ${t("audit")}
+        FOR EACH STATEMENT EXECUTE FUNCTION ${t("audit_append_only")}()`,
+    ],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

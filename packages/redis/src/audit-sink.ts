@@ -1,23 +1,48 @@
-import type { AuditEvent, ReadableAuditSink } from "@tessera/core";
+import { type AuditEvent, type ReadableAuditSink, TesseraError } from "@tessera/core";
 import {
   type AuditFilter,
+  auditStreamOf,
+  type ChainHead,
   checkAuditFilter,
+  EMPTY_HEAD,
+  linkAuditEvent,
   parseAuditEvent,
   storageDigest,
 } from "@tessera/core/store-kit";
 import { type Connection, script } from "./connection.js";
 
+const CODE = "audit_unavailable";
+/** Events written by one script at most: bounds the script's run, which blocks the server. */
+const MAX_BATCH = 128;
+/** Tries per batch while other processes keep moving the head; then it fails closed. */
+const MAX_ATTEMPTS = 64;
+/** Streams whose head this process remembers while idle; past it, an idle one is forgotten. */
+const MAX_IDLE_STREAMS = 1_024;
+
 /**
- * Audit in a Redis stream (`<prefix>audit`, field `e` = the event JSON): XADD only, so the
- * trail is append-only and ordered by stream ID. Two lists index the stream IDs by call and by
- * trace digest, written in the same script as the entry, so `explain` reads one call's events
- * without scanning the stream.
+ * Audit in a Redis stream (`<prefix>audit`, field `e` = the event JSON), a hash chain per
+ * audit stream (see core's `audit/chain.ts`): XADD only, so the trail is append-only and
+ * ordered by stream ID. Two lists index the stream IDs by call and by trace digest, written in
+ * the same script as the entry, so `explain` reads one call's events without scanning.
+ *
+ * Lua in Redis has no SHA-256, so events are linked here and the script is a compare-and-
+ * append: it writes them only if the stream's head (a field of `<prefix>audit-heads`, as
+ * `seq:hash`) is still the one they were linked to, and otherwise answers the current head,
+ * to link to and try again. Scripts run one at a time, so the check and the write are one
+ * step for every client. This process remembers each head and sends one stream's appends one
+ * batch at a time, so a lone writer never retries; writers in other processes make it retry,
+ * a bounded number of times.
  */
 const APPEND = script(`
-local id = redis.call('XADD', KEYS[1], '*', 'e', ARGV[1])
-redis.call('RPUSH', KEYS[2], id)
-redis.call('RPUSH', KEYS[3], id)
-return id
+local head = redis.call('HGET', KEYS[2], ARGV[1]) or ''
+if head ~= ARGV[2] then return head end
+for i = 4, #ARGV do
+  local id = redis.call('XADD', KEYS[1], '*', 'e', ARGV[i])
+  redis.call('RPUSH', KEYS[2 * (i - 3) + 1], id)
+  redis.call('RPUSH', KEYS[2 * (i - 3) + 2], id)
+end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
+return 1
 `);
 
 const READ_INDEXED = script(`
@@ -30,25 +55,115 @@ end
 return out
 `);
 
+interface Pending {
+  readonly event: AuditEvent;
+  readonly resolve: () => void;
+  readonly reject: (error: unknown) => void;
+}
+
+interface StreamQueue {
+  readonly pending: Pending[];
+  running: boolean;
+  head: ChainHead;
+}
+
+/** A head as the script stores it; the empty stream's is the empty string (no field). */
+function encodeHead(head: ChainHead): string {
+  return head.seq === 0 ? "" : `${head.seq}:${head.hash}`;
+}
+
+function decodeHead(text: string): ChainHead {
+  if (text === "") return EMPTY_HEAD;
+  const [seq, hash] = text.split(":");
+  const head = { seq: Number(seq), hash: hash ?? "" };
+  if (!Number.isSafeInteger(head.seq) || head.seq < 1 || !/^[0-9a-f]{64}$/.test(head.hash)) {
+    throw new TesseraError(CODE, "the audit stream's head is unreadable");
+  }
+  return head;
+}
+
 export class RedisAuditSink implements ReadableAuditSink {
   readonly #connection: Connection;
+  readonly #streams = new Map<string, StreamQueue>();
 
   constructor(connection: Connection) {
     this.#connection = connection;
   }
 
-  async append(event: AuditEvent): Promise<void> {
-    const valid = parseAuditEvent(event);
-    await this.#connection.eval(
-      "audit_unavailable",
-      APPEND,
-      [
-        this.#connection.key("audit"),
-        this.#connection.key("audit-call", storageDigest(valid.callId)),
-        this.#connection.key("audit-trace", storageDigest(valid.traceId)),
-      ],
-      [JSON.stringify(valid)],
-    );
+  append(event: AuditEvent): Promise<void> {
+    let valid: AuditEvent;
+    try {
+      valid = parseAuditEvent(event);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const stream = auditStreamOf(valid);
+    const queue = this.#streams.get(stream) ?? { pending: [], running: false, head: EMPTY_HEAD };
+    this.#streams.set(stream, queue);
+    const appended = new Promise<void>((resolve, reject) => {
+      queue.pending.push({ event: valid, resolve, reject });
+    });
+    if (!queue.running) void this.#drain(stream, queue);
+    return appended;
+  }
+
+  async #drain(stream: string, queue: StreamQueue): Promise<void> {
+    queue.running = true;
+    while (queue.pending.length > 0) {
+      const batch = queue.pending.splice(0, MAX_BATCH);
+      try {
+        queue.head = await this.#write(
+          stream,
+          queue.head,
+          batch.map((pending) => pending.event),
+        );
+        for (const pending of batch) pending.resolve();
+      } catch (error) {
+        for (const pending of batch) pending.reject(error);
+      }
+    }
+    queue.running = false;
+    if (this.#streams.size > MAX_IDLE_STREAMS) this.#streams.delete(stream);
+  }
+
+  /** Links `events` after the head and appends them, relinking while the head moves. */
+  async #write(
+    stream: string,
+    known: ChainHead,
+    events: readonly AuditEvent[],
+  ): Promise<ChainHead> {
+    const keys = [this.#connection.key("audit"), this.#connection.key("audit-heads")];
+    for (const event of events) {
+      keys.push(
+        this.#connection.key("audit-call", storageDigest(event.callId)),
+        this.#connection.key("audit-trace", storageDigest(event.traceId)),
+      );
+    }
+    let head = known;
+    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+      const bodies: string[] = [];
+      let last = head;
+      for (const event of events) {
+        const linked = linkAuditEvent(event, last);
+        bodies.push(JSON.stringify(linked));
+        last = { seq: linked.seq, hash: linked.hash };
+      }
+      const reply = await this.#connection.eval(CODE, APPEND, keys, [
+        stream,
+        encodeHead(head),
+        encodeHead(last),
+        ...bodies,
+      ]);
+      if (reply === 1) return last;
+      if (typeof reply !== "string") {
+        throw new TesseraError(CODE, "the audit append script answered something unexpected");
+      }
+      head = decodeHead(reply);
+      // Others are writing the same stream: from the third try on, step aside for a moment
+      // (random, so that the same processes do not collide again in step).
+      if (attempt > 2) await new Promise((resolve) => setTimeout(resolve, Math.random() * attempt));
+    }
+    throw new TesseraError(CODE, "the audit stream kept moving: too many concurrent writers");
   }
 
   async read(filter: AuditFilter = {}): Promise<readonly AuditEvent[]> {

@@ -56,6 +56,18 @@ const MIGRATIONS: readonly { readonly version: number; readonly sql: string }[] 
         BEGIN SELECT RAISE(ABORT, 'tessera_audit is append-only'); END;
     `,
   },
+  {
+    // The audit hash chain: each stream's head, moved with every append. Rows already in
+    // tessera_audit stay as written, without chain fields: the unchained start of a stream.
+    version: 2,
+    sql: `
+      CREATE TABLE tessera_audit_heads (
+        stream TEXT PRIMARY KEY,
+        seq    INTEGER NOT NULL CHECK (seq > 0),
+        hash   TEXT NOT NULL
+      ) WITHOUT ROWID;
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0;

@@ -5,6 +5,7 @@
  */
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { SCHEMA_VERSION } from "@tessera/sqlite";
 import BetterSqlite3 from "better-sqlite3";
 import { afterEach, expect, it } from "vitest";
 import { freshFile } from "./helpers.js";
@@ -58,7 +59,9 @@ it("8 processes opening a new file at once: one schema, every self-test passes",
   expect(results.filter((r) => r.claim === "claimed")).toHaveLength(1);
   expect(results.filter((r) => r.consumed)).toHaveLength(3);
   const raw = new BetterSqlite3(file.path);
-  expect(raw.prepare("SELECT count(*) AS n FROM tessera_schema_version").get()).toEqual({ n: 1 });
+  expect(raw.prepare("SELECT count(*) AS n FROM tessera_schema_version").get()).toEqual({
+    n: SCHEMA_VERSION,
+  });
   expect(raw.prepare("SELECT used FROM tessera_usage").all()).toEqual([{ used: 3 }]);
   raw.close();
 });

@@ -1,4 +1,4 @@
-import type { AuditEvent, ReadableAuditSink } from "@tessera/core";
+import { type AuditEvent, type ReadableAuditSink, verifyAuditChain } from "@tessera/core";
 import { describe, expect } from "vitest";
 import { expectCode, resultOrCode } from "./errors.js";
 import { type OpenedStore, type StoreFactory, suiteCases } from "./factory.js";
@@ -8,6 +8,9 @@ import { raceInProcesses } from "./processes.js";
 const UNAVAILABLE = ["audit_unavailable"];
 /** Appends per process in the cross-process case: enough to interleave, cheap on fsync. */
 const PER_PROCESS = 40;
+/** Rounds of the cross-process race on the same store: later rounds link to a long chain. */
+const ROUNDS = 2;
+const GENESIS = "0".repeat(64);
 
 export function auditEvent(index: number, overrides: Partial<AuditEvent> = {}): AuditEvent {
   return {
@@ -29,10 +32,31 @@ function plain(events: readonly AuditEvent[]): AuditEvent[] {
   return events.map((event) => JSON.parse(JSON.stringify(event)) as AuditEvent);
 }
 
+/** What the writer gave: the event without the chain fields its sink added. */
+function content(events: readonly AuditEvent[]): AuditEvent[] {
+  return plain(events).map(({ seq: _seq, prev: _prev, hash: _hash, ...rest }) => rest);
+}
+
+/** The trail verifies as one chain per stream; on failure the message names the break. */
+function expectOneChain(events: readonly AuditEvent[]): void {
+  const verdict = verifyAuditChain(events);
+  expect(verdict.ok ? "verified" : verdict.break).toBe("verified");
+}
+
+/** `seq` of each event of `stream`, in read order. */
+function seqsOf(events: readonly AuditEvent[], stream: string | undefined): (number | undefined)[] {
+  return events.filter((event) => event.namespaceId === stream).map((event) => event.seq);
+}
+
+const upTo = (count: number) => Array.from({ length: count }, (_, i) => i + 1);
+
 /**
  * The `ReadableAuditSink` contract: append-only, read back in append order, filters by call
  * and trace ID, a limit bounds the answer; concurrent and cross-process appends are all kept
- * (each process's own order preserved); an outage fails closed.
+ * (each process's own order preserved); an outage fails closed. And the trail is a hash chain
+ * per stream (core's `audit/chain.ts`): every event comes back linked by the sink, and
+ * `verifyAuditChain` accepts the whole trail however many writers, in one process or in
+ * many, appended at once.
  */
 export function describeAuditSinkConformance<H extends OpenedStore<ReadableAuditSink>>(
   name: string,
@@ -45,7 +69,56 @@ export function describeAuditSinkConformance<H extends OpenedStore<ReadableAudit
       use(async ({ store }) => {
         const events = Array.from({ length: 20 }, (_, i) => auditEvent(i));
         for (const event of events) await store.append(event);
-        expect(plain(await store.read())).toEqual(plain(events));
+        expect(content(await store.read())).toEqual(content(events));
+      }),
+    );
+
+    check("every event read back carries seq, prev and hash, and the trail verifies", () =>
+      use(async ({ store }) => {
+        const events = Array.from({ length: 12 }, (_, i) => auditEvent(i, { namespaceId: "ns" }));
+        for (const event of events) await store.append(event);
+        const read = await store.read();
+        expect(read.map((event) => event.seq)).toEqual(upTo(12));
+        expect(read[0]?.prev).toBe(GENESIS);
+        for (const [i, event] of read.entries()) {
+          expect(event.hash).toMatch(/^[0-9a-f]{64}$/);
+          if (i > 0) expect(event.prev).toBe(read[i - 1]?.hash);
+        }
+        expectOneChain(read);
+        // A filtered read hands back the same linked events, not relinked copies.
+        expect(plain(await store.read({ callId: "call-5" }))).toEqual(
+          plain([read[5] as AuditEvent]),
+        );
+      }),
+    );
+
+    check("each namespace is its own stream; events without one share a stream", () =>
+      use(async ({ store }) => {
+        const streams = ["a", "b", undefined] as const;
+        const events = Array.from({ length: 15 }, (_, i) =>
+          auditEvent(i, { namespaceId: streams[i % 3] }),
+        );
+        for (const event of events) await store.append(event);
+        const read = await store.read();
+        expect(content(read)).toEqual(content(events));
+        for (const stream of streams) {
+          expect(seqsOf(read, stream)).toEqual(upTo(5));
+          expect(read.find((event) => event.namespaceId === stream)?.prev).toBe(GENESIS);
+        }
+        expectOneChain(read);
+      }),
+    );
+
+    check("only the sink links: chain fields a writer passes are replaced", () =>
+      use(async ({ store }) => {
+        await store.append(auditEvent(0, { namespaceId: "ns" }));
+        const forged = { seq: 7, prev: "f".repeat(64), hash: "e".repeat(64) };
+        await store.append(auditEvent(1, { namespaceId: "ns", ...forged }));
+        const read = await store.read();
+        expect(read.map((event) => event.seq)).toEqual([1, 2]);
+        expect(read[1]?.prev).toBe(read[0]?.hash);
+        expect(read[1]?.hash).not.toBe(forged.hash);
+        expectOneChain(read);
       }),
     );
 
@@ -53,17 +126,17 @@ export function describeAuditSinkConformance<H extends OpenedStore<ReadableAudit
       use(async ({ store }) => {
         const events = Array.from({ length: 12 }, (_, i) => auditEvent(i));
         for (const event of events) await store.append(event);
-        expect(plain(await store.read({ callId: "call-4" }))).toEqual(
-          plain([events[4] as AuditEvent]),
+        expect(content(await store.read({ callId: "call-4" }))).toEqual(
+          content([events[4] as AuditEvent]),
         );
-        expect(plain(await store.read({ traceId: "trace-1" }))).toEqual(
-          plain(events.filter((e) => e.traceId === "trace-1")),
+        expect(content(await store.read({ traceId: "trace-1" }))).toEqual(
+          content(events.filter((e) => e.traceId === "trace-1")),
         );
         expect(await store.read({ callId: "nothing" })).toEqual([]);
         // Every Tessera sink answers the oldest events first, so a limit keeps the first ones.
-        expect(plain(await store.read({ limit: 5 }))).toEqual(plain(events.slice(0, 5)));
-        expect(plain(await store.read({ traceId: "trace-1", limit: 2 }))).toEqual(
-          plain(events.filter((e) => e.traceId === "trace-1").slice(0, 2)),
+        expect(content(await store.read({ limit: 5 }))).toEqual(content(events.slice(0, 5)));
+        expect(content(await store.read({ traceId: "trace-1", limit: 2 }))).toEqual(
+          content(events.filter((e) => e.traceId === "trace-1").slice(0, 2)),
         );
         expect(await store.read({ limit: 0 })).toEqual([]);
       }),
@@ -97,18 +170,18 @@ export function describeAuditSinkConformance<H extends OpenedStore<ReadableAudit
         } catch {
           // Frozen results are fine too.
         }
-        expect(plain(await store.read())).toEqual(plain([auditEvent(0)]));
+        expect(content(await store.read())).toEqual(content([auditEvent(0)]));
       }),
     );
 
     check("hostile and oversize fields are kept exactly or refused with invalid_input", () =>
       use(async ({ store }) => {
         const hostile = HOSTILE_KEYS.map((key, i) =>
-          auditEvent(i, { callId: key, traceId: key, detail: key, actor: key }),
+          auditEvent(i, { callId: key, traceId: key, detail: key, actor: key, namespaceId: key }),
         );
         for (const event of hostile) await store.append(event);
         for (const event of hostile) {
-          expect(plain(await store.read({ callId: event.callId }))).toEqual(plain([event]));
+          expect(content(await store.read({ callId: event.callId }))).toEqual(content([event]));
         }
         const big = auditEvent(99, { detail: oversize("ü") });
         const outcome = await resultOrCode(
@@ -116,40 +189,61 @@ export function describeAuditSinkConformance<H extends OpenedStore<ReadableAudit
           ["invalid_input", "audit_unavailable"],
         );
         if (outcome.ok) {
-          expect(plain(await store.read({ callId: "call-99" }))).toEqual(plain([big]));
+          expect(content(await store.read({ callId: "call-99" }))).toEqual(content([big]));
         }
         await store.append(auditEvent(100));
         expect(await store.read({ callId: "call-100" })).toHaveLength(1);
+        expectOneChain(await store.read());
       }),
     );
 
-    check("64 concurrent appends are all kept", () =>
+    check("64 concurrent appends are all kept, in one chain per stream", () =>
       use(async ({ store }) => {
         await Promise.all(
-          Array.from({ length: 64 }, (_, i) => Promise.resolve(store.append(auditEvent(i)))),
+          Array.from({ length: 64 }, (_, i) =>
+            Promise.resolve(store.append(auditEvent(i, { namespaceId: i % 4 === 0 ? "b" : "a" }))),
+          ),
         );
-        const ids = (await store.read()).map((e) => e.callId);
-        expect(new Set(ids).size).toBe(64);
+        const read = await store.read();
+        expect(new Set(read.map((e) => e.callId)).size).toBe(64);
+        expect(seqsOf(read, "a")).toEqual(upTo(48));
+        expect(seqsOf(read, "b")).toEqual(upTo(16));
+        expectOneChain(read);
       }),
     );
 
     crossProcess(
-      `8 OS processes append ${PER_PROCESS} events each: all kept, each process's order preserved${skipNote}`,
+      `8 OS processes append ${PER_PROCESS} events each, ${ROUNDS} rounds: all kept, each process's order preserved, one chain per stream${skipNote}`,
       () =>
         use(async (opened) => {
           const spec = factory.processSpec?.(opened);
           if (!spec) throw new Error("unreachable: guarded by processSpec");
-          await raceInProcesses(spec, 8, (worker) => ({
-            kind: "append",
-            events: Array.from({ length: PER_PROCESS }, (_, i) =>
-              auditEvent(i, { callId: `p${worker}-${i}`, traceId: `p${worker}` }),
-            ),
-          }));
-          const events = await opened.store.read();
-          expect(events).toHaveLength(8 * PER_PROCESS);
-          for (let worker = 0; worker < 8; worker++) {
-            const mine = events.filter((e) => e.traceId === `p${worker}`).map((e) => e.callId);
-            expect(mine).toEqual(Array.from({ length: PER_PROCESS }, (_, i) => `p${worker}-${i}`));
+          for (let round = 0; round < ROUNDS; round++) {
+            // Two streams, both written by every process at once.
+            await raceInProcesses(spec, 8, (worker) => ({
+              kind: "append",
+              events: Array.from({ length: PER_PROCESS }, (_, i) =>
+                auditEvent(i, {
+                  callId: `r${round}-p${worker}-${i}`,
+                  traceId: `r${round}-p${worker}`,
+                  namespaceId: i % 2 === 0 ? "even" : "odd",
+                }),
+              ),
+            }));
+            const events = await opened.store.read();
+            expect(events).toHaveLength(8 * PER_PROCESS * (round + 1));
+            for (let worker = 0; worker < 8; worker++) {
+              const mine = events
+                .filter((e) => e.traceId === `r${round}-p${worker}`)
+                .map((e) => e.callId);
+              expect(mine).toEqual(
+                Array.from({ length: PER_PROCESS }, (_, i) => `r${round}-p${worker}-${i}`),
+              );
+            }
+            const perStream = 4 * PER_PROCESS * (round + 1);
+            expect(seqsOf(events, "even")).toEqual(upTo(perStream));
+            expect(seqsOf(events, "odd")).toEqual(upTo(perStream));
+            expectOneChain(events);
           }
         }),
     );
@@ -176,6 +270,8 @@ export function describeAuditSinkConformance<H extends OpenedStore<ReadableAudit
         expect(ids[0]).toBe("call-0");
         expect(ids.at(-1)).toBe("call-2");
         expect(ids.filter((id) => id === "call-2")).toHaveLength(1);
+        // Whatever the failed append came to, the chain carries on from what was stored.
+        expectOneChain(await store.read());
       }),
     );
   });

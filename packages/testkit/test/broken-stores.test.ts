@@ -27,6 +27,8 @@ import type {
 import { TesseraError } from "@tessera/core";
 import {
   type AuditFilter,
+  auditStreamOf,
+  type ChainHead,
   checkAuditFilter,
   checkClaimKey,
   checkId,
@@ -35,6 +37,8 @@ import {
   checkRecord,
   checkRevocationInstant,
   checkSession,
+  EMPTY_HEAD,
+  linkAuditEvent,
   parseGrantInput,
 } from "@tessera/core/store-kit";
 import {
@@ -171,11 +175,28 @@ class GrantMap implements GrantStore {
 }
 
 /** The flaw: answers newest first. */
-class NewestFirstAudit implements ReadableAuditSink {
+type AuditFlaw =
+  | "none"
+  | "newest-first"
+  | "yields-between-head-and-append"
+  | "one-stream-for-all"
+  | "keeps-the-writer-links";
+
+class ChainedAudit implements ReadableAuditSink {
   readonly #events: string[] = [];
+  readonly #heads = new Map<string, ChainHead>();
+  constructor(private readonly flaw: AuditFlaw) {}
 
   async append(event: AuditEvent): Promise<void> {
-    this.#events.push(JSON.stringify(event));
+    const stream = this.flaw === "one-stream-for-all" ? "" : auditStreamOf(event);
+    const head = this.#heads.get(stream) ?? EMPTY_HEAD;
+    if (this.flaw === "yields-between-head-and-append") await pause();
+    const linked =
+      this.flaw === "keeps-the-writer-links" && event.seq !== undefined
+        ? event
+        : linkAuditEvent(event, head);
+    this.#heads.set(stream, { seq: linked.seq ?? 0, hash: linked.hash ?? "" });
+    this.#events.push(JSON.stringify(linked));
   }
 
   async read(filter: AuditFilter = {}) {
@@ -183,8 +204,8 @@ class NewestFirstAudit implements ReadableAuditSink {
     const events = this.#events
       .map((json) => JSON.parse(json) as AuditEvent)
       .filter((e) => filter.callId === undefined || e.callId === filter.callId)
-      .filter((e) => filter.traceId === undefined || e.traceId === filter.traceId)
-      .reverse();
+      .filter((e) => filter.traceId === undefined || e.traceId === filter.traceId);
+    if (this.flaw === "newest-first") events.reverse();
     return filter.limit === undefined ? events : events.slice(0, filter.limit);
   }
 }
@@ -281,10 +302,41 @@ describeGrantStoreConformance("grant store whose revoke always says true", {
   knownFailures: ["revoke marks the grant in that namespace only"],
 });
 
+describeAuditSinkConformance(
+  "reference audit sink (no flaw)",
+  inMemory(() => new ChainedAudit("none")),
+);
+
+// Reversed, every chain reads as reordered: each case that verifies the trail fails too.
 describeAuditSinkConformance("audit sink that answers newest first", {
-  ...inMemory(() => new NewestFirstAudit()),
+  ...inMemory(() => new ChainedAudit("newest-first")),
   knownFailures: [
     "reads back every event in append order",
+    "every event read back carries seq, prev and hash",
+    "each namespace is its own stream",
+    "only the sink links",
     "filters by callId and traceId; a limit keeps the first events",
+    "hostile and oversize fields",
+    "64 concurrent appends are all kept, in one chain per stream",
   ],
+});
+
+// Two appends read the same head: two events at one position, a fork in the chain.
+describeAuditSinkConformance("audit sink that yields between reading the head and appending", {
+  ...inMemory(() => new ChainedAudit("yields-between-head-and-append")),
+  knownFailures: ["64 concurrent appends are all kept, in one chain per stream"],
+});
+
+describeAuditSinkConformance("audit sink that links every namespace into one stream", {
+  ...inMemory(() => new ChainedAudit("one-stream-for-all")),
+  knownFailures: [
+    "each namespace is its own stream",
+    "hostile and oversize fields",
+    "64 concurrent appends are all kept, in one chain per stream",
+  ],
+});
+
+describeAuditSinkConformance("audit sink that keeps chain fields the writer passed", {
+  ...inMemory(() => new ChainedAudit("keeps-the-writer-links")),
+  knownFailures: ["only the sink links"],
 });
