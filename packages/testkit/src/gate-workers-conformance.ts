@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ClaimStore, StoredClaim } from "@tessera/core";
-import { describe, expect } from "vitest";
+import { describe, expect, it } from "vitest";
 import { type OpenedStore, type ProcessSpec, type StoreFactory, suiteCases } from "./factory.js";
 import { gateCallMessage } from "./gate-catalog.js";
 import {
@@ -150,8 +150,11 @@ export function describeGateWorkersConformance<H extends OpenedStore<ClaimStore>
   });
 }
 
-const KILL_ROUNDS = 12;
-const KILL_WORKERS = 3;
+// Each round starts fresh OS processes (about half a CPU second each to load the gate): 16
+// kills keep a backend's run near 20 s on a quiet 2-core machine.
+const KILL_ROUNDS = 8;
+const KILL_WORKERS = 2;
+const KILL_TIMEOUT_MS = 240_000;
 const IDS_PER_ROUND = 24;
 /** Each ID's expected fate by its prefix (the workers' `mixedOutcomes` policy). */
 const PREFIXES = ["ok", "deny", "fail", "ok"] as const;
@@ -192,7 +195,9 @@ export function describeGateKillConformance<H extends OpenedStore<ClaimStore>>(
   name: string,
   factory: StoreFactory<ClaimStore, H>,
 ): void {
-  const { use, crossProcess, skipNote } = suiteCases(factory);
+  const { use, skipNote } = suiteCases(factory);
+  // Not the suites' `crossProcess` case: this one needs its own, longer timeout.
+  const crossProcess = factory.processSpec ? it : it.skip;
 
   describe(`gate workers sharing only ${name}, killed with SIGKILL`, () => {
     crossProcess(
@@ -239,34 +244,39 @@ export function describeGateKillConformance<H extends OpenedStore<ClaimStore>>(
             expect(killed).toBeGreaterThan(0);
             expect(tally.ranInDoubt).toBeGreaterThan(0);
 
-            // Every ID again, to fresh workers: a claimed ID is refused, whatever its state.
+            // Every ID again, twice, to two fresh workers: a claimed ID is refused by both;
+            // an unclaimed one runs its course once at most.
+            const resends = [0, 1].map(() => shuffled(keys, random));
             const resent = await runGateWorkers({
               spec,
               callbacksFile,
-              workers: [0, 1].map(() => ({
-                calls: shuffled(keys, random).map(
-                  (k) => [k.session, gateCallMessage(k.functionCallId)] as const,
-                ),
+              workers: resends.map((order) => ({
+                calls: order.map((k) => [k.session, gateCallMessage(k.functionCallId)] as const),
                 inFlight: 8,
                 mixedOutcomes: true,
               })),
             });
+            const taken = new Map<string, number>();
+            resends.forEach((order, worker) => {
+              order.forEach((k, index) => {
+                const key = keyOf(k.session, k.functionCallId);
+                if (resent[worker]?.[index]?.reason !== "duplicate_call") {
+                  taken.set(key, (taken.get(key) ?? 0) + 1);
+                }
+              });
+            });
             const ranAfter = runCounts(readGateCallbacks(callbacksFile));
-            for (const [key, count] of ranAfter) expect(count, `ran twice: ${key}`).toBe(1);
             for (const k of keys) {
               const key = keyOf(k.session, k.functionCallId);
+              expect(taken.get(key) ?? 0, `resend not refused: ${key}`).toBeLessThanOrEqual(
+                before.get(key) === undefined ? 1 : 0,
+              );
               if (before.get(key) !== undefined) {
                 expect(ranAfter.get(key) ?? 0, `re-run after a kill: ${key}`).toBe(
                   ranBefore.get(key) ?? 0,
                 );
               }
             }
-            const claimedBefore = keys.filter(
-              (k) => before.get(keyOf(k.session, k.functionCallId)) !== undefined,
-            ).length;
-            const refusals = resent.flat().filter((o) => o.reason === "duplicate_call").length;
-            // Two resends per ID: a claimed ID is refused twice, a fresh one once (one wins).
-            expect(refusals).toBe(2 * claimedBefore + (keys.length - claimedBefore));
             // The calls left in doubt stay in doubt: nobody settles or re-runs them.
             const after = await storedClaims(opened.store, keys);
             checkNoReceiptLies(keys, after, ranAfter);
@@ -277,6 +287,7 @@ export function describeGateKillConformance<H extends OpenedStore<ClaimStore>>(
             }
           });
         }),
+      KILL_TIMEOUT_MS,
     );
   });
 }

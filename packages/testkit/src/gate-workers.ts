@@ -127,7 +127,7 @@ export async function killGateWorkersMidway(options: {
       readGateCallbacks(options.callbacksFile).length - before < options.killAt.afterCallbacks &&
       Date.now() < deadline
     ) {
-      await pause(1);
+      await pause(5);
     }
     for (const worker of workers) {
       await pause(Math.random() * options.killAt.jitterMs);
