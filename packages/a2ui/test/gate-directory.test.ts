@@ -27,6 +27,8 @@ describe("the gate over a directory store", () => {
       invoke,
     });
     expect((await first.handle("s", callMessage("old"))).receipt.status).toBe("dispatched");
+    // What a worker does before it exits: its receipts land (else the ID reads in doubt).
+    await first.close();
     const restarted = new FunctionCallGate({
       claims: await DirectoryClaimStore.open(dir),
       catalog: TEST_CATALOG,
