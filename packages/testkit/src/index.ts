@@ -1,4 +1,5 @@
-export { describeAuditSinkConformance } from "./audit-suite.js";
+export { auditEvent, describeAuditSinkConformance } from "./audit-suite.js";
+export { describeAuditTamperCases, type TamperableTrail } from "./audit-tamper-suite.js";
 export {
   type BackendOpeners,
   type BundleFactory,

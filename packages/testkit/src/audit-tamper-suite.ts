@@ -1,0 +1,111 @@
+import {
+  type AuditBreakKind,
+  type AuditEvent,
+  type ReadableAuditSink,
+  verifyAuditChain,
+} from "@tessera/core";
+import { auditEventHash, linkAuditEvent } from "@tessera/core/store-kit";
+import { describe, expect, it } from "vitest";
+import { auditEvent } from "./audit-suite.js";
+
+/**
+ * A sink's stored trail opened as an attacker holding the database would open it: the
+ * append-only guards (triggers) already dropped, rows reached by their position in the
+ * sink's read order, the stored JSON text written directly.
+ */
+export interface TamperableTrail {
+  readonly store: ReadableAuditSink;
+  /** Overwrites the stored event at `index`. */
+  replace(index: number, json: string): Promise<void>;
+  /** Deletes the stored event at `index`. */
+  remove(index: number): Promise<void>;
+  /** Stores `json` so that it reads back at `index`, before the event that was there. */
+  insertBefore(index: number, json: string): Promise<void>;
+  /** Exchanges the stored events at `index` and `index + 1`. */
+  swap(index: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Trail length; every fifth event is in a second namespace, so indexes and seqs differ. */
+const LENGTH = 10;
+/** Where the trail is attacked: events 5 and 6 are both in "ns", as are 3 and 4. */
+const AT = 5;
+
+function seedEvent(i: number): AuditEvent {
+  return auditEvent(i, { namespaceId: i % 5 === 4 ? "other" : "ns" });
+}
+
+type Tamper = (trail: TamperableTrail, read: readonly AuditEvent[]) => Promise<void>;
+
+const at = (read: readonly AuditEvent[], index: number): AuditEvent => {
+  const event = read[index];
+  if (event === undefined) throw new Error(`no event at ${index}`);
+  return event;
+};
+
+/**
+ * The four tamperings of issue 13 (and two stronger variants) done to a real store, each
+ * checked against what `verifyAuditChain` reports over the sink's own read: the kind of
+ * break, the list position, and the stream. An attacker who recomputes hashes is assumed:
+ * the chain rule is public.
+ */
+const CASES: readonly [string, AuditBreakKind, number, Tamper][] = [
+  [
+    "an edited event (content changed, hash kept)",
+    "edited",
+    AT,
+    (trail, read) => trail.replace(AT, JSON.stringify({ ...at(read, AT), detail: "rewritten" })),
+  ],
+  [
+    "an edited event whose own hash was recomputed",
+    "edited",
+    AT,
+    (trail, read) => {
+      const { hash: _hash, ...rest } = { ...at(read, AT), detail: "rewritten" };
+      return trail.replace(AT, JSON.stringify({ ...rest, hash: auditEventHash(rest) }));
+    },
+  ],
+  ["a deleted event", "deleted", AT, (trail) => trail.remove(AT)],
+  [
+    "an inserted event without chain fields",
+    "inserted",
+    AT,
+    (trail) => trail.insertBefore(AT, JSON.stringify(auditEvent(90, { namespaceId: "ns" }))),
+  ],
+  [
+    "an inserted event linked to its predecessor with a recomputed hash",
+    "inserted",
+    AT,
+    (trail, read) => {
+      const before = at(read, AT - 1);
+      const forged = linkAuditEvent(auditEvent(91, { namespaceId: "ns" }), {
+        seq: before.seq ?? 0,
+        hash: before.hash ?? "",
+      });
+      return trail.insertBefore(AT, JSON.stringify(forged));
+    },
+  ],
+  ["two events swapped", "reordered", AT, (trail) => trail.swap(AT)],
+];
+
+export function describeAuditTamperCases(name: string, open: () => Promise<TamperableTrail>): void {
+  describe(`audit tampering: ${name}`, () => {
+    for (const [title, kind, index, tamper] of CASES) {
+      it(`${title} is reported as ${kind} at position ${index}`, async () => {
+        const trail = await open();
+        try {
+          for (let i = 0; i < LENGTH; i++) await trail.store.append(seedEvent(i));
+          const read = await trail.store.read();
+          expect(verifyAuditChain(read).ok).toBe(true);
+          await tamper(trail, read);
+          const verdict = verifyAuditChain(await trail.store.read());
+          expect(verdict.ok).toBe(false);
+          if (verdict.ok) return;
+          expect(verdict.break).toMatchObject({ kind, index, stream: "ns" });
+        } finally {
+          await trail.close();
+        }
+      });
+    }
+  });
+}
