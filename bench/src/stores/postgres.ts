@@ -4,7 +4,9 @@
  * - claims/s: `claims.claim` vs `INSERT … ON CONFLICT DO NOTHING RETURNING` of one fresh key;
  * - bounded consumes/s: `usage.tryConsume` over 100 grants vs the conditional
  *   `UPDATE … SET used = used + 1 WHERE key = $1 AND used < $2 RETURNING used` on 100 rows;
- * at concurrency 1 (awaited one by one) and 8 (8 in flight over a pool of 8 connections).
+ * at concurrency 1 (awaited one by one), 8 (8 in flight over a pool of 8 connections) and 64
+ * (the store batches what arrives while a statement is in flight; the raw side sends one
+ * statement per call over the same pool).
  * Every operation is a committed write. Runs in its own schema, dropped at the end.
  */
 import { randomBytes } from "node:crypto";
@@ -19,15 +21,20 @@ import { GRANTS, turnOver } from "./turn.js";
 const TARGET = "overhead ≤ 1.3× (ratio ≥ 0.77)";
 const RATIO_MEANING = "store ops/s ÷ raw primitive ops/s, same client and pool, same run";
 /** Per measurement: long enough that a slice outlasts a checkpoint's or a GC's hiccup. */
-const OPS = { 1: 960, 8: 4_000 } as const;
+const OPS = { 1: 960, 8: 4_000, 64: 8_000 } as const;
+/** Issue 14: with 64 in flight, batches (one statement each) against one statement per call. */
+const GROUP_TARGET = { text: "≥ 3× the raw single-row primitive (ratio ≥ 3)", minRatio: 3 };
 /** Store and raw alternate in this many slices per measurement. */
 export const SLICES = 8;
 
-function row(name: string, value: number, baselineName: string, baseline: number): BenchRow {
-  return ratioRow(name, value, { name: baselineName, value: baseline }, RATIO_MEANING, {
-    text: TARGET,
-    minRatio: 1 / 1.3,
-  });
+function row(
+  name: string,
+  value: number,
+  baselineName: string,
+  baseline: number,
+  target = { text: TARGET, minRatio: 1 / 1.3 },
+): BenchRow {
+  return ratioRow(name, value, { name: baselineName, value: baseline }, RATIO_MEANING, target);
 }
 
 /**
@@ -168,7 +175,8 @@ export async function rows(): Promise<{ rows: BenchRow[]; notes: string[] }> {
       record.claimedAt,
     ];
     const out: BenchRow[] = [];
-    for (const inFlight of [1, 8] as const) {
+    for (const inFlight of [1, 8, 64] as const) {
+      const target = inFlight === 64 ? GROUP_TARGET : undefined;
       const tag = `c${inFlight}`;
       const [claimStore, claimRaw] = await interleaved(
         inFlight,
@@ -187,6 +195,7 @@ export async function rows(): Promise<{ rows: BenchRow[]; notes: string[] }> {
           claimStore,
           "INSERT … ON CONFLICT DO NOTHING RETURNING",
           claimRaw,
+          target,
         ),
       );
       const [consumeStore, consumeRaw] = await interleaved(
@@ -205,6 +214,7 @@ export async function rows(): Promise<{ rows: BenchRow[]; notes: string[] }> {
           consumeStore,
           "UPDATE … WHERE used < max RETURNING",
           consumeRaw,
+          target,
         ),
       );
     }
@@ -236,7 +246,8 @@ export async function rows(): Promise<{ rows: BenchRow[]; notes: string[] }> {
       rows: out,
       notes: [
         `PostgreSQL ${server.rows[0]?.version}, synchronous_commit=${server.rows[0]?.sync}; every operation is its own committed transaction`,
-        `c=8 is 8 operations in flight over a pool of 8 connections in one process; ${OPS[1]} (c=1) / ${OPS[8]} (c=8) operations per measurement, store and raw alternated in ${SLICES} slices (ABBA, after one warm-up slice each), median slice rate per side`,
+        `c=8 is 8 operations in flight over a pool of 8 connections in one process (c=64: 64); ${OPS[1]} (c=1) / ${OPS[8]} (c=8) / ${OPS[64]} (c=64) operations per measurement, store and raw alternated in ${SLICES} slices (ABBA, after one warm-up slice each), median slice rate per side`,
+        "from c=8 up the store batches what arrives while its statements are in flight (at most 2 per kind): one INSERT … SELECT FROM unnest for claims, one UPDATE … FROM unnest for consumes; a batch of one is the single-row statement",
         "the store's consume is the same conditional UPDATE once the counter row exists (a guarded INSERT … ON CONFLICT DO UPDATE creates it on first use); claims add a SHA-256 key digest and a JSON record per call",
       ],
     };

@@ -5,7 +5,9 @@
  *   `UPDATE … SET used = used + 1 WHERE … AND used < ?` on 100 counter rows;
  * at concurrency 1 (one process, awaited one by one) and 8 (8 OS processes on one file:
  * better-sqlite3 is synchronous, so 8 in-flight async callers in one process would just run
- * one after another). Every operation is a committed write. Plus two end-to-end rows:
+ * one after another). Every operation is a committed write. Plus 64 in flight in one
+ * process, where the store's group commit shares one transaction among the writes issued
+ * together and the raw statement (its own commit each) cannot. Plus two end-to-end rows:
  * `gate.handle` and `sendMessage` over the SQLite stores.
  *
  * This file is also the worker of the 8-process runs: forked with WORKER_FLAG it measures
@@ -20,7 +22,7 @@ import { fileURLToPath } from "node:url";
 import { openStores } from "@tessera/core";
 import Database from "better-sqlite3";
 import { BATCH, gateOver, MESSAGES } from "../a2ui/fixtures.js";
-import { medianRatesAbba, throughput } from "../measure.js";
+import { concurrent, medianRatesAbba, throughput } from "../measure.js";
 import { type BenchRow, ratioRow } from "../report.js";
 import { GRANTS, turnOver } from "./turn.js";
 
@@ -35,6 +37,10 @@ const PROCESS_ROUNDS = 4;
 /** Alternating slices per side at concurrency 1. */
 const ROUNDS = 8;
 const TARGET = "overhead ≤ 1.3× (ratio ≥ 0.77)";
+/** Callers in flight for the group-commit rows (issue 14), and operations per slice. */
+const IN_FLIGHT = 64;
+const IN_FLIGHT_SLICE_OPS = 1_024;
+const GROUP_TARGET = "≥ 3× the raw single-row primitive (ratio ≥ 3)";
 const RATIO_MEANING = "store ops/s ÷ raw primitive ops/s, same pragmas, same run";
 
 /** Opens what `mode` measures on `path` and returns one operation to repeat. */
@@ -114,6 +120,30 @@ async function alternate(ours: Prepared, theirs: Prepared): Promise<[number, num
       const options = { minMs: 200, warmupMs: round < 2 ? 100 : 0, rounds: 1 };
       return (await throughput(async () => side.op(), 1, options)).opsPerSec;
     };
+    return await medianRatesAbba(ROUNDS, slice(ours), slice(theirs));
+  } finally {
+    await ours.close();
+    await theirs.close();
+  }
+}
+
+/**
+ * 64 callers in flight in one process, synchronous=FULL, alternating slices as at c=1. The
+ * raw side is the same single-row statement with its own commit each: better-sqlite3 runs
+ * it synchronously, so its 64 callers take turns, one fsync each.
+ */
+async function inFlightPair(
+  store: Mode,
+  raw: Mode,
+  fresh: () => string,
+): Promise<[number, number]> {
+  const ours = await prepare(store, fresh(), "FULL", "flight");
+  const theirs = await prepare(raw, fresh(), "FULL", "flight");
+  try {
+    const slice = (side: Prepared) => async () =>
+      (await concurrent(IN_FLIGHT, IN_FLIGHT_SLICE_OPS, async () => side.op())).opsPerSec;
+    await slice(ours)();
+    await slice(theirs)();
     return await medianRatesAbba(ROUNDS, slice(ours), slice(theirs));
   } finally {
     await ours.close();
@@ -309,6 +339,18 @@ export async function rows(): Promise<{ rows: BenchRow[]; notes: string[] }> {
         );
       }
     }
+    for (const [what, store, raw, primitive] of pairs) {
+      const [value, baseline] = await inFlightPair(store, raw, fresh);
+      out.push(
+        ratioRow(
+          `sqlite ${what}, ${IN_FLIGHT} in flight (group commit), synchronous=FULL`,
+          value,
+          { name: `${primitive}, own commit each`, value: baseline },
+          RATIO_MEANING,
+          { text: GROUP_TARGET, minRatio: 3 },
+        ),
+      );
+    }
     out.push(...(await endToEnd(fresh)));
     const pool = new ProcessPool(PROCESSES);
     try {
@@ -327,6 +369,7 @@ export async function rows(): Promise<{ rows: BenchRow[]; notes: string[] }> {
         "medians of alternating store/raw runs; c=1: one process, each call awaited; c=8: 8 OS processes on one WAL file (better-sqlite3 is synchronous, so in-process concurrency would serialise), each running 1 s after a common start",
         `consumes spread over ${GRANTS} grants, each a committed write; claims are all new keys, the raw insert writing the same row (key, body hash, time, worker)`,
         "synchronous=FULL is the shipped default; NORMAL survives a process crash but may lose the last commits on power loss",
+        `${IN_FLIGHT} in flight: ${IN_FLIGHT} async callers in one process, ${IN_FLIGHT_SLICE_OPS} operations per slice; the store commits the writes issued in one tick together (one BEGIN IMMEDIATE … COMMIT, each caller answered after it), the raw statement commits each write alone`,
       ],
     };
   } finally {
