@@ -7,6 +7,9 @@ import {
 } from "@tessera/core/store-kit";
 import type { Database } from "./database.js";
 
+/** SQLSTATE of a unique-key violation: an ID that exists already. */
+const UNIQUE_VIOLATION = "23505";
+
 interface GrantRow {
   body: string;
   revoked_at: string | null;
@@ -19,7 +22,10 @@ interface GrantRow {
  */
 export class PostgresGrantStore implements GrantStore {
   readonly #db: Database;
-  readonly #sql: Record<"add" | "revoke" | "bySubject" | "byNamespace", string>;
+  readonly #sql: Record<
+    "add" | "addMany" | "revoke" | "bySubject" | "byNamespace" | "version",
+    string
+  >;
 
   constructor(db: Database) {
     this.#db = db;
@@ -27,6 +33,13 @@ export class PostgresGrantStore implements GrantStore {
     this.#sql = {
       add: `INSERT INTO ${grants} (namespace_key, grant_key, subject_key, body, revoked_at)
         VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING grant_key`,
+      // One statement for the batch, in input order (seq follows ordinality). No ON CONFLICT:
+      // an existing ID, or one twice in the batch, fails the statement and inserts nothing.
+      addMany: `INSERT INTO ${grants} (namespace_key, grant_key, subject_key, body, revoked_at)
+        SELECT n, g, s, b, r FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
+          WITH ORDINALITY AS batch (n, g, s, b, r, i) ORDER BY i`,
+      version: `SELECT salt, bumps FROM ${db.table("grant_versions")}
+        WHERE namespace_key = $1 AND subject_key = $2`,
       revoke: `UPDATE ${grants} SET revoked_at = COALESCE(revoked_at, $3)
         WHERE namespace_key = $1 AND grant_key = $2 RETURNING grant_key`,
       bySubject: `SELECT body, revoked_at FROM ${grants}
@@ -52,6 +65,45 @@ export class PostgresGrantStore implements GrantStore {
       );
     }
     return added;
+  }
+
+  async addMany(inputs: readonly GrantInput[]): Promise<readonly Grant[]> {
+    if (!Array.isArray(inputs)) throw new TesseraError("invalid_input", "addMany takes an array");
+    const added = inputs.map((input) => parseGrantInput(input));
+    if (added.length === 0) return added;
+    const columns: (string | null)[][] = [[], [], [], [], []];
+    for (const { revokedAt, ...grant } of added) {
+      columns[0]?.push(storageDigest(grant.namespaceId));
+      columns[1]?.push(storageDigest(grant.id));
+      columns[2]?.push(storageDigest(grant.subject));
+      columns[3]?.push(JSON.stringify(grant));
+      columns[4]?.push(revokedAt ?? null);
+    }
+    try {
+      await this.#db.query("grant_store_unavailable", this.#sql.addMany, columns);
+    } catch (error) {
+      if ((error as { cause?: { code?: unknown } }).cause?.code === UNIQUE_VIOLATION) {
+        throw new TesseraError(
+          "invalid_grant",
+          "a grant with this id already exists in the namespace",
+        );
+      }
+      throw error;
+    }
+    return added;
+  }
+
+  /** Kept by statement triggers (migration 3); "0" for a holder that never held a grant. */
+  async grantsVersion(namespaceId: string, subject: string): Promise<string> {
+    checkId(namespaceId, "namespaceId");
+    checkId(subject, "subject");
+    const { rows } = await this.#db.query<{ salt: string; bumps: string }>(
+      "grant_store_unavailable",
+      this.#sql.version,
+      [storageDigest(namespaceId), storageDigest(subject)],
+    );
+    const row = rows[0];
+    return row === undefined ? "0" : `${row.salt}.${row.bumps}`;
   }
 
   async revoke(namespaceId: string, grantId: string, at: Date = new Date()): Promise<boolean> {

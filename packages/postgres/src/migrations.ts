@@ -69,6 +69,54 @@ const MIGRATIONS: readonly {
         FOR EACH STATEMENT EXECUTE FUNCTION ${t("audit_append_only")}()`,
     ],
   },
+  {
+    // A version per (namespace, subject) for the kernel's turn cache, bumped by statement
+    // triggers, so in the same transaction as the change whoever makes it (the store, the CLI,
+    // plain SQL), once per holder per statement (a batch insert bumps each holder once), in
+    // key order (two batches lock version rows in the same order and cannot deadlock). The
+    // salt is drawn when a holder's row is made: a database rebuilt from scratch never repeats
+    // a version a running kernel has cached. Holders with grants already get their row here.
+    version: 3,
+    statements: (t) => {
+      const bump = (changed: string) => `
+        INSERT INTO ${t("grant_versions")} AS v (namespace_key, subject_key, salt, bumps)
+          SELECT namespace_key, subject_key, md5(random()::text || clock_timestamp()::text), 1
+          FROM (${changed}) AS changed GROUP BY namespace_key, subject_key
+          ORDER BY namespace_key, subject_key
+        ON CONFLICT (namespace_key, subject_key) DO UPDATE SET bumps = v.bumps + 1;`;
+      const fn = (name: string, changed: string) =>
+        `CREATE FUNCTION ${t(name)}() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN ${bump(changed)} RETURN NULL; END $$`;
+      return [
+        `CREATE TABLE ${t("grant_versions")} (
+            namespace_key text NOT NULL,
+            subject_key text NOT NULL,
+            salt text NOT NULL,
+            bumps bigint NOT NULL,
+            PRIMARY KEY (namespace_key, subject_key)
+          )`,
+        bump(`SELECT namespace_key, subject_key FROM ${t("grants")}`),
+        fn("grant_versions_inserted", "SELECT namespace_key, subject_key FROM new_rows"),
+        fn("grant_versions_deleted", "SELECT namespace_key, subject_key FROM old_rows"),
+        // Only rows that changed: a revoke of a revoked grant rewrites the same values.
+        fn(
+          "grant_versions_updated",
+          `SELECT namespace_key, subject_key FROM (SELECT * FROM old_rows EXCEPT SELECT * FROM new_rows) o
+           UNION ALL
+           SELECT namespace_key, subject_key FROM (SELECT * FROM new_rows EXCEPT SELECT * FROM old_rows) n`,
+        ),
+        `CREATE TRIGGER grants_version_insert AFTER INSERT ON ${t("grants")}
+          REFERENCING NEW TABLE AS new_rows
+          FOR EACH STATEMENT EXECUTE FUNCTION ${t("grant_versions_inserted")}()`,
+        `CREATE TRIGGER grants_version_delete AFTER DELETE ON ${t("grants")}
+          REFERENCING OLD TABLE AS old_rows
+          FOR EACH STATEMENT EXECUTE FUNCTION ${t("grant_versions_deleted")}()`,
+        `CREATE TRIGGER grants_version_update AFTER UPDATE ON ${t("grants")}
+          REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+          FOR EACH STATEMENT EXECUTE FUNCTION ${t("grant_versions_updated")}()`,
+      ];
+    },
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -19,7 +19,8 @@ interface GrantRow {
  * Grants as validated JSON, with the columns the kernel looks up by (namespace, subject) and
  * the revocation instant beside the body. Revocation is monotonic: the first instant stays.
  * Adding an ID that already exists in the namespace is refused, never an overwrite, so a
- * revoked grant cannot be revived by adding it again.
+ * revoked grant cannot be revived by adding it again. Each holder's version lives in
+ * tessera_grant_versions, kept by triggers (see migrations.ts).
  */
 export class SqliteGrantStore implements GrantStore {
   readonly #db: SqliteDatabase;
@@ -30,24 +31,7 @@ export class SqliteGrantStore implements GrantStore {
 
   async add(input: GrantInput): Promise<Grant> {
     const grant = parseGrantInput(input);
-    const { revokedAt, ...body } = grant;
-    const changes = this.#db.run(
-      CODE,
-      () =>
-        this.#db
-          .statement(
-            `INSERT INTO tessera_grants (namespace_id, id, subject, issuer, revoked_at, body)
-             VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (namespace_id, id) DO NOTHING`,
-          )
-          .run(
-            grant.namespaceId,
-            grant.id,
-            grant.subject,
-            grant.issuer,
-            revokedAt ?? null,
-            JSON.stringify(body),
-          ).changes,
-    );
+    const changes = this.#db.run(CODE, () => this.#insert(grant));
     if (changes === 0) {
       throw new TesseraError(
         "invalid_grant",
@@ -55,6 +39,46 @@ export class SqliteGrantStore implements GrantStore {
       );
     }
     return grant;
+  }
+
+  /**
+   * One transaction for the whole batch: every grant is validated before it opens, and an ID
+   * that exists already (or twice in the batch) rolls every insert back.
+   */
+  async addMany(inputs: readonly GrantInput[]): Promise<readonly Grant[]> {
+    if (!Array.isArray(inputs)) throw new TesseraError("invalid_input", "addMany takes an array");
+    const grants = inputs.map((input) => parseGrantInput(input));
+    this.#db.run(CODE, () =>
+      this.#db.immediate(() => {
+        for (const grant of grants) {
+          if (this.#insert(grant) === 0) {
+            throw new TesseraError(
+              "invalid_grant",
+              "a grant with this ID already exists in the namespace",
+            );
+          }
+        }
+      }),
+    );
+    return grants;
+  }
+
+  /** Inserts unless the ID exists; the version trigger bumps the holder in the same step. */
+  #insert(grant: Grant): number {
+    const { revokedAt, ...body } = grant;
+    return this.#db
+      .statement(
+        `INSERT INTO tessera_grants (namespace_id, id, subject, issuer, revoked_at, body)
+         VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (namespace_id, id) DO NOTHING`,
+      )
+      .run(
+        grant.namespaceId,
+        grant.id,
+        grant.subject,
+        grant.issuer,
+        revokedAt ?? null,
+        JSON.stringify(body),
+      ).changes;
   }
 
   async revoke(namespaceId: string, grantId: string, at: Date = new Date()): Promise<boolean> {
@@ -88,6 +112,25 @@ export class SqliteGrantStore implements GrantStore {
     );
     // Returned unvalidated on purpose: the kernel validates grant material itself.
     return rows.map(toGrantMaterial);
+  }
+
+  /**
+   * Kept by triggers on tessera_grants (migration 3), so every change bumps it in its own
+   * transaction. "0" for a holder that never held a grant.
+   */
+  async grantsVersion(namespaceId: string, subject: string): Promise<string> {
+    checkId(namespaceId, "namespaceId");
+    checkId(subject, "subject");
+    const row = this.#db.run(
+      CODE,
+      () =>
+        this.#db
+          .statement(
+            "SELECT salt, bumps FROM tessera_grant_versions WHERE namespace_id = ? AND subject = ?",
+          )
+          .get(namespaceId, subject) as { salt: string; bumps: number } | undefined,
+    );
+    return row === undefined ? "0" : `${row.salt}.${row.bumps}`;
   }
 
   async listNamespace(namespaceId: string): Promise<readonly Grant[]> {

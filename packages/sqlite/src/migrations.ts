@@ -68,6 +68,50 @@ const MIGRATIONS: readonly { readonly version: number; readonly sql: string }[] 
       ) WITHOUT ROWID;
     `,
   },
+  {
+    // A version per (namespace, subject) for the kernel's turn cache, bumped by triggers, so
+    // in the same transaction as the change whoever writes it (the store, the CLI, plain
+    // SQL). The salt is drawn when a holder's row is first made: a file rebuilt from scratch
+    // never repeats a version a running kernel has cached. Holders with grants already get
+    // their row here; a holder without one has never held a grant (version "0").
+    version: 3,
+    sql: `
+      CREATE TABLE tessera_grant_versions (
+        namespace_id TEXT NOT NULL,
+        subject      TEXT NOT NULL,
+        salt         TEXT NOT NULL,
+        bumps        INTEGER NOT NULL,
+        PRIMARY KEY (namespace_id, subject)
+      ) WITHOUT ROWID;
+      INSERT INTO tessera_grant_versions (namespace_id, subject, salt, bumps)
+        SELECT namespace_id, subject, lower(hex(randomblob(8))), 1
+        FROM tessera_grants GROUP BY namespace_id, subject;
+      CREATE TRIGGER tessera_grants_version_insert AFTER INSERT ON tessera_grants
+      BEGIN
+        INSERT INTO tessera_grant_versions (namespace_id, subject, salt, bumps)
+          VALUES (NEW.namespace_id, NEW.subject, lower(hex(randomblob(8))), 1)
+          ON CONFLICT (namespace_id, subject) DO UPDATE SET bumps = bumps + 1;
+      END;
+      CREATE TRIGGER tessera_grants_version_update AFTER UPDATE ON tessera_grants
+        WHEN OLD.revoked_at IS NOT NEW.revoked_at OR OLD.body IS NOT NEW.body
+          OR OLD.subject IS NOT NEW.subject OR OLD.namespace_id IS NOT NEW.namespace_id
+          OR OLD.id IS NOT NEW.id OR OLD.issuer IS NOT NEW.issuer
+      BEGIN
+        INSERT INTO tessera_grant_versions (namespace_id, subject, salt, bumps)
+          VALUES (OLD.namespace_id, OLD.subject, lower(hex(randomblob(8))), 1)
+          ON CONFLICT (namespace_id, subject) DO UPDATE SET bumps = bumps + 1;
+        INSERT INTO tessera_grant_versions (namespace_id, subject, salt, bumps)
+          VALUES (NEW.namespace_id, NEW.subject, lower(hex(randomblob(8))), 1)
+          ON CONFLICT (namespace_id, subject) DO UPDATE SET bumps = bumps + 1;
+      END;
+      CREATE TRIGGER tessera_grants_version_delete AFTER DELETE ON tessera_grants
+      BEGIN
+        INSERT INTO tessera_grant_versions (namespace_id, subject, salt, bumps)
+          VALUES (OLD.namespace_id, OLD.subject, lower(hex(randomblob(8))), 1)
+          ON CONFLICT (namespace_id, subject) DO UPDATE SET bumps = bumps + 1;
+      END;
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0;

@@ -24,7 +24,7 @@ export {
   describeGateKillConformance,
   describeGateWorkersConformance,
 } from "./gate-workers-conformance.js";
-export { describeGrantStoreConformance } from "./grants-suite.js";
+export { checkVersionedReads, describeGrantStoreConformance } from "./grants-suite.js";
 export {
   propertyParameters,
   SEED_VARIABLE,

@@ -30,6 +30,24 @@ export type WorkerTask =
     }
   | { readonly kind: "claimAndHang"; readonly key: ClaimKey; readonly record: ClaimRecord }
   | { readonly kind: "addGrants"; readonly grants: readonly GrantInput[] }
+  | {
+      /** Adds each grant, and after every `revokeEvery`-th add revokes the one added before. */
+      readonly kind: "churnGrants";
+      readonly grants: readonly GrantInput[];
+      readonly revokeEvery: number;
+    }
+  | {
+      /**
+       * Reads (version, grants, version) of one holder until it sees `finalSize` grants of
+       * which `finalRevoked` are revoked (the writers are done), or `deadlineMs` passes.
+       */
+      readonly kind: "watchGrants";
+      readonly namespaceId: string;
+      readonly subject: string;
+      readonly finalSize: number;
+      readonly finalRevoked: number;
+      readonly deadlineMs: number;
+    }
   | { readonly kind: "append"; readonly events: readonly AuditEvent[] }
   | GateTask;
 
@@ -99,6 +117,16 @@ export type WorkerResult =
   | { readonly kind: "carve"; readonly spans: [number, number][][]; readonly refused: number }
   | { readonly kind: "claimAll"; readonly won: number[]; readonly lost: number }
   | { readonly kind: "addGrants"; readonly added: number }
+  | { readonly kind: "churnGrants"; readonly added: number; readonly revoked: number }
+  /**
+   * [version before, the grant set as `id:revoked` sorted, version after] per read; `done`
+   * says whether the final state was seen before the deadline.
+   */
+  | {
+      readonly kind: "watchGrants";
+      readonly reads: [string, string, string][];
+      readonly done: boolean;
+    }
   | { readonly kind: "append"; readonly appended: number }
   /** One outcome per call, in the order of the task's calls. */
   | { readonly kind: "gate"; readonly outcomes: GateOutcome[] };

@@ -6,7 +6,7 @@
  */
 import { isAbsolute } from "node:path";
 import { pathToFileURL } from "node:url";
-import type { AuditSink, ClaimStore, GrantStore, GrantUsageStore } from "@tessera/core";
+import type { AuditSink, ClaimStore, GrantInput, GrantStore, GrantUsageStore } from "@tessera/core";
 import type { ProcessSpec } from "./factory.js";
 import { runGateTask } from "./gate-task.js";
 import type { FromWorker, ToWorker, WorkerResult, WorkerTask } from "./worker-protocol.js";
@@ -111,6 +111,19 @@ async function run(task: WorkerTask): Promise<WorkerResult> {
       for (const grant of task.grants) await store.add(grant);
       return { kind: "addGrants", added: task.grants.length };
     }
+    case "churnGrants": {
+      let revoked = 0;
+      for (let i = 0; i < task.grants.length; i++) {
+        await store.add(task.grants[i] as GrantInput);
+        if ((i + 1) % task.revokeEvery === 0) {
+          const previous = task.grants[i - 1] as GrantInput;
+          if (await store.revoke(previous.namespaceId, previous.id)) revoked++;
+        }
+      }
+      return { kind: "churnGrants", added: task.grants.length, revoked };
+    }
+    case "watchGrants":
+      return { kind: "watchGrants", ...(await watchGrants(store, task)) };
     case "append": {
       for (const event of task.events) await store.append(event);
       return { kind: "append", appended: task.events.length };
@@ -118,6 +131,30 @@ async function run(task: WorkerTask): Promise<WorkerResult> {
     case "gate":
       return { kind: "gate", outcomes: await runGateTask(store, task, send) };
   }
+}
+
+async function watchGrants(
+  store: GrantStore,
+  task: Extract<WorkerTask, { kind: "watchGrants" }>,
+): Promise<{ reads: [string, string, string][]; done: boolean }> {
+  if (typeof store.grantsVersion !== "function") throw new Error("worker: no grantsVersion");
+  const reads: [string, string, string][] = [];
+  const deadline = Date.now() + task.deadlineMs;
+  while (Date.now() < deadline) {
+    const before = await store.grantsVersion(task.namespaceId, task.subject);
+    const grants = (await store.listGrants(task.namespaceId, task.subject)) as {
+      id: string;
+      revokedAt?: string;
+    }[];
+    const after = await store.grantsVersion(task.namespaceId, task.subject);
+    const set = grants.map((g) => `${g.id}:${g.revokedAt === undefined ? 0 : 1}`).sort();
+    reads.push([before, set.join(","), after]);
+    const revoked = grants.filter((g) => g.revokedAt !== undefined).length;
+    if (grants.length === task.finalSize && revoked === task.finalRevoked) {
+      return { reads, done: true };
+    }
+  }
+  return { reads, done: false };
 }
 
 function failure(error: unknown): FromWorker {
