@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { TesseraError } from "@tessera/core";
 import type { Redis } from "ioredis";
 import { claimKeyOf, readStoredClaim } from "./claim-store.js";
-import { type Connection, scanKeys } from "./connection.js";
+import { type Connection, scanKeys, script } from "./connection.js";
 
 /**
  * The version of the key layout (docs/stores.md, "Redis"), kept under `<prefix>layout-version`.
@@ -13,8 +13,18 @@ import { type Connection, scanKeys } from "./connection.js";
  * - 1: `claim:<sha256(session, id)>`, with a `session:<sha256(session)>` set and an
  *   `in-doubt` set beside every claim.
  * - 2: `claim:<sha256(session)>:<sha256(id)>`, no index sets (a claim is one SET).
+ * - 3: the audit trail is a hash chain per stream, each stream's head a field of
+ *   `audit-heads`. Nothing is rewritten: entries written before stay as they were, the
+ *   unchained start of their stream. The version moves so that a version-2 build, which
+ *   would append unlinked events into a chained trail, refuses the prefix.
  */
-export const LAYOUT_VERSION = 2;
+export const LAYOUT_VERSION = 3;
+
+/** Version 2 to 3 needs no data change; only a prefix still at 2 is moved (never back). */
+const FROM_VERSION_2 = script(`
+if redis.call('GET', KEYS[1]) == '2' then redis.call('SET', KEYS[1], ARGV[1]) end
+return 1
+`);
 
 /** How long a process waits for another one's migration before refusing to open. */
 const MIGRATION_WAIT_MS = 30_000;
@@ -34,6 +44,9 @@ export async function checkLayout(connection: Connection): Promise<void> {
     );
   }
   if (version === 1) await migrateFromVersion1(connection);
+  if (version === 2) {
+    await connection.eval("store_unavailable", FROM_VERSION_2, [key], [LAYOUT_VERSION]);
+  }
 }
 
 async function readVersion(redis: Redis, key: string): Promise<number> {

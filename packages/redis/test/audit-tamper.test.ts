@@ -8,7 +8,14 @@
 import { verifyAuditChain } from "@tessera/core";
 import { auditEvent, describeAuditTamperCases, serviceUrl } from "@tessera/testkit";
 import { describe, expect, it } from "vitest";
-import { admin, openTestStores } from "./support/redis-test-stores.js";
+import { openStores } from "../src/index.js";
+import {
+  admin,
+  deletePrefix,
+  freshPrefix,
+  openTestStores,
+  withParams,
+} from "./support/redis-test-stores.js";
 
 const url = serviceUrl("TESSERA_REDIS_URL");
 
@@ -40,28 +47,35 @@ if (url) {
     };
   });
 
-  it("Redis: entries written before the chain stay, as the unchained start of their stream", async () => {
-    const opened = await openTestStores(url);
+  it("Redis: a prefix at layout version 2 moves to 3; its entries stay, as the unchained start of their stream", async () => {
+    const prefix = freshPrefix();
     try {
-      // As the earlier sink wrote them: the event's JSON, no chain fields, no head.
+      // As the version-2 build left it: the event's JSON, no chain fields, no head.
       await admin(url, async (redis) => {
+        await redis.set(`${prefix}layout-version`, "2");
         for (let i = 0; i < 3; i++) {
           const event = auditEvent(i, { namespaceId: "ns" });
-          await redis.xadd(`${opened.prefix}audit`, "*", "e", JSON.stringify(event));
+          await redis.xadd(`${prefix}audit`, "*", "e", JSON.stringify(event));
         }
       });
-      for (let i = 3; i < 6; i++) {
-        await opened.stores.audit.append(auditEvent(i, { namespaceId: "ns" }));
+      const stores = await openStores(withParams(url, { prefix }));
+      try {
+        expect(await admin(url, (redis) => redis.get(`${prefix}layout-version`))).toBe("3");
+        for (let i = 3; i < 6; i++) {
+          await stores.audit.append(auditEvent(i, { namespaceId: "ns" }));
+        }
+        const read = await stores.audit.read();
+        expect(read.map((event) => event.seq)).toEqual([undefined, undefined, undefined, 1, 2, 3]);
+        const verdict = verifyAuditChain(read);
+        expect(verdict.ok).toBe(true);
+        expect(verdict.streams).toEqual([
+          expect.objectContaining({ stream: "ns", events: 6, unchained: 3 }),
+        ]);
+      } finally {
+        await stores.close();
       }
-      const read = await opened.stores.audit.read();
-      expect(read.map((event) => event.seq)).toEqual([undefined, undefined, undefined, 1, 2, 3]);
-      const verdict = verifyAuditChain(read);
-      expect(verdict.ok).toBe(true);
-      expect(verdict.streams).toEqual([
-        expect.objectContaining({ stream: "ns", events: 6, unchained: 3 }),
-      ]);
     } finally {
-      await opened.close();
+      await deletePrefix(url, prefix);
     }
   });
 } else {

@@ -2,7 +2,7 @@ import { claimKeyDigest, storageDigest } from "@tessera/core/store-kit";
 import { expectClosedStoresRefuse, serviceUrl } from "@tessera/testkit";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { openClaimStore, openStores } from "../src/index.js";
+import { LAYOUT_VERSION, openClaimStore, openStores } from "../src/index.js";
 import {
   admin,
   deletePrefix,
@@ -98,7 +98,9 @@ suite("redis backend", () => {
 
   it("records its key layout version once, and refuses a prefix written by a newer build", async () => {
     const { prefix } = await opened();
-    expect(await admin(url as string, (redis) => redis.get(`${prefix}layout-version`))).toBe("2");
+    expect(await admin(url as string, (redis) => redis.get(`${prefix}layout-version`))).toBe(
+      String(LAYOUT_VERSION),
+    );
     const newer = prefixToDelete();
     await admin(url as string, (redis) => redis.set(`${newer}layout-version`, "99"));
     await expect(openStores(withParams(url as string, { prefix: newer }))).rejects.toMatchObject({
@@ -323,7 +325,9 @@ suite("redis backend", () => {
           `${prefix}layout-version`,
         ].sort(),
       );
-      expect(await admin(url as string, (redis) => redis.get(`${prefix}layout-version`))).toBe("2");
+      expect(await admin(url as string, (redis) => redis.get(`${prefix}layout-version`))).toBe(
+        String(LAYOUT_VERSION),
+      );
       const ttl = await admin(url as string, (redis) => redis.pttl(keys[0] as string));
       expect(ttl).toBeGreaterThan(0);
       expect(ttl).toBeLessThanOrEqual(ttlMs);
@@ -357,7 +361,9 @@ suite("redis backend", () => {
       const stores = await openStores(withParams(url as string, { prefix }));
       cleanups.push(() => stores.close());
       expect(Date.now() - started).toBeGreaterThanOrEqual(250);
-      expect(await admin(url as string, (redis) => redis.get(`${prefix}layout-version`))).toBe("2");
+      expect(await admin(url as string, (redis) => redis.get(`${prefix}layout-version`))).toBe(
+        String(LAYOUT_VERSION),
+      );
       expect(
         (await admin(url as string, (redis) => redis.keys(`${prefix}claim:*`))).sort(),
       ).toEqual([newKey, `${prefix}claim:${storageDigest("s")}:${storageDigest("open")}`].sort());
