@@ -136,10 +136,8 @@ export async function callTool(
   const decided = captured[captured.length - 1];
   if (decision.status === "denied") {
     const result = refusal(decision.code, trail.callId);
-    await Promise.all([
-      keep(parts, keys, bodyHash, { kind: "result", result }, "denied"),
-      audit(parts, trail, decided ?? gateEvent(decision.code, "no_capability"), [], "denied"),
-    ]);
+    keep(parts, keys, bodyHash, { kind: "result", result }, "denied");
+    await audit(parts, trail, decided ?? gateEvent(decision.code, "no_capability"), [], "denied");
     return result;
   }
 
@@ -153,17 +151,16 @@ export async function callTool(
     const kept = fits(result, parts.limits.maxRecordedResultBytes)
       ? result
       : refusalText("the first call completed; its result was too large to keep", trail.callId);
-    await Promise.all([
-      keep(parts, keys, bodyHash, { kind: "result", result: kept }, "dispatched"),
-      audit(
-        parts,
-        trail,
-        decided,
-        [`upstream ok${result.isError ? " (tool error)" : ""}`],
-        "dispatched",
-        latency,
-      ),
-    ]);
+    // The answer is kept after the reply whatever the audit sink does: the call did run.
+    keep(parts, keys, bodyHash, { kind: "result", result: kept }, "dispatched");
+    await audit(
+      parts,
+      trail,
+      decided,
+      [`upstream ok${result.isError ? " (tool error)" : ""}`],
+      "dispatched",
+      latency,
+    );
     return result;
   }
   const failedEvent: AuditEvent = {
@@ -174,18 +171,12 @@ export async function callTool(
   };
   if (outcome.kind === "failed") {
     const message = `the upstream tool failed (${outcome.why}); it is not retried`;
-    await keep(
-      parts,
-      keys,
-      bodyHash,
-      { kind: "error", code: "upstream_failed", message },
-      "failed",
-    );
+    keep(parts, keys, bodyHash, { kind: "error", code: "upstream_failed", message }, "failed");
     await audit(parts, trail, failedEvent, [`upstream failed: ${outcome.why}`], "failed", latency);
     throw gatewayError("upstream_failed", message);
   }
   const message = `the upstream did not answer (${outcome.why}): the call is in doubt and is not retried`;
-  await keep(parts, keys, bodyHash, { kind: "in_doubt", message }, undefined);
+  keep(parts, keys, bodyHash, { kind: "in_doubt", message }, undefined);
   await audit(
     parts,
     trail,
@@ -247,8 +238,15 @@ async function forward(
   entry: CatalogEntry,
   args: Record<string, unknown>,
 ): Promise<Forwarded> {
+  let client: Awaited<ReturnType<CatalogEntry["upstream"]["client"]>>;
   try {
-    const result = await entry.client.callTool({ name: entry.tool, arguments: args }, undefined, {
+    // A client that exited is restarted here, for this new call (never for one in doubt).
+    client = await entry.upstream.client();
+  } catch {
+    return { kind: "failed", why: "upstream not connected" };
+  }
+  try {
+    const result = await client.callTool({ name: entry.tool, arguments: args }, undefined, {
       timeout: parts.limits.upstreamTimeoutMs,
     });
     return { kind: "result", result: result as CallToolResult };
@@ -314,7 +312,7 @@ async function refuse(
   detail: string[],
 ): Promise<CallToolResult> {
   const result = refusal(code, trail.callId);
-  await keep(parts, keys, bodyHash, { kind: "result", result }, "denied");
+  keep(parts, keys, bodyHash, { kind: "result", result }, "denied");
   await audit(parts, trail, gateEvent(code, reason), detail, "denied");
   return result;
 }
@@ -336,21 +334,18 @@ function fits(result: CallToolResult, max: number): boolean {
 }
 
 /**
- * Keeps the answer for duplicates and settles. If the store fails here the call has happened
- * but its claim stays unsettled: duplicates read it in doubt, and it is never forwarded again.
+ * Keeps the answer for duplicates and settles, after the reply (see ledger.ts). If the store
+ * fails here the call has happened but its claim stays unsettled: duplicates read it in doubt,
+ * and it is never forwarded again.
  */
-async function keep(
+function keep(
   parts: PipelineParts,
   keys: CallKeys,
   bodyHash: string,
   recorded: Recorded,
   status: "dispatched" | "denied" | "failed" | undefined,
-): Promise<void> {
-  try {
-    await parts.ledger.record(keys, bodyHash, recorded, status, parts.clock.now());
-  } catch {
-    // Deliberately swallowed: the caller still gets the answer of what did happen.
-  }
+): void {
+  parts.ledger.recordLater(keys, bodyHash, recorded, status, parts.clock.now());
 }
 
 function codeOf(error: unknown): string {

@@ -86,7 +86,12 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
   const principals = checkPrincipals(options.principals);
   const limits = LimitsSchema.parse(options.limits ?? {});
   const rules = checkRules(options.tools ?? {});
-  const upstreams: Upstreams = await connectUpstreams(options.upstreams, rules);
+  const servers = new Set<Server>();
+  // An upstream's tools changed (or it restarted with others): every connected client is told.
+  const toolsChanged = (): void => {
+    for (const server of servers) void server.sendToolListChanged().catch(() => undefined);
+  };
+  const upstreams: Upstreams = await connectUpstreams(options.upstreams, rules, toolsChanged);
   const clock = options.clock ?? systemClock;
   const parts: PipelineParts = {
     catalog: upstreams.catalog,
@@ -98,7 +103,6 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
     limits,
   };
   const sessions = new Map<string, Session>();
-  const servers = new Set<Server>();
   const stateless = options.stateless === true;
 
   const listTools = async (principal: Principal): Promise<Tool[]> => {
@@ -127,7 +131,7 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
 
   /** One SDK server per connection, bound to the principal that opened it. */
   const serverFor = (principal: Principal, fixedSession: string | undefined): Server => {
-    const server = new Server(INFO, { capabilities: { tools: {} } });
+    const server = new Server(INFO, { capabilities: { tools: { listChanged: true } } });
     server.setRequestHandler(ListToolsRequestSchema, async () => ({
       tools: await listTools(principal),
     }));
@@ -237,6 +241,8 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
   const close = async (): Promise<void> => {
     await Promise.allSettled([...servers].map((server) => server.close()));
     sessions.clear();
+    // Answers still being written after their replies land before the host closes the store.
+    await parts.ledger.drain();
     await upstreams.close();
   };
 

@@ -10,6 +10,12 @@ import type { ClaimKey, ClaimStore, StoredClaim } from "@tessera/core";
  * kept beside it, under a second key of the same store (prefix `mcp.result:`), in the record's
  * free-form `worker` field: one store, one connection, shared by every gateway process. The
  * answer is written before the call's own claim is settled, so a settled claim always has one.
+ *
+ * Only the claim must be durable before anything is forwarded. The answer and the receipts are
+ * written after the caller has its reply (`recordLater`): a gateway that dies in between leaves
+ * the call unsettled with no answer, which every later duplicate reads as in doubt — the truth,
+ * since the call did run. Duplicates arriving in this process meanwhile wait for the write;
+ * those reaching another process read the call in progress. Never forwarded either way.
  */
 
 /** What the first call of a key ended with, replayed to every duplicate. */
@@ -70,6 +76,8 @@ const INSTANCE = randomUUID();
 
 export class CallLedger {
   readonly #claims: ClaimStore;
+  /** Answers being written after their reply, by call key: duplicates here wait for them. */
+  readonly #pending = new Map<string, Promise<void>>();
 
   constructor(claims: ClaimStore) {
     this.#claims = claims;
@@ -94,6 +102,7 @@ export class CallLedger {
     const first = metaOf(existing);
     const t = first?.t;
     if (existing.bodyHash !== bodyHash) return { kind: "conflict", trace: t };
+    await this.#pending.get(pendingKey(keys));
     const recorded = await this.#recorded(keys.result);
     if (recorded !== undefined) {
       if (recorded.kind === "in_doubt") return { kind: "in_doubt", trace: t };
@@ -129,6 +138,32 @@ export class CallLedger {
     ]);
   }
 
+  /**
+   * `record`, off the caller's path: the reply goes out while the answer is written. A failed
+   * write is swallowed (the call then reads in doubt, never forwarded again): the caller already
+   * has the answer of what did happen.
+   */
+  recordLater(
+    keys: CallKeys,
+    bodyHash: string,
+    recorded: Recorded,
+    status: "dispatched" | "denied" | "failed" | undefined,
+    now: number,
+  ): void {
+    const id = pendingKey(keys);
+    const write = this.record(keys, bodyHash, recorded, status, now)
+      .catch(() => undefined)
+      .finally(() => {
+        if (this.#pending.get(id) === write) this.#pending.delete(id);
+      });
+    this.#pending.set(id, write);
+  }
+
+  /** Resolves once every answer written after its reply has landed (before closing the store). */
+  async drain(): Promise<void> {
+    while (this.#pending.size > 0) await Promise.all(this.#pending.values());
+  }
+
   async #recorded(key: ClaimKey): Promise<Recorded | undefined> {
     const stored = await this.#claims.get(key);
     if (stored?.worker === undefined) return undefined;
@@ -138,6 +173,10 @@ export class CallLedger {
       return { kind: "in_doubt", message: "the recorded answer is unreadable" };
     }
   }
+}
+
+function pendingKey(keys: CallKeys): string {
+  return `${keys.claim.session}\u0000${keys.claim.functionCallId}`;
 }
 
 function metaOf(claim: StoredClaim): ClaimMeta | undefined {

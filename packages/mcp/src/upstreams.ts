@@ -2,9 +2,10 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import { type Tool, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { TesseraError } from "@tessera/core";
 import { TOOL_NAME, type ToolRules } from "./config.js";
+import { type UpstreamFetch, upstreamFetch } from "./http-fetch.js";
 import type { ToolRef } from "./tool-grants.js";
 import type { UpstreamInput } from "./types.js";
 
@@ -12,30 +13,124 @@ import type { UpstreamInput } from "./types.js";
 export interface CatalogEntry extends ToolRef {
   readonly exposedName: string;
   readonly definition: Tool;
-  readonly client: Client;
+  readonly upstream: Upstream;
 }
 
 export interface Upstreams {
+  /** Live: an upstream's entries are replaced when it says its tools changed or restarts. */
   readonly catalog: ReadonlyMap<string, CatalogEntry>;
   close(): Promise<void>;
 }
 
+/** Restart backoff after an upstream exits or fails to start: doubling, bounded. */
+const FIRST_RETRY_MS = 100;
+const MAX_RETRY_MS = 30_000;
+
 const GATEWAY_INFO = { name: "tessera-mcp-gateway", version: "0.1.0" };
 
-function transportFor(input: UpstreamInput): Transport {
-  if ("transport" in input) return input.transport as unknown as Transport;
-  if ("url" in input) {
-    return new StreamableHTTPClientTransport(new URL(input.url), {
-      requestInit: input.headers === undefined ? undefined : { headers: input.headers },
+/**
+ * One upstream server and its SDK client. A client whose connection closed (a stdio server
+ * that exited, say) is replaced by a new one on the next call that needs it, no sooner than its
+ * backoff allows; the call that was in flight when it died is not among those: it stays in
+ * doubt (see calls.ts), so a restart never runs anything twice. A host-built transport cannot
+ * be reopened, so such an upstream is not restarted.
+ */
+export class Upstream {
+  readonly name: string;
+  readonly #input: UpstreamInput;
+  readonly #onTools: (upstream: Upstream, tools: Tool[]) => void;
+  #client: Client | undefined;
+  #connecting: Promise<Client> | undefined;
+  #fetch: UpstreamFetch | undefined;
+  #failures = 0;
+  #notBefore = 0;
+  #closed = false;
+  #used = false;
+
+  constructor(
+    name: string,
+    input: UpstreamInput,
+    onTools: (upstream: Upstream, tools: Tool[]) => void,
+  ) {
+    this.name = name;
+    this.#input = input;
+    this.#onTools = onTools;
+  }
+
+  /** The connected client, (re)connecting if it is gone and its backoff has passed. */
+  client(): Promise<Client> {
+    if (this.#client !== undefined) return Promise.resolve(this.#client);
+    if (this.#connecting !== undefined) return this.#connecting;
+    if (this.#closed) return Promise.reject(new Error("upstream not connected: closed"));
+    if (this.#used && "transport" in this.#input) {
+      return Promise.reject(new Error("upstream not connected: its transport closed"));
+    }
+    if (Date.now() < this.#notBefore) {
+      return Promise.reject(new Error("upstream not connected: restart backing off"));
+    }
+    this.#connecting = this.#connect().finally(() => {
+      this.#connecting = undefined;
+    });
+    return this.#connecting;
+  }
+
+  async #connect(): Promise<Client> {
+    this.#used = true;
+    const client = new Client(GATEWAY_INFO);
+    try {
+      await client.connect(this.#transport());
+      const tools = await listAll(client);
+      if (this.#closed) throw new Error("closed while connecting");
+      // Registered after the first listing: that listing is the table, a change re-reads it.
+      client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+        if (this.#client !== client) return;
+        listAll(client).then(
+          (next) => this.#client === client && this.#onTools(this, next),
+          () => undefined,
+        );
+      });
+      client.onclose = () => {
+        if (this.#client === client) this.#client = undefined;
+      };
+      this.#client = client;
+      this.#failures = 0;
+      this.#onTools(this, tools);
+      return client;
+    } catch (error) {
+      this.#failures++;
+      this.#notBefore =
+        Date.now() + Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** (this.#failures - 1));
+      await client.close().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  #transport(): Transport {
+    const input = this.#input;
+    if ("transport" in input) return input.transport as unknown as Transport;
+    if ("url" in input) {
+      this.#fetch ??= upstreamFetch();
+      return new StreamableHTTPClientTransport(new URL(input.url), {
+        fetch: this.#fetch.fetch,
+        requestInit: input.headers === undefined ? undefined : { headers: input.headers },
+      });
+    }
+    return new StdioClientTransport({
+      command: input.command,
+      args: input.args,
+      ...(input.env === undefined ? {} : { env: input.env }),
+      ...(input.cwd === undefined ? {} : { cwd: input.cwd }),
+      stderr: "inherit",
     });
   }
-  return new StdioClientTransport({
-    command: input.command,
-    args: input.args,
-    ...(input.env === undefined ? {} : { env: input.env }),
-    ...(input.cwd === undefined ? {} : { cwd: input.cwd }),
-    stderr: "inherit",
-  });
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    const client = this.#client ?? (await this.#connecting?.catch(() => undefined));
+    this.#client = undefined;
+    await client?.close().catch(() => undefined);
+    this.#fetch?.close();
+  }
 }
 
 async function listAll(client: Client): Promise<Tool[]> {
@@ -51,50 +146,61 @@ async function listAll(client: Client): Promise<Tool[]> {
 }
 
 /**
- * Connects one SDK client per upstream and reads each one's tools once. A tool whose name is
- * outside MCP's recommended alphabet is not exposed (it could not be a path segment safely), and
- * a binding that names a tool the upstream does not list is a configuration error.
+ * Connects one SDK client per upstream and reads each one's tools. A tool whose name is outside
+ * MCP's recommended alphabet is not exposed (it could not be a path segment safely), and a
+ * binding that names a tool the upstream does not list at start is a configuration error. When
+ * an upstream later announces `notifications/tools/list_changed` (or restarts), its entries are
+ * replaced and `onChange` runs, so the gateway can tell its own clients.
  */
 export async function connectUpstreams(
   inputs: Readonly<Record<string, UpstreamInput>>,
   rules: ToolRules,
+  onChange: () => void = () => undefined,
 ): Promise<Upstreams> {
-  const clients: Client[] = [];
   const catalog = new Map<string, CatalogEntry>();
+  /** Each upstream's last listing: a restart that lists the same tools changes nothing. */
+  const listed = new Map<Upstream, string>();
+  let started = false;
+  const table = (upstream: Upstream, tools: Tool[]): void => {
+    const server = upstream.name;
+    const signature = JSON.stringify(tools);
+    if (listed.get(upstream) === signature) return;
+    listed.set(upstream, signature);
+    for (const [name, entry] of catalog) if (entry.upstream === upstream) catalog.delete(name);
+    const serverRules = rules[server] ?? {};
+    for (const definition of tools) {
+      const tool = definition.name;
+      if (!TOOL_NAME.test(tool) || tool === "." || tool === "..") continue;
+      const exposedName = `${server}.${tool}`;
+      catalog.set(exposedName, {
+        server,
+        tool,
+        bind: serverRules[tool]?.bind ?? [],
+        exposedName,
+        definition: { ...definition, name: exposedName },
+        upstream,
+      });
+    }
+    if (started) onChange();
+  };
+  const upstreams = Object.entries(inputs).map(([name, input]) => new Upstream(name, input, table));
   const close = async (): Promise<void> => {
-    await Promise.allSettled(clients.map((client) => client.close()));
+    await Promise.allSettled(upstreams.map((upstream) => upstream.close()));
   };
   try {
-    for (const [server, input] of Object.entries(inputs)) {
-      const client = new Client(GATEWAY_INFO);
+    for (const upstream of upstreams) {
       try {
-        await client.connect(transportFor(input));
+        await upstream.client();
       } catch (error) {
-        throw new TesseraError("invalid_config", `upstream ${server} could not be reached`, {
+        throw new TesseraError("invalid_config", `upstream ${upstream.name} could not be reached`, {
           cause: error,
         });
       }
-      clients.push(client);
-      const tools = await listAll(client);
-      const serverRules = rules[server] ?? {};
-      for (const definition of tools) {
-        const tool = definition.name;
-        if (!TOOL_NAME.test(tool) || tool === "." || tool === "..") continue;
-        const exposedName = `${server}.${tool}`;
-        catalog.set(exposedName, {
-          server,
-          tool,
-          bind: serverRules[tool]?.bind ?? [],
-          exposedName,
-          definition: { ...definition, name: exposedName },
-          client,
-        });
-      }
-      for (const tool of Object.keys(serverRules)) {
-        if (!catalog.has(`${server}.${tool}`)) {
+      for (const tool of Object.keys(rules[upstream.name] ?? {})) {
+        if (!catalog.has(`${upstream.name}.${tool}`)) {
           throw new TesseraError(
             "invalid_config",
-            `tools.${server}.${tool}: upstream ${server} lists no such tool`,
+            `tools.${upstream.name}.${tool}: upstream ${upstream.name} lists no such tool`,
           );
         }
       }
@@ -103,5 +209,6 @@ export async function connectUpstreams(
     await close();
     throw error;
   }
+  started = true;
   return { catalog, close };
 }
