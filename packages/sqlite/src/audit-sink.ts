@@ -23,7 +23,8 @@ const MOVE_HEAD = `INSERT INTO tessera_audit_heads (stream, seq, hash) VALUES (?
  * SQL cannot rewrite history without dropping them, and if it does, the chain shows it.
  *
  * Each stream's head lives in `tessera_audit_heads`, read and moved in the same BEGIN
- * IMMEDIATE as the insert: the write lock spans processes, so writers in any number of
+ * IMMEDIATE as the insert (a group commit shared with the connection's other writes of the
+ * tick, run one after another): the write lock spans processes, so writers in any number of
  * processes link one chain. The head is kept apart from the trail rather than read from the
  * stream's last row so that a deleted last event shows as soon as the next one is linked.
  * Rows written before the chain (schema version 1) are kept as they were: they read back
@@ -39,14 +40,12 @@ export class SqliteAuditSink implements ReadableAuditSink {
   async append(event: AuditEvent): Promise<void> {
     const valid = parseAuditEvent(event);
     const stream = auditStreamOf(valid);
-    this.#db.run(CODE, () =>
-      this.#db.immediate(() => {
-        const head = (this.#db.statement(HEAD).get(stream) as ChainHead | undefined) ?? EMPTY_HEAD;
-        const linked = linkAuditEvent(valid, head);
-        this.#db.statement(INSERT).run(valid.callId, valid.traceId, JSON.stringify(linked));
-        this.#db.statement(MOVE_HEAD).run(stream, linked.seq, linked.hash);
-      }),
-    );
+    await this.#db.write(CODE, () => {
+      const head = (this.#db.statement(HEAD).get(stream) as ChainHead | undefined) ?? EMPTY_HEAD;
+      const linked = linkAuditEvent(valid, head);
+      this.#db.statement(INSERT).run(valid.callId, valid.traceId, JSON.stringify(linked));
+      this.#db.statement(MOVE_HEAD).run(stream, linked.seq, linked.hash);
+    });
   }
 
   /** Events in append order; with `limit`, the first `limit` of them (as every Tessera sink). */

@@ -151,6 +151,6 @@ describe("audit", () => {
     expect(() => raw.exec("UPDATE tessera_audit SET call_id = 'x'")).toThrow(/append-only/);
     expect(() => raw.exec("DELETE FROM tessera_audit")).toThrow(/append-only/);
     raw.close();
-    expect(await opened.stores.audit.read()).toEqual([event]);
+    expect(await opened.stores.audit.read()).toMatchObject([event]);
   });
 });
