@@ -42,11 +42,18 @@ export class SqliteClaimStore implements ClaimStore {
     this.#release = release;
   }
 
-  /** Shares its commit with the other writes issued in the same tick (`group-commit.ts`). */
-  async claim(key: ClaimKey, record: ClaimRecord): Promise<ClaimResult> {
-    checkClaimKey(key);
-    checkRecord(record);
-    return this.#write(() => this.#insertOrRead(key, record));
+  /**
+   * Shares its commit with the other writes issued in the same tick (`group-commit.ts`).
+   * Not `async`: the queue's own promise is returned as it is (see the usage store).
+   */
+  claim(key: ClaimKey, record: ClaimRecord): Promise<ClaimResult> {
+    try {
+      checkClaimKey(key);
+      checkRecord(record);
+      return this.#write(() => this.#insertOrRead(key, record));
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /** Synchronous core, also used by the self-test inside a rolled-back transaction. */

@@ -35,13 +35,22 @@ type Outcome =
  * it gets its own port's `*_unavailable`: no caller is told of a write that did not land.
  */
 export class GroupCommit {
+  readonly #alone: (work: () => unknown) => unknown;
   readonly #transaction: (work: () => void) => void;
   readonly #flushOn: FlushOn;
   #queue: Pending[] = [];
   #scheduled = false;
 
-  /** `transaction` runs its argument inside BEGIN IMMEDIATE … COMMIT, or throws. */
-  constructor(transaction: (work: () => void) => void, flushOn: FlushOn = "microtask") {
+  /**
+   * `alone` runs a batch of one as it is (its statement commits on its own); `transaction`
+   * runs its argument inside BEGIN IMMEDIATE … COMMIT. Either throws on failure.
+   */
+  constructor(
+    alone: (work: () => unknown) => unknown,
+    transaction: (work: () => void) => void,
+    flushOn: FlushOn = "microtask",
+  ) {
+    this.#alone = alone;
     this.#transaction = transaction;
     this.#flushOn = flushOn;
   }
@@ -61,6 +70,7 @@ export class GroupCommit {
     const batch = this.#queue;
     this.#queue = [];
     this.#scheduled = false;
+    if (batch.length === 1) return this.#flushOne(batch[0] as Pending);
     const outcomes: Outcome[] = [];
     try {
       this.#transaction(() => {
@@ -76,6 +86,19 @@ export class GroupCommit {
       if (outcome.ok) pending.resolve(outcome.value);
       else pending.reject(outcome.error);
     });
+  }
+
+  /** A write alone: its own statement's commit is the batch's, as before batching. */
+  #flushOne(pending: Pending): void {
+    let value: unknown;
+    try {
+      value = this.#alone(pending.work);
+    } catch (error) {
+      const own = isTesseraError(error) && !error.code.endsWith("_unavailable");
+      pending.reject(own ? error : recode(pending.code, error));
+      return;
+    }
+    pending.resolve(value);
   }
 }
 

@@ -48,7 +48,9 @@ function codeOf(result: PromiseSettledResult<unknown>): string | undefined {
 describe("SQLite group commit", () => {
   it("64 claims issued together share one transaction; per key, the first issued wins", async () => {
     const { claims } = open();
-    const transactions = vi.spyOn(SqliteDatabase.prototype, "immediate");
+    // Every batch goes through `run` once (file check, then the transaction); before group
+    // commit every write did.
+    const transactions = vi.spyOn(SqliteDatabase.prototype, "run");
     const same = { session: "s", functionCallId: "same" };
     const calls = Array.from({ length: 64 }, (_, i) =>
       i % 2 === 0
