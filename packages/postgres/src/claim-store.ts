@@ -94,10 +94,15 @@ export class PostgresClaimStore implements ClaimStore {
     };
   }
 
-  async claim(key: ClaimKey, record: ClaimRecord): Promise<ClaimResult> {
-    this.#checkOpen();
-    checkClaimKey(key);
-    checkRecord(record);
+  /** Not `async`: the batch's own promise is returned, without a second one to adopt it. */
+  claim(key: ClaimKey, record: ClaimRecord): Promise<ClaimResult> {
+    try {
+      this.#checkOpen();
+      checkClaimKey(key);
+      checkRecord(record);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const stored: StoredClaim = {
       session: key.session,
       functionCallId: key.functionCallId,

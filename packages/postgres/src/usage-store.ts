@@ -60,11 +60,16 @@ export class PostgresUsageStore implements GrantUsageStore {
     return this.#read(storageDigest(namespaceId, grantId));
   }
 
-  async tryConsume(namespaceId: string, grantId: string, maxUses: number): Promise<ConsumeResult> {
-    checkId(namespaceId, "namespaceId");
-    checkId(grantId, "grantId");
-    // A positive bound: the upsert below inserts a first use outright.
-    checkMaxUses(maxUses);
+  /** Not `async`: the batch's own promise is returned, without a second one to adopt it. */
+  tryConsume(namespaceId: string, grantId: string, maxUses: number): Promise<ConsumeResult> {
+    try {
+      checkId(namespaceId, "namespaceId");
+      checkId(grantId, "grantId");
+      // A positive bound: the upsert inserts a first use outright.
+      checkMaxUses(maxUses);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const key = storageDigest(namespaceId, grantId);
     const ids = JSON.stringify([namespaceId, grantId]);
     return this.#batches.submit({ key, ids, count: 1, maxUses, many: false });
