@@ -2,7 +2,11 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { DirectoryClaimStore, type DirectoryClaimStoreOptions } from "@tessera/a2ui";
+import {
+  DirectoryClaimStore,
+  type DirectoryClaimStoreOptions,
+  type SettleTiming,
+} from "@tessera/a2ui";
 import { concurrent } from "../measure.js";
 import { BATCH, gateOver, MESSAGES } from "./fixtures.js";
 
@@ -20,8 +24,11 @@ export const ROUNDS = 5;
 export type DurableVariant =
   | { readonly kind: "primitive" }
   | { readonly kind: "store"; readonly options: DirectoryClaimStoreOptions }
-  /** `gate.handle` end to end over the directory store (claim, callback, settle). */
-  | { readonly kind: "gate" };
+  /**
+   * `gate.handle` end to end over the directory store (claim, callback, settle), receipts
+   * written after or before the reply; the round's time includes draining the receipts.
+   */
+  | { readonly kind: "gate"; readonly settle: SettleTiming };
 
 export interface DurableCase {
   readonly label: string;
@@ -69,12 +76,14 @@ async function runCase(durable: DurableCase, dir: string): Promise<number> {
   const store = await DirectoryClaimStore.open(dir, options);
   try {
     if (durable.variant.kind === "gate") {
-      const gate = gateOver(store);
-      const { opsPerSec } = await concurrent(durable.inFlight, CLAIMS_PER_ROUND, async (i) => {
+      const gate = gateOver(store, durable.variant.settle);
+      const start = performance.now();
+      await concurrent(durable.inFlight, CLAIMS_PER_ROUND, async (i) => {
         const { receipt } = await gate.handle("bench", MESSAGES[i % BATCH]);
         if (receipt.status !== "dispatched") throw new Error("bench: call not dispatched");
       });
-      return opsPerSec;
+      await gate.close();
+      return (CLAIMS_PER_ROUND / (performance.now() - start)) * 1000;
     }
     const record = { bodyHash: "0".repeat(64), claimedAt: Date.now(), worker: "bench" };
     const { opsPerSec } = await concurrent(durable.inFlight, CLAIMS_PER_ROUND, async (i) => {

@@ -1,4 +1,4 @@
-import { type ClaimStore, FunctionCallGate } from "@tessera/a2ui";
+import { type ClaimStore, FunctionCallGate, type SettleTiming } from "@tessera/a2ui";
 
 /** One agent-callable function, and 1,000 distinct well-formed calls to it. */
 export const CATALOG_ID = "https://tessera.dev/catalogs/bench";
@@ -32,10 +32,12 @@ export const MESSAGES = Array.from({ length: BATCH }, (_, i) => ({
   },
 }));
 
-export function gateOver(claims: ClaimStore): FunctionCallGate {
+/** The bench gate; receipts after the reply unless `settle` says otherwise (the gate's default). */
+export function gateOver(claims: ClaimStore, settle?: SettleTiming): FunctionCallGate {
   return new FunctionCallGate({
     claims,
     catalog: CATALOG,
     invoke: ({ args }) => (args.a as number) + (args.b as number),
+    ...(settle === undefined ? {} : { settle }),
   });
 }

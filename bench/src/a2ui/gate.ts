@@ -4,7 +4,7 @@ import { BATCH, gateOver, MESSAGES } from "./fixtures.js";
 
 /**
  * `gate.handle` end to end over the memory store: schema validation, catalog, claim,
- * callback, settle. Sequential calls, a fresh session per batch of 1,000 so every call is a
+ * callback, settle (after the reply, drained at the end of each batch). Sequential calls, a fresh session per batch of 1,000 so every call is a
  * first call (and the store stays small).
  */
 export async function memoryGateRate(): Promise<number> {
@@ -18,6 +18,7 @@ export async function memoryGateRate(): Promise<number> {
         const { receipt } = await gate.handle(session, message);
         if (receipt.status !== "dispatched") throw new Error("bench: call not dispatched");
       }
+      await gate.drain();
       await claims.endSession(session);
     },
     BATCH,

@@ -32,9 +32,22 @@ const CASES: DurableCase[] = [
     variant: { kind: "store", options: { syncMarkerContent: true } },
     inFlight: 1,
   },
-  { label: "gate, sequential", variant: { kind: "gate" }, inFlight: 1 },
-  { label: "gate, 8 in flight", variant: { kind: "gate" }, inFlight: 8 },
+  { label: "gate, sequential", variant: { kind: "gate", settle: "after-reply" }, inFlight: 1 },
+  { label: "gate, 8 in flight", variant: { kind: "gate", settle: "after-reply" }, inFlight: 8 },
+  {
+    label: "gate before-reply, sequential",
+    variant: { kind: "gate", settle: "before-reply" },
+    inFlight: 1,
+  },
+  {
+    label: "gate before-reply, 8 in flight",
+    variant: { kind: "gate", settle: "before-reply" },
+    inFlight: 8,
+  },
 ];
+
+/** Issue 14: `gate.handle` end to end, one durable write (the claim) on its critical path. */
+const GATE_MIN_RATIO = 0.8;
 
 function compared(
   name: string,
@@ -42,13 +55,14 @@ function compared(
   baselineName: string,
   baseline: number,
   target?: string,
+  minRatio = 1 / WITHIN,
 ): BenchRow {
   return ratioRow(
     name,
     value,
     { name: baselineName, value: baseline },
     "ours ÷ primitive (higher is better; 1.00 = as fast as the raw syscalls)",
-    target === undefined ? undefined : { text: target, minRatio: 1 / WITHIN },
+    target === undefined ? undefined : { text: target, minRatio },
   );
 }
 
@@ -109,16 +123,33 @@ export async function run(): Promise<BenchSection> {
     target: "≥ 100,000/s",
     met: memory >= 100_000,
   });
+  const gateTarget = `≥ ${GATE_MIN_RATIO}× the primitive`;
   rows.push(
     compared(
-      "gate.handle calls/s, directory store, sequential",
+      "gate.handle calls/s, directory store (receipt after the reply), sequential",
       rate("gate, sequential"),
+      "open wx + write + fsync(dir)",
+      primitiveSeq,
+      gateTarget,
+      GATE_MIN_RATIO,
+    ),
+    compared(
+      "gate.handle calls/s, directory store (receipt after the reply), 8 in flight",
+      rate("gate, 8 in flight"),
+      "same primitive, 8 in flight",
+      primitive8,
+      gateTarget,
+      GATE_MIN_RATIO,
+    ),
+    compared(
+      "gate.handle calls/s, directory store (receipt before the reply), sequential",
+      rate("gate before-reply, sequential"),
       "open wx + write + fsync(dir)",
       primitiveSeq,
     ),
     compared(
-      "gate.handle calls/s, directory store, 8 in flight",
-      rate("gate, 8 in flight"),
+      "gate.handle calls/s, directory store (receipt before the reply), 8 in flight",
+      rate("gate before-reply, 8 in flight"),
       "same primitive, 8 in flight",
       primitive8,
     ),
@@ -133,7 +164,7 @@ export async function run(): Promise<BenchSection> {
       `durable figures: best of ${ROUNDS} interleaved rounds of ${CLAIMS_PER_ROUND} claims, each in a fresh private directory`,
       `group commit (shipped, on by default) vs one fsync per claim: ${gain8.toFixed(2)}× at 8 in flight, ${gain32.toFixed(2)}× at 32; against the primitive (one fsync per claim): ${(rate("store, 8 in flight") / primitive8).toFixed(2)}× and ${(rate("store, 32 in flight") / primitive32).toFixed(2)}×`,
       "the directory store fsyncs the directory (the marker's name is the claim); fsyncing each marker's content too is an option, measured above",
-      "gate.handle with the directory store also settles each call (a receipt line appended to the marker, not fsynced)",
+      "gate.handle with the directory store also settles each call (a receipt line appended to the marker, not fsynced); after the reply by default, and each round's time includes gate.close(), which drains those receipts",
     ],
   };
 }

@@ -61,7 +61,8 @@ export class FunctionCallGate {
   readonly #timing: SettleTiming;
   readonly #settles: SettleQueue;
   /** Calls between `handle` and their reply, so `drain()` also waits for their settles. */
-  readonly #handling = new Set<Promise<GateResult>>();
+  readonly #handling = new Map<number, Promise<GateResult>>();
+  #nextCall = 0;
   #closed = false;
 
   constructor(options: FunctionCallGateOptions) {
@@ -99,10 +100,12 @@ export class FunctionCallGate {
         new TesseraError("invalid_input", "the trusted session must be a non-empty string"),
       );
     }
+    const id = this.#nextCall++;
     const handling = this.#handle(session, message);
-    this.#handling.add(handling);
-    // #handle never rejects; the catch only keeps this bookkeeping chain from ever doing so.
-    void handling.finally(() => this.#handling.delete(handling)).catch(() => undefined);
+    this.#handling.set(id, handling);
+    // A side chain, not a wrapper: the caller's reply waits for nothing it adds.
+    const done = () => this.#handling.delete(id);
+    void handling.then(done, done);
     return handling;
   }
 
@@ -113,7 +116,7 @@ export class FunctionCallGate {
    * and its call reads in doubt. A callback that never returns holds `drain()` with it.
    */
   async drain(): Promise<void> {
-    await Promise.allSettled([...this.#handling]);
+    await Promise.allSettled([...this.#handling.values()]);
     await this.#settles.drain();
   }
 
@@ -234,29 +237,50 @@ export class FunctionCallGate {
    * reply never contradicts the receipt once it lands. A receipt that cannot be written
    * leaves the claim in doubt (never re-run) and says so in audit.
    */
-  async #settle(
+  #settle(
     key: ClaimKey,
     reply: GateReply,
     status: ClaimReceipt["status"],
     outcome: Outcome,
   ): Promise<GateResult> {
     const receipt: ClaimReceipt = { status, settledAt: this.#clock.now() };
-    if (this.#timing === "before-reply") {
-      const settled = await this.#settles.write(key, receipt);
-      const note = settled.recorded ? undefined : notRecorded(settled);
-      return this.#finish(key.session, key.functionCallId, reply, status, {
-        ...outcome,
-        detail: note ?? outcome.detail,
-      });
-    }
+    if (this.#timing === "before-reply") return this.#settleFirst(key, receipt, reply, outcome);
+    // Not async itself: an extra async layer would cost the reply two more microtask turns.
     let finished: Promise<GateResult> | undefined;
-    void this.#settles.write(key, receipt, async (failure) => {
-      // After the decision's own event, so audit reads in the order things happened.
-      const result = await finished;
-      if (this.#audit && result) await this.#record(result, notRecorded(failure), "in_doubt");
-    });
+    const audit = this.#audit;
+    void this.#settles.write(
+      key,
+      receipt,
+      audit &&
+        (async (failure) => {
+          // After the decision's own event, so audit reads in the order things happened.
+          const result = await finished;
+          if (result) await this.#record(result, notRecorded(failure), "in_doubt");
+        }),
+    );
     finished = this.#finish(key.session, key.functionCallId, reply, status, outcome);
     return finished;
+  }
+
+  async #settleFirst(
+    key: ClaimKey,
+    receipt: ClaimReceipt,
+    reply: GateReply,
+    outcome: Outcome,
+  ): Promise<GateResult> {
+    // Awaited here, so drain() covers it through the call itself; the queue only for retries.
+    let note: string | undefined;
+    try {
+      await this.#claims.settle(key, receipt);
+    } catch (error) {
+      const settled = await this.#settles.retry(key, receipt, error);
+      note = settled.recorded ? undefined : notRecorded(settled);
+    }
+    // `return await`: a returned promise would cost the reply two more microtask turns.
+    return await this.#finish(key.session, key.functionCallId, reply, receipt.status, {
+      ...outcome,
+      detail: note ?? outcome.detail,
+    });
   }
 
   async #finish(

@@ -33,7 +33,9 @@ const FINAL_CODES = new Set(["invalid_input"]);
  */
 export class SettleQueue {
   readonly #claims: ClaimStore;
-  readonly #pending = new Set<Promise<void>>();
+  /** Keyed by a sequence number, so a settle removes itself without a second promise. */
+  readonly #pending = new Map<number, Promise<SettleOutcome>>();
+  #next = 0;
 
   constructor(claims: ClaimStore) {
     this.#claims = claims;
@@ -41,26 +43,40 @@ export class SettleQueue {
 
   /**
    * Starts writing `receipt` now, so the settles of concurrent calls are in flight together.
-   * `onGiveUp` runs (and is tracked, and may not throw into nothing) when the receipt could
-   * not be written; the returned promise resolves once the settle has ended either way.
+   * `onGiveUp` runs when the receipt could not be written (a throw from it is swallowed: the
+   * claim reads in doubt either way). Resolves once the settle and `onGiveUp` have ended.
    */
   write(
     key: ClaimKey,
     receipt: ClaimReceipt,
     onGiveUp?: (outcome: SettleOutcome & { recorded: false }) => Promise<void>,
   ): Promise<SettleOutcome> {
-    const outcome = this.#attempt(key, receipt);
-    const tracked = outcome.then(async (ended) => {
-      if (ended.recorded || onGiveUp === undefined) return;
-      try {
-        await onGiveUp(ended);
-      } catch {
-        // Reporting the give-up failed too; the claim still reads in doubt, which is the truth.
-      }
-    });
-    this.#pending.add(tracked);
-    void tracked.finally(() => this.#pending.delete(tracked));
-    return outcome;
+    const id = this.#next++;
+    let first: Promise<void>;
+    try {
+      first = this.#claims.settle(key, receipt);
+    } catch (error) {
+      // A store that throws instead of rejecting is handled the same way.
+      first = Promise.reject(error);
+    }
+    // The first attempt on the fast path (one promise); retries only when it fails.
+    const running = first.then(
+      () => {
+        this.#pending.delete(id);
+        return RECORDED;
+      },
+      (error: unknown) => this.#retry(id, key, receipt, error, onGiveUp),
+    );
+    this.#pending.set(id, running);
+    return running;
+  }
+
+  /** Attempts 2.. of a settle whose first attempt (made by the caller) failed with `error`. */
+  retry(key: ClaimKey, receipt: ClaimReceipt, error: unknown): Promise<SettleOutcome> {
+    const id = this.#next++;
+    const running = this.#retry(id, key, receipt, error, undefined);
+    this.#pending.set(id, running);
+    return running;
   }
 
   /** How many settles have not ended yet. */
@@ -70,24 +86,52 @@ export class SettleQueue {
 
   /** Resolves once every settle started before this call has ended. Never rejects. */
   async drain(): Promise<void> {
-    await Promise.all([...this.#pending]);
+    await Promise.all([...this.#pending.values()]);
   }
 
-  async #attempt(key: ClaimKey, receipt: ClaimReceipt): Promise<SettleOutcome> {
-    let code = "error";
-    for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
-      try {
-        await this.#claims.settle(key, receipt);
-        return { recorded: true };
-      } catch (error) {
-        code = isTesseraError(error) ? error.code : "error";
-        if (FINAL_CODES.has(code) || attempt === ATTEMPTS) {
-          return { recorded: false, attempts: attempt, code };
+  async #retry(
+    id: number,
+    key: ClaimKey,
+    receipt: ClaimReceipt,
+    first: unknown,
+    onGiveUp: ((outcome: SettleOutcome & { recorded: false }) => Promise<void>) | undefined,
+  ): Promise<SettleOutcome> {
+    try {
+      const outcome = await this.#attempts(key, receipt, first);
+      if (!outcome.recorded && onGiveUp !== undefined) {
+        try {
+          await onGiveUp(outcome);
+        } catch {
+          // Reporting the give-up failed too; the claim still reads in doubt, which is the truth.
         }
+      }
+      return outcome;
+    } finally {
+      this.#pending.delete(id);
+    }
+  }
+
+  /** Attempts 2..ATTEMPTS, after the first failed with `first`. */
+  async #attempts(key: ClaimKey, receipt: ClaimReceipt, first: unknown): Promise<SettleOutcome> {
+    let code = codeOf(first);
+    for (let attempt = 1; ; attempt++) {
+      if (FINAL_CODES.has(code) || attempt === ATTEMPTS) {
+        return { recorded: false, attempts: attempt, code };
       }
       // Not unref'd: a host awaiting drain() before exit must not exit with a retry pending.
       await new Promise((resolve) => setTimeout(resolve, RETRY_PAUSES_MS[attempt - 1]));
+      try {
+        await this.#claims.settle(key, receipt);
+        return RECORDED;
+      } catch (error) {
+        code = codeOf(error);
+      }
     }
-    return { recorded: false, attempts: ATTEMPTS, code };
   }
+}
+
+const RECORDED: SettleOutcome = Object.freeze({ recorded: true });
+
+function codeOf(error: unknown): string {
+  return isTesseraError(error) ? error.code : "error";
 }

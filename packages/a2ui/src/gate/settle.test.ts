@@ -223,6 +223,30 @@ describe("FunctionCallGate: receipts after the reply (the default)", () => {
     expect(audit.events.at(-1)).toMatchObject({ receipt: "in_doubt" });
   });
 
+  it("a store whose settle throws synchronously is handled like one that rejects", async () => {
+    const inner = new InMemoryClaimStore();
+    let attempts = 0;
+    const claims: ClaimStore = {
+      claim: (key, record) => inner.claim(key, record),
+      settle: () => {
+        attempts++;
+        throw new TesseraError("claim_store_unavailable", "thrown, not rejected");
+      },
+      get: (key) => inner.get(key),
+      listInDoubt: (session) => inner.listInDoubt(session),
+      endSession: (session) => inner.endSession(session),
+      close: () => inner.close(),
+    };
+    for (const settle of ["after-reply", "before-reply"] as const) {
+      const { gate } = setup({ claims, settle });
+      const result = await gate.handle("s", callMessage(`sync-throw-${settle}`));
+      expect(result.receipt.status).toBe("dispatched");
+      await gate.drain();
+    }
+    expect(attempts).toBe(6);
+    expect(await inner.listInDoubt("s")).toHaveLength(2);
+  });
+
   it("close refuses new calls before any claim, drains, and leaves the store open", async () => {
     const store = heldSettles();
     const { gate, calls } = setup({ claims: store.claims });

@@ -1,0 +1,87 @@
+/**
+ * `gate.handle` end to end over a durable claim store (validation, catalog, claim, callback,
+ * settle) beside the raw claim primitive, at the same concurrency, alternated in slices
+ * (ABBA, median slice rate per side). Receipts written after the reply (the gate's default)
+ * carry the target; receipts written before it are measured for comparison. Every gate slice
+ * ends with `gate.drain()` inside its timing, so the receipts it deferred are paid for.
+ */
+import type { ClaimStore, SettleTiming } from "@tessera/a2ui";
+import { BATCH, gateOver, MESSAGES } from "../a2ui/fixtures.js";
+import { concurrent, medianRatesAbba } from "../measure.js";
+import { type BenchRow, ratioRow } from "../report.js";
+
+/** Issue 14: one durable write on a call's critical path, the claim. */
+export const GATE_TARGET = {
+  text: "≥ 0.8× the raw claim primitive at the same concurrency",
+  minRatio: 0.8,
+} as const;
+const RATIO_MEANING = "gate.handle/s ÷ raw claim primitive/s, same concurrency, same run";
+const SLICES = 8;
+
+export interface GateCase {
+  readonly inFlight: number;
+  readonly settle: SettleTiming;
+  /** Calls per slice. */
+  readonly ops: number;
+}
+
+/** After and before the reply, at concurrency 1 and 8. */
+export function gateCases(opsAtOne: number, opsAtEight: number): GateCase[] {
+  return (["after-reply", "before-reply"] as const).flatMap((settle) => [
+    { inFlight: 1, settle, ops: opsAtOne },
+    { inFlight: 8, settle, ops: opsAtEight },
+  ]);
+}
+
+/**
+ * One row per case. `rawClaim(i)` writes one fresh claim row the raw way (each `i` is used
+ * once); `rawName` names it in the row.
+ */
+export async function gateHandleRows(
+  backend: string,
+  claims: ClaimStore,
+  rawClaim: (i: number) => Promise<unknown>,
+  rawName: string,
+  cases: readonly GateCase[],
+): Promise<BenchRow[]> {
+  const rows: BenchRow[] = [];
+  let raw = 0;
+  for (const [index, { inFlight, settle, ops }] of cases.entries()) {
+    const gate = gateOver(claims, settle);
+    const session = `gate-e2e-${process.pid}-${Date.now()}-${index}`;
+    let call = 0;
+    const gateSlice = async () => {
+      const start = performance.now();
+      await concurrent(inFlight, ops, async () => {
+        const i = call++;
+        const { receipt } = await gate.handle(
+          `${session}-${Math.floor(i / BATCH)}`,
+          MESSAGES[i % BATCH],
+        );
+        if (receipt.status !== "dispatched") throw new Error("bench: call not dispatched");
+      });
+      await gate.drain();
+      return (ops / (performance.now() - start)) * 1000;
+    };
+    const rawSlice = async () => (await concurrent(inFlight, ops, () => rawClaim(raw++))).opsPerSec;
+    try {
+      await gateSlice();
+      await rawSlice();
+      const [value, baseline] = await medianRatesAbba(SLICES, gateSlice, rawSlice);
+      const when =
+        settle === "after-reply" ? "receipt after the reply" : "receipt before the reply";
+      rows.push(
+        ratioRow(
+          `${backend} gate.handle/s end to end (${when}), c=${inFlight}`,
+          value,
+          { name: `${rawName}, c=${inFlight}`, value: baseline },
+          RATIO_MEANING,
+          settle === "after-reply" ? GATE_TARGET : undefined,
+        ),
+      );
+    } finally {
+      await gate.close();
+    }
+  }
+  return rows;
+}
