@@ -15,6 +15,7 @@ import { throughput } from "../measure.js";
 import type { BenchRow, BenchSection } from "../report.js";
 import { delegationRows } from "./delegation.js";
 import { CTX, NS, recipient, sendRequest, turnHolding } from "./kernel-fixtures.js";
+import { oneShotRows } from "./one-shot.js";
 import { casbinDecision, cedarDecision, PEER_POLICIES } from "./peers.js";
 
 /**
@@ -281,6 +282,7 @@ async function peerRows(): Promise<BenchRow[]> {
 export async function run(): Promise<BenchSection> {
   const rows = [
     ...(await decisionRows()),
+    ...(await oneShotRows()),
     ...(await fanoutRows()),
     ...(await delegationRows()),
     ...(await peerRows()),

@@ -10,7 +10,8 @@ interface StoreBench {
  * separately; until one exists (or when its service is not reachable) the section says so
  * in a note instead of failing the whole bench.
  */
-const BACKENDS = ["sqlite", "postgres", "redis"] as const;
+// "one-shot" is not a backend: its module measures one-shot decisions on SQLite and PostgreSQL.
+const BACKENDS = ["sqlite", "postgres", "redis", "one-shot"] as const;
 
 export async function run(): Promise<BenchSection> {
   const rows: BenchRow[] = [];

@@ -66,8 +66,11 @@ export class Lease implements TurnAuthority {
   /** Epoch ms of `ctx.now`, which fixes the decision instant for the whole turn. */
   readonly #fixedNow: number | undefined;
   #closed = false;
-  /** Call and message IDs the kernel mints: a random per-lease prefix and a counter. */
-  readonly #idPrefix = randomUUID();
+  /**
+   * Call and message IDs the kernel mints: a random per-lease prefix and a counter. Drawn on
+   * the first mint: a one-shot turn whose caller names its call draws none.
+   */
+  #idPrefix: string | undefined;
   #minted = 0;
 
   constructor(parts: LeaseParts) {
@@ -233,6 +236,7 @@ export class Lease implements TurnAuthority {
 
   /** Unique without a random draw per call: one UUID per lease, then a counter. */
   #mintId(): string {
+    this.#idPrefix ??= randomUUID();
     this.#minted++;
     return `${this.#idPrefix}.${this.#minted}`;
   }

@@ -11,7 +11,7 @@ import {
   isTesseraError,
   type KernelOptions,
 } from "../index.js";
-import { TurnCache, viewKeyOf } from "./turn-cache.js";
+import { TurnCache, viewOf } from "./turn-cache.js";
 
 /**
  * Opening a turn on an unchanged, versioned grant set reuses the set validated and indexed
@@ -258,14 +258,14 @@ describe("turn cache: bounds", () => {
     const cache = new TurnCache({ maxSubjects: 2, maxWeight: 1_000 });
     const view = { chains: undefined, holders: new Map(), index: new Map() };
     const grants = [{ capabilities: [{}, {}] }] as never;
-    cache.set("ns", "a", "1", grants, viewKeyOf("h"), view);
+    cache.set("ns", "a", "1", grants, { authority: "h" }, view);
     expect(cache.weight).toBe(6);
     const entry = cache.get("ns", "a", "1");
     if (entry === undefined) throw new Error("expected a cached set");
-    cache.setView(entry, viewKeyOf("h", "o"), view);
+    cache.setView(entry, { authority: "h", owner: "o" }, view);
     expect(cache.weight).toBe(9);
-    cache.set("ns", "b", "1", grants, viewKeyOf("h"), view);
-    cache.set("ns", "c", "1", grants, viewKeyOf("h"), view);
+    cache.set("ns", "b", "1", grants, { authority: "h" }, view);
+    cache.set("ns", "c", "1", grants, { authority: "h" }, view);
     expect(cache.size).toBe(2);
     expect(cache.get("ns", "a", "1")).toBeUndefined();
     expect(cache.weight).toBe(12);
@@ -273,8 +273,15 @@ describe("turn cache: bounds", () => {
     expect(cache.get("ns", "b", "2")).toBeUndefined();
     expect(cache.size).toBe(1);
     expect(cache.weight).toBe(6);
-    // Keys are length-prefixed: ("n", "sb") and ("ns", "b") are different subjects.
-    cache.set("n", "sc", "1", grants, viewKeyOf("h"), view);
+    // Nine shapes on one set: the oldest view goes, and its weight with it.
+    const b = cache.get("ns", "c", "1");
+    if (b === undefined) throw new Error("expected a cached set");
+    for (let i = 0; i < 8; i++) cache.setView(b, { authority: "h", purpose: `p${i}` }, view);
+    expect(cache.weight).toBe(3 * 9);
+    expect(viewOf(b, { authority: "h" })).toBeUndefined();
+    expect(viewOf(b, { authority: "h", purpose: "p7" })).toBe(view);
+    // Namespace and subject are separate keys: ("n", "sc") and ("ns", "c") stay apart.
+    cache.set("n", "sc", "1", grants, { authority: "h" }, view);
     expect(cache.get("ns", "c", "1")).toBeDefined();
     expect(cache.get("n", "sc", "1")).toBeDefined();
   });

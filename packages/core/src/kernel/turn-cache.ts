@@ -34,11 +34,24 @@ export interface CachedView {
   readonly index: GrantIndex;
 }
 
+export interface TurnShape {
+  readonly authority: string;
+  readonly owner?: string | undefined;
+  readonly purpose?: string | undefined;
+}
+
+/** authority → owner → purpose → view: lookups on the context's own strings, nothing built. */
+type Views = Map<string, Map<string | undefined, Map<string | undefined, CachedView>>>;
+
 export interface CachedGrants {
+  readonly namespaceId: string;
+  readonly subject: string;
   readonly version: string;
   /** The holder's grants, every one validated. */
   readonly grants: readonly Grant[];
-  readonly views: Map<string, CachedView>;
+  readonly views: Views;
+  /** Views in the order they were made, oldest first, for the per-set bound. */
+  readonly shapes: TurnShape[];
   /** The weight of one copy: grants plus capabilities. */
   readonly unit: number;
 }
@@ -53,7 +66,11 @@ export interface CachedGrants {
  * a stale mark could only refuse, never allow. "Unspent" is never cached (see grant-index.ts).
  */
 export class TurnCache {
-  readonly #entries = new Map<string, CachedGrants>();
+  /** namespace → subject → set: nested, so a look-up builds no key string. */
+  readonly #sets = new Map<string, Map<string, CachedGrants>>();
+  /** Every set, least recently used first (a Set keeps insertion order). */
+  readonly #recency = new Set<CachedGrants>();
+  #last: CachedGrants | undefined;
   readonly #maxSubjects: number;
   readonly #maxWeight: number;
   #weight = 0;
@@ -64,7 +81,7 @@ export class TurnCache {
   }
 
   get size(): number {
-    return this.#entries.size;
+    return this.#recency.size;
   }
 
   get weight(): number {
@@ -73,15 +90,17 @@ export class TurnCache {
 
   /** The grant set cached at exactly `version`, marked most recently used. */
   get(namespaceId: string, subject: string, version: string): CachedGrants | undefined {
-    const key = keyOf(namespaceId, subject);
-    const entry = this.#entries.get(key);
+    const entry = this.#sets.get(namespaceId)?.get(subject);
     if (entry === undefined) return undefined;
     if (entry.version !== version) {
-      this.#drop(key, entry);
+      this.#drop(entry);
       return undefined;
     }
-    this.#entries.delete(key);
-    this.#entries.set(key, entry);
+    if (entry !== this.#last) {
+      this.#recency.delete(entry);
+      this.#recency.add(entry);
+      this.#last = entry;
+    }
     return entry;
   }
 
@@ -91,56 +110,95 @@ export class TurnCache {
     subject: string,
     version: string,
     grants: readonly Grant[],
-    viewKey: string,
+    shape: TurnShape,
     view: CachedView,
   ): void {
-    const key = keyOf(namespaceId, subject);
-    const old = this.#entries.get(key);
-    if (old !== undefined) this.#drop(key, old);
-    const entry: CachedGrants = { version, grants, views: new Map(), unit: unitOf(grants) };
-    if (entry.unit * 2 > this.#maxWeight) return;
-    entry.views.set(viewKey, view);
-    this.#entries.set(key, entry);
-    this.#weight += entry.unit * 2;
+    const old = this.#sets.get(namespaceId)?.get(subject);
+    if (old !== undefined) this.#drop(old);
+    const unit = unitOf(grants);
+    if (unit * 2 > this.#maxWeight) return;
+    const entry: CachedGrants = {
+      namespaceId,
+      subject,
+      version,
+      grants,
+      views: new Map(),
+      shapes: [],
+      unit,
+    };
+    putView(entry, shape, view);
+    let subjects = this.#sets.get(namespaceId);
+    if (subjects === undefined) {
+      subjects = new Map();
+      this.#sets.set(namespaceId, subjects);
+    }
+    subjects.set(subject, entry);
+    this.#recency.add(entry);
+    this.#last = entry;
+    this.#weight += unit * 2;
     this.#evict();
   }
 
   /** Adds (or replaces) one turn shape's view of a cached set. */
-  setView(entry: CachedGrants, viewKey: string, view: CachedView): void {
-    if (!entry.views.has(viewKey)) {
-      if (entry.views.size >= MAX_VIEWS) {
-        const oldest = entry.views.keys().next().value as string;
-        entry.views.delete(oldest);
+  setView(entry: CachedGrants, shape: TurnShape, view: CachedView): void {
+    if (this.#sets.get(entry.namespaceId)?.get(entry.subject) !== entry) return;
+    if (viewOf(entry, shape) === undefined) {
+      if (entry.shapes.length >= MAX_VIEWS) {
+        deleteView(entry, entry.shapes.shift() as TurnShape);
         this.#weight -= entry.unit;
       }
       this.#weight += entry.unit;
-    } else entry.views.delete(viewKey);
-    entry.views.set(viewKey, view);
+    }
+    putView(entry, shape, view);
     this.#evict();
   }
 
   #evict(): void {
-    for (const [key, entry] of this.#entries) {
-      if (this.#entries.size <= this.#maxSubjects && this.#weight <= this.#maxWeight) return;
-      this.#drop(key, entry);
+    for (const entry of this.#recency) {
+      if (this.#recency.size <= this.#maxSubjects && this.#weight <= this.#maxWeight) return;
+      this.#drop(entry);
     }
   }
 
-  #drop(key: string, entry: CachedGrants): void {
-    if (this.#entries.get(key) !== entry) return;
-    this.#entries.delete(key);
-    this.#weight -= entry.unit * (1 + entry.views.size);
+  #drop(entry: CachedGrants): void {
+    const subjects = this.#sets.get(entry.namespaceId);
+    if (subjects?.get(entry.subject) !== entry) return;
+    subjects.delete(entry.subject);
+    if (subjects.size === 0) this.#sets.delete(entry.namespaceId);
+    this.#recency.delete(entry);
+    if (this.#last === entry) this.#last = undefined;
+    this.#weight -= entry.unit * (1 + entry.shapes.length);
   }
 }
 
-/** Length-prefixed, so no pair of IDs (NUL and separators included) can share a key. */
-function keyOf(namespaceId: string, subject: string): string {
-  return `${namespaceId.length}:${namespaceId}${subject}`;
+/** The view of `entry` for the turn's shape, if one was built. */
+export function viewOf(entry: CachedGrants, shape: TurnShape): CachedView | undefined {
+  return entry.views.get(shape.authority)?.get(shape.owner)?.get(shape.purpose);
 }
 
-/** The turn shape a view is built for: authority, owner, purpose (absent ones kept apart). */
-export function viewKeyOf(authority: string, owner?: string, purpose?: string): string {
-  return JSON.stringify([authority, owner ?? null, purpose ?? null]);
+function putView(entry: CachedGrants, shape: TurnShape, view: CachedView): void {
+  let owners = entry.views.get(shape.authority);
+  if (owners === undefined) {
+    owners = new Map();
+    entry.views.set(shape.authority, owners);
+  }
+  let purposes = owners.get(shape.owner);
+  if (purposes === undefined) {
+    purposes = new Map();
+    owners.set(shape.owner, purposes);
+  }
+  if (!purposes.has(shape.purpose)) {
+    entry.shapes.push({ authority: shape.authority, owner: shape.owner, purpose: shape.purpose });
+  }
+  purposes.set(shape.purpose, view);
+}
+
+function deleteView(entry: CachedGrants, shape: TurnShape): void {
+  const owners = entry.views.get(shape.authority);
+  const purposes = owners?.get(shape.owner);
+  purposes?.delete(shape.purpose);
+  if (purposes?.size === 0) owners?.delete(shape.owner);
+  if (owners?.size === 0) entry.views.delete(shape.authority);
 }
 
 function unitOf(grants: readonly Grant[]): number {
