@@ -39,7 +39,7 @@ describe("JsonlAuditSink", () => {
     sink.append(event("b"));
     sink.append(event("a"));
     expect(readFileSync(path, "utf8").trimEnd().split("\n")).toHaveLength(3);
-    expect(await sink.read({ callId: "a" })).toEqual([event("a"), event("a")]);
+    expect(await sink.read({ callId: "a" })).toMatchObject([event("a"), event("a")]);
     sink.close();
     sink.close(); // idempotent
   });

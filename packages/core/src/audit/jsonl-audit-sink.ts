@@ -4,6 +4,9 @@ import { type AuditEvent, AuditEventSchema } from "../contracts/schemas.js";
 import { checkAuditFilter } from "../contracts/store-input.js";
 import { selectEvents } from "../memory/audit-sink.js";
 import type { AuditFilter, ReadableAuditSink } from "../ports/audit-sink.js";
+import { auditStreamOf, linkAuditEvent } from "./chain.js";
+import { FileLock } from "./file-lock.js";
+import { JsonlHeads } from "./jsonl-heads.js";
 
 export interface JsonlAuditSinkOptions {
   /**
@@ -15,6 +18,11 @@ export interface JsonlAuditSinkOptions {
    *   OS flushes its page cache. `close()` always fsyncs.
    */
   readonly fsync?: "every" | "none";
+  /**
+   * How long an append waits for the log's lock (held by another process's append) before it
+   * fails with `audit_unavailable`. Default 10,000 ms.
+   */
+  readonly lockWaitMs?: number;
 }
 
 /**
@@ -22,22 +30,37 @@ export interface JsonlAuditSinkOptions {
  * every write lands at the end even with several writers, and each event is one `write(2)` of
  * one line: lines from concurrent processes do not interleave (POSIX appends of this size are
  * atomic on local filesystems). The sink never rewrites or truncates the file.
+ *
+ * Each event is linked into its stream's hash chain (see `chain.ts`). Writers in several
+ * processes share one chain per stream, so an append reads the stream's head and writes under
+ * a lock file beside the log (`<path>.lock`, see `file-lock.ts`); the heads are read from the
+ * log's end and cached while no other process appends. Appends stay synchronous, as they
+ * were: the event is in the file, in the caller's order, when `append` returns.
  */
 export class JsonlAuditSink implements ReadableAuditSink {
   readonly #path: string;
   readonly #everyEvent: boolean;
+  readonly #lock: FileLock;
+  readonly #heads: JsonlHeads;
   #fd: number | undefined;
 
   private constructor(path: string, fd: number, options: JsonlAuditSinkOptions) {
     this.#path = path;
     this.#fd = fd;
     this.#everyEvent = options.fsync === "every";
+    this.#lock = new FileLock(`${path}.lock`, options.lockWaitMs ?? 10_000);
+    this.#heads = new JsonlHeads(fd);
   }
 
   /** Opens (creating if absent, mode 0600) the log at `path` for appending. */
   static open(path: string, options: JsonlAuditSinkOptions = {}): JsonlAuditSink {
+    const wait = options.lockWaitMs;
+    if (wait !== undefined && !(Number.isSafeInteger(wait) && wait >= 0)) {
+      throw new TesseraError("invalid_input", "lockWaitMs must be a non-negative whole number");
+    }
     try {
-      return new JsonlAuditSink(path, openSync(path, "a", 0o600), options);
+      // Read as well as append: the stream heads are read through the same descriptor.
+      return new JsonlAuditSink(path, openSync(path, "a+", 0o600), options);
     } catch (error) {
       throw new TesseraError("audit_unavailable", "cannot open the audit log for appending", {
         cause: error,
@@ -48,8 +71,18 @@ export class JsonlAuditSink implements ReadableAuditSink {
   append(event: AuditEvent): void {
     const fd = this.#fd;
     if (fd === undefined) throw new TesseraError("audit_unavailable", "the audit log is closed");
-    writeSync(fd, `${JSON.stringify(event)}\n`);
-    if (this.#everyEvent) fsyncSync(fd);
+    const stream = auditStreamOf(event);
+    this.#lock.hold(() => {
+      const linked = linkAuditEvent(event, this.#heads.headOf(stream));
+      const line = Buffer.from(`${JSON.stringify(linked)}\n`, "utf8");
+      const written = writeSync(fd, line);
+      if (written !== line.length) {
+        throw new TesseraError("audit_unavailable", "the audit log took part of an event");
+      }
+      this.#heads.appended(stream, { seq: linked.seq, hash: linked.hash }, written);
+      // Inside the lock: the next writer links to this event only once it is on disk.
+      if (this.#everyEvent) fsyncSync(fd);
+    });
   }
 
   /**
@@ -83,6 +116,7 @@ export class JsonlAuditSink implements ReadableAuditSink {
     const fd = this.#fd;
     if (fd === undefined) return;
     this.#fd = undefined;
+    this.#lock.close();
     fsyncSync(fd);
     closeSync(fd);
   }
