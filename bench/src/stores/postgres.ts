@@ -12,9 +12,9 @@
 import { randomBytes } from "node:crypto";
 import { type ClaimStore, type GrantUsageStore, openStores, type StoreBundle } from "@tessera/core";
 import pg from "pg";
-import { BATCH, gateOver, MESSAGES } from "../a2ui/fixtures.js";
 import { concurrent, medianRatesAbba } from "../measure.js";
 import { type BenchRow, ratioRow } from "../report.js";
+import { gateCases, gateHandleRows } from "./gate-e2e.js";
 import { RAW_SESSION_DIGEST, rawDigest, rawRecordJson } from "./raw-claim.js";
 import { GRANTS, turnOver } from "./turn.js";
 
@@ -67,10 +67,10 @@ export async function interleaved(
 }
 
 /**
- * End to end at concurrency 1 on a backend (shared with the Redis bench): `gate.handle` over
- * its claim store (validation, catalog, claim, callback, settle) and `sendMessage` spending a
- * bounded ticket in its usage store (grants, audit and transport in memory), each beside the
- * raw primitive its writes are made of. Informational: no target.
+ * End to end on a backend (shared with the Redis bench): `gate.handle` over its claim store
+ * (gate-e2e.ts: receipts after and before the reply, c=1 and c=8, each beside the raw claim
+ * at the same concurrency) and, at concurrency 1, `sendMessage` spending a bounded ticket in
+ * its usage store (grants, audit and transport in memory) beside the raw consume.
  */
 export async function endToEndRows(
   backend: string,
@@ -80,24 +80,20 @@ export async function endToEndRows(
   rawConsume: (i: number) => Promise<unknown>,
   ops: number,
 ): Promise<BenchRow[]> {
-  const gate = gateOver(claims);
-  const session = `e2e-${Date.now()}`;
+  const perSlice = Math.max(1, Math.floor(ops / SLICES));
+  const gateRows = await gateHandleRows(
+    backend,
+    claims,
+    rawClaim,
+    "raw claim primitive",
+    gateCases(perSlice, 4 * perSlice),
+  );
   const turn = await turnOver(usage);
   try {
     // One send per ticket first, so the measured sends find their counters in place.
     for (let g = 0; g < GRANTS; g++) {
       await turn.sendMessage({ recipient: `colleague-${g}`, payload: "warm-up" });
     }
-    const [gateRate, claimRate] = await interleaved(
-      1,
-      ops,
-      async (call) => {
-        const message = MESSAGES[call % BATCH];
-        const { receipt } = await gate.handle(`${session}-${Math.floor(call / BATCH)}`, message);
-        if (receipt.status !== "dispatched") throw new Error("bench: call not dispatched");
-      },
-      rawClaim,
-    );
     const [sendRate, consumeRate] = await interleaved(
       1,
       ops,
@@ -112,14 +108,7 @@ export async function endToEndRows(
     );
     const meaning = "end-to-end rate ÷ raw primitive rate, same run (informational: no target)";
     return [
-      {
-        name: `${backend} gate.handle/s end to end (claim + settle), c=1`,
-        unit: "ops/s",
-        value: gateRate,
-        baseline: { name: "raw claim primitive", value: claimRate },
-        ratio: gateRate / claimRate,
-        ratioMeaning: meaning,
-      },
+      ...gateRows,
       {
         name: `${backend} sendMessage/s end to end (bounded ticket), c=1`,
         unit: "ops/s",

@@ -21,9 +21,9 @@ import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { openStores } from "@tessera/core";
 import Database from "better-sqlite3";
-import { BATCH, gateOver, MESSAGES } from "../a2ui/fixtures.js";
 import { concurrent, medianRatesAbba, throughput } from "../measure.js";
 import { type BenchRow, ratioRow } from "../report.js";
+import { gateCases, gateHandleRows } from "./gate-e2e.js";
 import { GRANTS, turnOver } from "./turn.js";
 
 type Mode = "store-claim" | "raw-claim" | "store-consume" | "raw-consume";
@@ -152,28 +152,28 @@ async function inFlightPair(
 }
 
 /**
- * End to end at concurrency 1, synchronous=FULL: `gate.handle` over the SQLite claim store
- * (validation, catalog, claim, callback, settle: two commits per call) and `sendMessage`
- * spending a bounded ticket in the SQLite usage store (one commit per send; grants, audit
- * and transport in memory), each beside the raw primitive its commits are made of.
+ * End to end, synchronous=FULL: `gate.handle` over the SQLite claim store (gate-e2e.ts:
+ * receipts after and before the reply, c=1 and c=8 in one process, beside the raw claim at
+ * the same concurrency) and, at c=1, `sendMessage` spending a bounded ticket in the SQLite
+ * usage store (one commit per send; grants, audit and transport in memory) beside the raw
+ * conditional UPDATE.
  */
 async function endToEnd(fresh: () => string): Promise<BenchRow[]> {
   const gateStores = await openStores(`sqlite:${fresh()}`);
-  const gate = gateOver(gateStores.claims);
-  let call = 0;
-  const [gateRate, rawClaim] = await alternate(
-    {
-      op: async () => {
-        const { receipt } = await gate.handle(
-          `s${Math.floor(call / BATCH)}`,
-          MESSAGES[call++ % BATCH],
-        );
-        if (receipt.status !== "dispatched") throw new Error("bench: call not dispatched");
-      },
-      close: () => gateStores.close(),
-    },
-    await prepare("raw-claim", fresh(), "FULL", "e2e"),
-  );
+  const rawClaim = await prepare("raw-claim", fresh(), "FULL", "e2e");
+  let gateRows: BenchRow[];
+  try {
+    gateRows = await gateHandleRows(
+      "sqlite",
+      gateStores.claims,
+      async () => rawClaim.op(),
+      "INSERT OR IGNORE (1 commit)",
+      gateCases(100, 400),
+    );
+  } finally {
+    await gateStores.close();
+    await rawClaim.close();
+  }
   const usageStores = await openStores(`sqlite:${fresh()}`);
   const turn = await turnOver(usageStores.usage);
   let send = 0;
@@ -195,17 +195,7 @@ async function endToEnd(fresh: () => string): Promise<BenchRow[]> {
   );
   const meaning = "end-to-end rate ÷ raw primitive rate, same run (informational: no target)";
   return [
-    {
-      ...row(
-        "sqlite gate.handle/s end to end (2 commits), c=1, synchronous=FULL",
-        gateRate,
-        "INSERT OR IGNORE (1 commit)",
-        rawClaim,
-      ),
-      ratioMeaning: meaning,
-      target: undefined,
-      met: undefined,
-    },
+    ...gateRows,
     {
       ...row(
         "sqlite sendMessage/s end to end (bounded ticket), c=1, synchronous=FULL",
