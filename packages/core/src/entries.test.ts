@@ -59,9 +59,11 @@ describe("the entry points", () => {
         "messageResource",
         "messageSendCapability",
         "openStores",
+        "signAuditCheckpoint",
         "storePackageFor",
         "systemClock",
         "verifyAuditChain",
+        "verifyAuditCheckpoint",
       ].sort(),
     );
   });

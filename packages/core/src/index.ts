@@ -2,6 +2,15 @@
  * `@tessera/core`: what a host wires and calls. Test helpers live in `@tessera/core/testing`,
  * store-author helpers in `@tessera/core/store-kit`.
  */
+
+export {
+  type AuditCheckpoint,
+  type AuditCheckpointHead,
+  type AuditCheckpointResult,
+  type AuditSigningKey,
+  signAuditCheckpoint,
+  verifyAuditCheckpoint,
+} from "./audit/checkpoint.js";
 export {
   type ExplainPrincipal,
   type ExplainVerdict,
