@@ -1,8 +1,7 @@
 import { isTesseraError, TesseraError } from "@tessera/core";
 import { type UnavailableCode, unavailable } from "./database.js";
 
-/** When a batch is written: after the current microtasks (`microtask`) or the next turn. */
-export type FlushOn = "microtask" | "immediate";
+const MAX_BATCH = 512;
 
 interface Pending {
   readonly code: UnavailableCode;
@@ -37,7 +36,6 @@ type Outcome =
 export class GroupCommit {
   readonly #alone: (work: () => unknown) => unknown;
   readonly #transaction: (work: () => void) => void;
-  readonly #flushOn: FlushOn;
   #queue: Pending[] = [];
   #scheduled = false;
 
@@ -45,14 +43,9 @@ export class GroupCommit {
    * `alone` runs a batch of one as it is (its statement commits on its own); `transaction`
    * runs its argument inside BEGIN IMMEDIATE … COMMIT. Either throws on failure.
    */
-  constructor(
-    alone: (work: () => unknown) => unknown,
-    transaction: (work: () => void) => void,
-    flushOn: FlushOn = "microtask",
-  ) {
+  constructor(alone: (work: () => unknown) => unknown, transaction: (work: () => void) => void) {
     this.#alone = alone;
     this.#transaction = transaction;
-    this.#flushOn = flushOn;
   }
 
   /** Queues `work` (synchronous SQL) and resolves with its result once committed. */
@@ -61,15 +54,18 @@ export class GroupCommit {
       this.#queue.push({ code, work, resolve: resolve as (value: unknown) => void, reject });
       if (this.#scheduled) return;
       this.#scheduled = true;
-      if (this.#flushOn === "microtask") queueMicrotask(() => this.#flush());
-      else setImmediate(() => this.#flush());
+      // A microtask, not setImmediate: a caller alone waits for no turn of the event loop,
+      // and callers issuing together in one tick still land in the same batch.
+      queueMicrotask(() => this.#flush());
     });
   }
 
   #flush(): void {
-    const batch = this.#queue;
-    this.#queue = [];
-    this.#scheduled = false;
+    // Bounded, so one batch holds the file's write lock for a few milliseconds at most and
+    // other processes waiting on it stay well inside their busy timeout.
+    const batch = this.#queue.splice(0, MAX_BATCH);
+    this.#scheduled = this.#queue.length > 0;
+    if (this.#scheduled) queueMicrotask(() => this.#flush());
     if (batch.length === 1) return this.#flushOne(batch[0] as Pending);
     const outcomes: Outcome[] = [];
     try {

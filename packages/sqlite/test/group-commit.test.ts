@@ -71,6 +71,18 @@ describe("SQLite group commit", () => {
     expect(await claims.get(same)).toEqual({ ...same, ...record("same-0") });
   });
 
+  it("1,100 writes issued together go in batches of at most 512, every one answered", async () => {
+    const { claims } = open();
+    const batches = vi.spyOn(SqliteDatabase.prototype, "run");
+    const results = await Promise.all(
+      Array.from({ length: 1100 }, (_, i) =>
+        claims.claim({ session: "s", functionCallId: `c${i}` }, record(`c${i}`)),
+      ),
+    );
+    expect(batches).toHaveBeenCalledTimes(3);
+    expect(results.every((result) => result.status === "claimed")).toBe(true);
+  });
+
   it("64 consumes of one ticket (maxUses 5) in one batch: the first 5 issued win, counts 1..5", async () => {
     const { usage } = open();
     const results = await Promise.all(
