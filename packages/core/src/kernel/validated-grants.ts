@@ -12,7 +12,7 @@ import type { Grant } from "../contracts/schemas.js";
  * "return override"), so only this module can stamp, and `#sealed in value` is a brand check
  * nothing else can pass: not a copy, not a proxy, not a structured clone. It used to be a
  * WeakSet, which costs an ephemeron-table insert per grant and extra work in every garbage
- * collection; fan-out seals 10,000 grants at once and measured about seven times faster this way.
+ * collection: stamping 10,000 grants and checking each twice measured 7–9× faster this way.
  */
 class ReturnsItsArgument {
   constructor(target: object) {
