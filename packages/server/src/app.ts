@@ -9,6 +9,7 @@ import { Metrics } from "./metrics.js";
 import { openApiDocument } from "./openapi.js";
 import { authenticate, type Principal } from "./principals.js";
 import { readinessProbe } from "./readiness.js";
+import { AnswerWrites } from "./retry.js";
 import { type A2uiOptions, a2uiRoutes } from "./routes/a2ui.js";
 import { decisionRoutes } from "./routes/decisions.js";
 import { grantRoutes } from "./routes/grants.js";
@@ -51,13 +52,15 @@ export function buildApp(options: AppOptions): FastifyInstance {
     stores,
     principals: options.principals,
     metrics,
-    retry: { waitMs: options.retryWaitMs ?? 5000 },
+    retry: { waitMs: options.retryWaitMs ?? 5000, writes: new AnswerWrites() },
   };
   const log = options.log ?? {};
   const app: FastifyInstance = Fastify<Server>({
     bodyLimit: MAX_BODY_BYTES,
-    // A request ID of our own making: a client-sent one would be a hostile string in every log line.
-    genReqId: () => randomUUID(),
+    // The caller's `x-request-id` when it is a sane token (so a host can follow one request
+    // through its own logs and ours), else one of our own: a hostile string never reaches a
+    // log line or a header.
+    genReqId: (request) => saneRequestId(request.headers["x-request-id"]) ?? randomUUID(),
     requestIdHeader: false,
     return503OnClosing: true,
     // A target Fastify cannot read (a bad absolute-form URL) is answered in the service's shape.
@@ -92,6 +95,8 @@ export function buildApp(options: AppOptions): FastifyInstance {
           },
   });
   app.setErrorHandler(handleError);
+  // Answers still being written after their replies land before the host closes the stores.
+  app.addHook("onClose", () => context.retry.writes.drain());
   // JSON only: a text body is a 415, not a string handed to a schema.
   app.removeContentTypeParser("text/plain");
   app.setNotFoundHandler((request, reply) => {
@@ -113,6 +118,7 @@ export function buildApp(options: AppOptions): FastifyInstance {
   });
 
   app.addHook("onRequest", async (request, reply) => {
+    reply.header("x-request-id", request.id);
     const role = request.routeOptions.config.role;
     if (role === undefined || role === "public") return;
     const principal = authenticate(context.principals, request.headers.authorization);
@@ -153,6 +159,11 @@ function targetPath(raw = ""): string | undefined {
   if (!URL.canParse(raw)) return undefined;
   const url = new URL(raw);
   return url.protocol === "http:" || url.protocol === "https:" ? url.pathname : undefined;
+}
+
+/** An incoming request ID is kept only if it is short and plain: letters, digits, `._:-`. */
+function saneRequestId(value: string | string[] | undefined): string | undefined {
+  return typeof value === "string" && /^[A-Za-z0-9._:-]{1,128}$/.test(value) ? value : undefined;
 }
 
 function pattern(path: string): RegExp {

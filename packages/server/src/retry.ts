@@ -17,6 +17,34 @@ export type Settled = "dispatched" | "denied" | "failed";
 export interface RetryOptions {
   /** How long a retry waits for the first request of its call ID to answer. */
   readonly waitMs: number;
+  /** The answers this service is still writing after their replies. */
+  readonly writes: AnswerWrites;
+}
+
+/**
+ * Answers written after their reply, by claim: a retry reaching this same service meanwhile
+ * waits for the write instead of polling, and closing the service waits for all of them, so
+ * the host closes its stores only once every answer has landed.
+ */
+export class AnswerWrites {
+  readonly #pending = new Map<string, Promise<void>>();
+
+  later(id: string, write: () => Promise<void>): void {
+    const written: Promise<void> = write()
+      .catch(() => undefined)
+      .finally(() => {
+        if (this.#pending.get(id) === written) this.#pending.delete(id);
+      });
+    this.#pending.set(id, written);
+  }
+
+  wait(id: string): Promise<void> | undefined {
+    return this.#pending.get(id);
+  }
+
+  async drain(): Promise<void> {
+    while (this.#pending.size > 0) await Promise.all(this.#pending.values());
+  }
 }
 
 /**
@@ -26,7 +54,10 @@ export interface RetryOptions {
  * field (the port's only field that holds data), and both claims are settled. A later request
  * with the same body reads that answer back; with another body it is a conflict.
  *
- * A crash between the claim and the answer leaves the call in doubt (listed by the store's
+ * Only the claim has to be durable before deciding (the kernel's spend and audit event are
+ * durable before it answers): the answer and the receipts are written after the reply, so the
+ * caller waits for one write fewer than three. A crash between the claim and the answer —
+ * before or just after the reply — leaves the call in doubt (listed by the store's
  * `listInDoubt`): it is never decided again, and retries answer `call_in_progress`.
  */
 export async function once<A>(
@@ -52,17 +83,24 @@ export async function once<A>(
         "callId",
       );
     }
+    await options.writes.wait(pendingId(key));
     return { answer: await recorded<A>(claims, answerKey, options.waitMs), replayed: true };
   }
   const { answer, settled } = await decide();
-  await claims.claim(answerKey, {
-    bodyHash,
-    claimedAt: Date.now(),
-    worker: JSON.stringify({ answer }),
+  options.writes.later(pendingId(key), async () => {
+    await claims.claim(answerKey, {
+      bodyHash,
+      claimedAt: Date.now(),
+      worker: JSON.stringify({ answer }),
+    });
+    const receipt = { status: settled, settledAt: Date.now() } as const;
+    await Promise.all([claims.settle(answerKey, receipt), claims.settle(key, receipt)]);
   });
-  const receipt = { status: settled, settledAt: Date.now() } as const;
-  await Promise.all([claims.settle(answerKey, receipt), claims.settle(key, receipt)]);
   return { answer, replayed: false, settled };
+}
+
+function pendingId(key: ClaimKey): string {
+  return `${key.session}\u0000${key.functionCallId}`;
 }
 
 /** The first request's answer, waiting a little while it is still being decided. */

@@ -54,6 +54,32 @@ describe("logs", () => {
     });
   });
 
+  it("echo a sane x-request-id in the answer and the log lines; replace any other", async () => {
+    const sent = await fetch(`${server.url}/v1/tools`, {
+      headers: { authorization: `Bearer ${alice.token}`, "x-request-id": "host-req.42:a_b-c" },
+    });
+    expect(sent.headers.get("x-request-id")).toBe("host-req.42:a_b-c");
+    expect(lines.filter((l) => l.reqId === "host-req.42:a_b-c").length).toBeGreaterThanOrEqual(2);
+
+    for (const hostile of ["a b", "x".repeat(129), "id\u00e9", "<script>"]) {
+      const answer = await fetch(`${server.url}/v1/tools`, {
+        headers: { authorization: `Bearer ${alice.token}`, "x-request-id": encodeURI(hostile) },
+      });
+      const id = answer.headers.get("x-request-id");
+      if (encodeURI(hostile) === hostile) expect(id).not.toBe(hostile);
+      expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    }
+    // Without one, each answer carries a fresh ID; refusals and unknown routes too.
+    const none = await fetch(`${server.url}/v1/tools`);
+    expect(none.status).toBe(401);
+    expect(none.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+    const missing = await fetch(`${server.url}/v1/nowhere`, {
+      headers: { "x-request-id": "lost-1" },
+    });
+    expect(missing.status).toBe(404);
+    expect(missing.headers.get("x-request-id")).toBe("lost-1");
+  });
+
   it("write the cause of a 5xx, and answer it without the cause", async () => {
     const answer = await call(server.url, "GET", "/v1/explain?callId=x", { token: alice.token });
     expect(answer).toMatchObject({ status: 500, body: { error: { code: "internal_error" } } });
