@@ -16,7 +16,10 @@ import { type Connection, scanKeys, script } from "./connection.js";
  * - 3: the audit trail is a hash chain per stream, each stream's head a field of
  *   `audit-heads`. Nothing is rewritten: entries written before stay as they were, the
  *   unchained start of their stream. The version moves so that a version-2 build, which
- *   would append unlinked events into a chained trail, refuses the prefix.
+ *   would append unlinked events into a chained trail, refuses the prefix. Also (the same
+ *   unreleased version) `grants-versions:<ns>`, each holder's grants version, set with every
+ *   grant change: a version-2 build, which would change grants without it, is refused too.
+ *   A holder without a field has had no grant change since (version "0").
  */
 export const LAYOUT_VERSION = 3;
 
