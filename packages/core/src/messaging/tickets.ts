@@ -54,11 +54,15 @@ export function buildFanoutTickets(shape: TicketShape): Grant[] {
   if (constraints.purposes) Object.freeze(constraints.purposes);
   Object.freeze(constraints);
   Object.freeze(actions);
-  for (let index = 0; index < recipients.length; index++) {
-    const recipient = recipients[index];
+  // Every recipient before any ticket: nothing is built for a batch that is refused, and the
+  // parser's short-lived garbage is collected while few tickets are alive to be copied.
+  for (const recipient of recipients) {
     if (!PathSegmentSchema.safeParse(recipient).success) {
       throw new TesseraError("invalid_grant", "the grant does not match the grant schema");
     }
+  }
+  for (let index = 0; index < recipients.length; index++) {
+    const recipient = recipients[index] as string;
     // Keys in GrantSchema's output order, so a ticket serialises as a parsed one would.
     tickets.push(
       sealValidatedGrant({
@@ -66,9 +70,7 @@ export function buildFanoutTickets(shape: TicketShape): Grant[] {
         namespaceId,
         issuer,
         subject,
-        capabilities: [
-          { resource: { namespace, path: [recipient as string], owner }, actions, scope },
-        ],
+        capabilities: [{ resource: { namespace, path: [recipient], owner }, actions, scope }],
         constraints,
         issuedAt: template.issuedAt,
       }),
