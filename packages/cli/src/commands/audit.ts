@@ -12,6 +12,7 @@ import { nonEmpty, wholeNumber } from "../options.js";
 import { printJson, printLines } from "../output.js";
 import { openStoresByUrl } from "../stores.js";
 import { auditQueryCommand, auditTailCommand } from "./audit-read.js";
+import { auditCheckpointCommand, auditKeygenCommand, auditVerifyCommand } from "./audit-verify.js";
 
 export interface SourceOptions {
   store?: string;
@@ -137,5 +138,9 @@ export function auditCommand(): Command {
     );
 
   audit.addCommand(auditQueryCommand()).addCommand(auditTailCommand());
+  audit
+    .addCommand(auditVerifyCommand())
+    .addCommand(auditCheckpointCommand())
+    .addCommand(auditKeygenCommand());
   return audit;
 }

@@ -1,0 +1,208 @@
+import { generateKeyPairSync } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import {
+  type AuditBreak,
+  type AuditCheckpoint,
+  type AuditCheckpointResult,
+  type AuditEvent,
+  type AuditVerification,
+  signAuditCheckpoint,
+  TesseraError,
+  verifyAuditChain,
+  verifyAuditCheckpoint,
+} from "@tessera/core";
+import { Command } from "commander";
+import { nonEmpty } from "../options.js";
+import { printJson, printLines } from "../output.js";
+import { openAudit, type SourceOptions } from "./audit.js";
+
+/**
+ * Exit status when the trail does not verify (a break, or a checkpoint it fails): apart from
+ * 2, a refusal to run, so that a script can tell "tampered" from "could not look".
+ */
+export const EXIT_NOT_INTACT = 3;
+
+const KEY_FILE = "audit-signing.key";
+const PUBLIC_KEY_FILE = "audit-signing.pub";
+
+interface VerifyOptions extends SourceOptions {
+  checkpoint?: string;
+  publicKey?: string;
+  json?: boolean;
+}
+
+interface CheckpointOptions extends SourceOptions {
+  privateKey: string;
+  out?: string;
+  json?: boolean;
+}
+
+function sourced(command: Command): Command {
+  return command
+    .option("--store <url>", "audit store (sqlite:, postgres://, redis://)", nonEmpty)
+    .option("--file <path>", "a JSON-lines audit log", nonEmpty);
+}
+
+async function readTrail(options: SourceOptions): Promise<readonly AuditEvent[]> {
+  const { audit, close } = await openAudit(options);
+  try {
+    return await audit.read();
+  } finally {
+    await close();
+  }
+}
+
+function readText(path: string, what: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch (error) {
+    throw new TesseraError("invalid_input", `cannot read the ${what} file`, { cause: error });
+  }
+}
+
+/** A checkpoint file holds one checkpoint or a list of them, as `audit checkpoint` writes. */
+function readCheckpoints(path: string): unknown[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readText(path, "checkpoint"));
+  } catch (error) {
+    if (error instanceof TesseraError) throw error;
+    throw new TesseraError("invalid_input", "the checkpoint file is not JSON");
+  }
+  const list = Array.isArray(parsed) ? parsed : [parsed];
+  if (list.length === 0) throw new TesseraError("invalid_input", "the checkpoint file is empty");
+  return list;
+}
+
+const streamName = (stream: string) => (stream === "" ? "(gate)" : JSON.stringify(stream));
+
+export function describeBreak(found: AuditBreak): string {
+  const seq = found.seq === undefined ? "no seq" : `seq ${found.seq}`;
+  return `${found.kind} event in stream ${streamName(found.stream)} at index ${found.index} (${seq}, expected seq ${found.expectedSeq}): ${found.detail}`;
+}
+
+function describe(result: AuditVerification): string[] {
+  const lines = [
+    result.ok
+      ? `intact: ${result.events} events in ${result.streams.length} streams`
+      : `broken: ${describeBreak(result.break)}`,
+  ];
+  for (const stream of result.streams) {
+    const unchained = stream.unchained > 0 ? `, ${stream.unchained} unchained before it` : "";
+    const state =
+      stream.break === undefined ? "" : ` — ${stream.break.kind} at index ${stream.break.index}`;
+    lines.push(
+      `  stream ${streamName(stream.stream)}: ${stream.events} events, verified to seq ${stream.head.seq}${unchained}${state}`,
+    );
+  }
+  return lines;
+}
+
+function describeCheckpoint(result: AuditCheckpointResult): string {
+  const where = `checkpoint of stream ${streamName(result.stream)} at seq ${result.seq}`;
+  if (result.ok) return `${where}: holds`;
+  const found = result.break === undefined ? "" : `: ${describeBreak(result.break)}`;
+  return `${where}: FAILS (${result.reason})${found}`;
+}
+
+export function auditVerifyCommand(): Command {
+  return sourced(
+    new Command("verify").description(
+      `walk the trail's hash chains and report the first break (exit ${EXIT_NOT_INTACT} if not intact)`,
+    ),
+  )
+    .option("--checkpoint <file>", "signed checkpoints to check the trail against", nonEmpty)
+    .option("--public-key <file>", "the Ed25519 public key (PEM) that signed them", nonEmpty)
+    .option("--json", "print JSON")
+    .action(async (options: VerifyOptions) => {
+      if ((options.checkpoint === undefined) !== (options.publicKey === undefined)) {
+        throw new TesseraError("invalid_usage", "--checkpoint and --public-key go together");
+      }
+      // Read the inputs before the trail: a missing key is the caller's slip, not tampering.
+      const checkpoints =
+        options.checkpoint === undefined ? undefined : readCheckpoints(options.checkpoint);
+      const publicKey =
+        options.publicKey === undefined ? undefined : readText(options.publicKey, "public key");
+      const events = await readTrail(options);
+      const result = verifyAuditChain(events);
+      const checked =
+        checkpoints === undefined || publicKey === undefined
+          ? undefined
+          : checkpoints.map((checkpoint) => verifyAuditCheckpoint(checkpoint, publicKey, events));
+      const intact = result.ok && (checked ?? []).every((check) => check.ok);
+      if (options.json) {
+        printJson({
+          ...result,
+          ...(checked === undefined ? {} : { checkpoints: checked }),
+          intact,
+        });
+      } else {
+        printLines([...describe(result), ...(checked ?? []).map(describeCheckpoint)]);
+      }
+      if (!intact) process.exitCode = EXIT_NOT_INTACT;
+    });
+}
+
+export function auditCheckpointCommand(): Command {
+  return sourced(
+    new Command("checkpoint").description(
+      "sign the head of every stream (Ed25519); keep the output away from the trail",
+    ),
+  )
+    .requiredOption("--private-key <file>", "the Ed25519 private key (PEM)", nonEmpty)
+    .option("--out <file>", "write the checkpoints here (default: print them)", nonEmpty)
+    .option("--json", "print JSON")
+    .action(async (options: CheckpointOptions) => {
+      const privateKey = readText(options.privateKey, "private key");
+      const events = await readTrail(options);
+      const result = verifyAuditChain(events);
+      if (!result.ok) {
+        // Signing a broken trail would vouch for the tampering.
+        printLines([`not signed: ${describeBreak(result.break)}`]);
+        process.exitCode = EXIT_NOT_INTACT;
+        return;
+      }
+      const at = new Date().toISOString();
+      const checkpoints: AuditCheckpoint[] = result.streams
+        .filter((stream) => stream.head.seq > 0)
+        .map((stream) =>
+          signAuditCheckpoint({ stream: stream.stream, ...stream.head }, privateKey, { at }),
+        );
+      const text = `${JSON.stringify(checkpoints, null, 2)}\n`;
+      if (options.out === undefined) {
+        process.stdout.write(text);
+        return;
+      }
+      writeFileSync(options.out, text, { mode: 0o644 });
+      if (options.json) printJson({ out: options.out, checkpoints: checkpoints.length });
+      else printLines([`signed ${checkpoints.length} stream heads into ${options.out}`]);
+    });
+}
+
+export function auditKeygenCommand(): Command {
+  return new Command("keygen")
+    .description(
+      `make an Ed25519 key pair for checkpoints: ${KEY_FILE} (0600) and ${PUBLIC_KEY_FILE}`,
+    )
+    .requiredOption("--out <dir>", "directory to write them into (created if absent)", nonEmpty)
+    .option("--json", "print JSON")
+    .action((options: { out: string; json?: boolean }) => {
+      const { publicKey, privateKey } = generateKeyPairSync("ed25519");
+      mkdirSync(options.out, { recursive: true, mode: 0o700 });
+      const keyPath = join(options.out, KEY_FILE);
+      const publicPath = join(options.out, PUBLIC_KEY_FILE);
+      // Never over an existing key (checkpoints signed with it would no longer verify), nor
+      // half a pair: both names are checked before either is written.
+      if (existsSync(keyPath) || existsSync(publicPath)) {
+        throw new TesseraError("invalid_usage", "a signing key is already there; not replaced");
+      }
+      writeFileSync(keyPath, privateKey.export({ type: "pkcs8", format: "pem" }), {
+        mode: 0o600,
+        flag: "wx",
+      });
+      writeFileSync(publicPath, publicKey.export({ type: "spki", format: "pem" }), { flag: "wx" });
+      if (options.json) printJson({ privateKey: keyPath, publicKey: publicPath });
+      else printLines([`private key: ${keyPath} (keep it secret)`, `public key: ${publicPath}`]);
+    });
+}
