@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { linkSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
+import { hostname } from "node:os";
 import { threadId } from "node:worker_threads";
 import { TesseraError } from "../contracts/errors.js";
 
@@ -18,6 +19,9 @@ import { TesseraError } from "../contracts/errors.js";
  * - A `.break` lock left by a process killed in the few system calls it is held is not
  *   broken (the same race would return): after the bounded wait the append fails closed
  *   with `audit_unavailable`, naming the file an operator may remove.
+ *
+ * Only a lock taken on this host (by name) is judged: another container's pid means nothing
+ * here, so its lock is waited for and never broken.
  *
  * Same process, same thread, is always stale: the lock is held only inside one synchronous
  * call, so when this thread looks, its own earlier holding has ended (a crash, then a new
@@ -109,11 +113,15 @@ export class FileLock {
 interface Holder {
   readonly pid: number;
   readonly thread: number;
+  readonly host: string;
   readonly token: string;
 }
 
+/** This machine's name as a lock names it (no spaces: the token is space-separated). */
+const HOST = hostname().replace(/[^A-Za-z0-9.-]/g, "_") || "_";
+
 function newToken(): string {
-  return `${process.pid} ${threadId} ${randomBytes(12).toString("hex")}`;
+  return `${process.pid} ${threadId} ${HOST} ${randomBytes(12).toString("hex")}`;
 }
 
 /** Where a holder's token is staged: derived from it, so a breaker can remove it too. */
@@ -162,12 +170,14 @@ function readHolder(path: string): Holder | undefined {
   } catch {
     return undefined;
   }
-  const [pid, thread] = text.split(" ").map(Number);
-  if (!Number.isSafeInteger(pid) || !Number.isSafeInteger(thread)) return undefined;
-  return { pid: pid as number, thread: thread as number, token: text.trim() };
+  const [pid, thread, host] = text.split(" ");
+  if (!Number.isSafeInteger(Number(pid)) || !Number.isSafeInteger(Number(thread))) return undefined;
+  return { pid: Number(pid), thread: Number(thread), host: host ?? "", token: text.trim() };
 }
 
 function isStale(holder: Holder): boolean {
+  // A pid means nothing on another machine or in another container: never break it.
+  if (holder.host !== HOST) return false;
   if (holder.pid === process.pid) return holder.thread === threadId;
   try {
     process.kill(holder.pid, 0);

@@ -9,7 +9,7 @@ import {
   truncateSync,
   writeFileSync,
 } from "node:fs";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { threadId } from "node:worker_threads";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -156,10 +156,21 @@ describe("JsonlAuditSink links one chain per stream", () => {
 
 describe("JsonlAuditSink's lock file", () => {
   const lock = () => `${path}.lock`;
+  const host = hostname().replace(/[^A-Za-z0-9.-]/g, "_");
+
+  it("never breaks a lock taken on another host, whatever its pid: fails closed", async () => {
+    writeFileSync(lock(), `${await deadPid()} 0 elsewhere.example deadbeef\n`);
+    const sink = JsonlAuditSink.open(path, { lockWaitMs: 50 });
+    expect(() => sink.append(event("a", "n1"))).toThrowError(
+      expect.objectContaining({ code: "audit_unavailable" }),
+    );
+    sink.close();
+    expect(existsSync(lock())).toBe(true);
+  });
 
   it("breaks a lock whose holder has died, and its staged token", async () => {
     const pid = await deadPid();
-    const token = `${pid} 0 deadbeef`;
+    const token = `${pid} 0 ${host} deadbeef`;
     writeFileSync(lock(), `${token}\n`);
     writeFileSync(`${lock()}.${token.replaceAll(" ", "-")}`, `${token}\n`);
     const sink = JsonlAuditSink.open(path, { lockWaitMs: 2000 });
@@ -170,7 +181,7 @@ describe("JsonlAuditSink's lock file", () => {
   });
 
   it("breaks a lock naming this very thread: it cannot be holding it between calls", () => {
-    writeFileSync(lock(), `${process.pid} ${threadId} cafe\n`);
+    writeFileSync(lock(), `${process.pid} ${threadId} ${host} cafe\n`);
     const sink = JsonlAuditSink.open(path, { lockWaitMs: 0 });
     sink.append(event("a", "n1"));
     sink.close();
@@ -183,7 +194,7 @@ describe("JsonlAuditSink's lock file", () => {
     });
     const closed = new Promise((resolve) => holder.on("close", resolve));
     try {
-      writeFileSync(lock(), `${holder.pid} 0 alive\n`);
+      writeFileSync(lock(), `${holder.pid} 0 ${host} alive\n`);
       const sink = JsonlAuditSink.open(path, { lockWaitMs: 100 });
       expect(() => sink.append(event("a", "n1"))).toThrowError(
         expect.objectContaining({
@@ -204,8 +215,8 @@ describe("JsonlAuditSink's lock file", () => {
 
   it("does not break a lock whose breaker died mid-break: fails closed naming the file", async () => {
     const pid = await deadPid();
-    writeFileSync(lock(), `${pid} 0 stale\n`);
-    writeFileSync(`${lock()}.break`, `${pid} 0 breaker\n`);
+    writeFileSync(lock(), `${pid} 0 ${host} stale\n`);
+    writeFileSync(`${lock()}.break`, `${pid} 0 ${host} breaker\n`);
     const sink = JsonlAuditSink.open(path, { lockWaitMs: 50 });
     expect(() => sink.append(event("a", "n1"))).toThrowError(
       expect.objectContaining({
