@@ -28,6 +28,6 @@ describe("the CLI README", () => {
 
   it("states the error shape and every exit code the CLI uses", () => {
     expect(readme).toContain("tessera: <code>: <message>");
-    for (const exit of [0, 1, 2]) expect(readme).toMatch(new RegExp(`^\\| ${exit} `, "m"));
+    for (const exit of [0, 1, 2, 3]) expect(readme).toMatch(new RegExp(`^\\| ${exit} `, "m"));
   });
 });
