@@ -49,7 +49,10 @@ export async function issueFanoutTickets(
     issuedAt: options.issuedAt ?? new Date(),
   });
   if (tickets.length === 0) return Object.freeze(tickets);
-  if (store.addMany !== undefined) return Object.freeze([...(await store.addMany(tickets))]);
+  if (store.addMany !== undefined) {
+    const added = await store.addMany(tickets);
+    return Object.isFrozen(added) ? added : Object.freeze([...added]);
+  }
   const issued: Grant[] = [];
   for (const ticket of tickets) issued.push(await store.add(ticket));
   return Object.freeze(issued);
