@@ -10,6 +10,8 @@ const UNAVAILABLE = ["audit_unavailable"];
 const PER_PROCESS = 40;
 /** Rounds of the cross-process race on the same store: later rounds link to a long chain. */
 const ROUNDS = 2;
+/** The cross-process case starts 8 processes per round: on a loaded machine, minutes. */
+const ROUNDS_TIMEOUT_MS = 180_000;
 const GENESIS = "0".repeat(64);
 
 export function auditEvent(index: number, overrides: Partial<AuditEvent> = {}): AuditEvent {
@@ -246,6 +248,7 @@ export function describeAuditSinkConformance<H extends OpenedStore<ReadableAudit
             expectOneChain(events);
           }
         }),
+      ROUNDS_TIMEOUT_MS,
     );
 
     outageCase(`outage: fails closed with audit_unavailable, recovers${outageNote}`, () =>

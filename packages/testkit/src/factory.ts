@@ -57,16 +57,23 @@ export interface StoreFactory<S, H extends OpenedStore<S> = OpenedStore<S>> {
   knownFailures?: readonly string[];
 }
 
-/** `it`, or `it.fails` for a case the factory lists as a known failure. */
+/**
+ * `it`, or `it.fails` for a case the factory lists as a known failure. `timeoutMs` is for a
+ * case that starts OS processes more than once, which a loaded machine makes slow.
+ */
 export function caseFor(factory: {
   knownFailures?: readonly string[];
-}): (title: string, body: () => Promise<unknown>) => void {
+}): (title: string, body: () => Promise<unknown>, timeoutMs?: number) => void {
   const known = factory.knownFailures ?? [];
-  return (title, body) => {
+  return (title, body, timeoutMs) => {
     const run = known.some((prefix) => title.startsWith(prefix)) ? it.fails : it;
-    run(title, async () => {
-      await body();
-    });
+    run(
+      title,
+      async () => {
+        await body();
+      },
+      timeoutMs,
+    );
   };
 }
 
@@ -83,7 +90,7 @@ export async function withStore<S, H extends OpenedStore<S>, T>(
   }
 }
 
-type Case = (title: string, body: () => Promise<unknown>) => void;
+type Case = (title: string, body: () => Promise<unknown>, timeoutMs?: number) => void;
 
 /**
  * What every suite declares its cases with: `use` opens a fresh store, `check` is the plain
