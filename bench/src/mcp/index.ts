@@ -30,7 +30,7 @@ import { type BenchRow, type BenchSection, ratioRow } from "../report.js";
  * `tools/call` through the MCP gateway against the same call made straight to the same upstream
  * server, with the same SDK client and the same transport (Streamable HTTP on loopback), in
  * alternating rounds of the same run. The memory row is the gateway's whole overhead (claim,
- * kernel decision, answer kept, settle, audit); each durable row is compared with the upstream
+ * kernel decision, audit, and the answer kept and settled after the reply); each durable row is compared with the upstream
  * call plus the store's own claim primitive (`ClaimStore.claim` of a fresh key, itself measured
  * against the driver's bare INSERT / SET NX in the stores section).
  */
@@ -218,7 +218,7 @@ export async function run(): Promise<BenchSection> {
       ),
     );
     notes.push(
-      `gateway work per call with no transport cost: ~${Math.round(1e6 / bareGw - 1e6 / bareDirect)} µs (two SDK hops instead of one, claim, kernel decision, kept answer, settle, audit)`,
+      `gateway work per call with no transport cost: ~${Math.round(1e6 / bareGw - 1e6 / bareDirect)} µs (two SDK hops instead of one, claim, kernel decision, audit; the kept answer and settles after the reply)`,
     );
     await viaBare.close();
     await directBare.close();
@@ -293,7 +293,8 @@ export async function run(): Promise<BenchSection> {
       rmSync(scratch, { recursive: true, force: true });
     }
     notes.push(
-      "the gateway's durable path writes more than one claim: the call's claim, its kept answer (a second claim), two settles, the usage check and one audit event; the baseline is one claim",
+      "the gateway's durable path, before the reply: the call's claim, the kernel's grant read (a version check when warm), the usage check and one audit event; after the reply: the kept answer (a second claim) and two settles. The baseline is one claim",
+      "the gateway's own HTTP: its client-facing side is a JSON-mode Streamable HTTP transport on node:http, its upstream clients the SDK's Streamable HTTP client over a node:http keep-alive fetch; the client and the upstream here are the SDK's own (fetch, web-standard server transport) on both rows",
     );
   } finally {
     await direct.close();

@@ -373,7 +373,7 @@ export async function run(): Promise<BenchSection> {
   notes.push(
     `autocannon in this process, ${CONNECTIONS} connection, ${ROUNDS} alternating ${SLICE_MS} ms slices per side (ABBA), median slice rate per side; the client's own work shares the event loop with the service (and with the bare route alike)`,
     "denied send: no callId (not retry-safe), a recipient nobody holds a ticket for; the decision is still audited in the store",
-    "allowed send: a fresh callId per request, one bounded ticket spent per send; the retry-safe path writes the call's claim, its answer, two settles, the spend and an audit event",
+    "allowed send: a fresh callId per request, one bounded ticket spent per send; the retry-safe path writes the call's claim, the spend and an audit event before the reply, the answer and two settles after it",
   );
   return { name: "service", rows, notes };
 }
