@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { GrantSchema } from "../contracts/schemas.js";
 import {
   InMemoryAuditSink,
   InMemoryGrantStore,
@@ -7,6 +8,7 @@ import {
   isTesseraError,
   messageSendCapability,
 } from "../index.js";
+import { sealValidatedGrant } from "../kernel/validated-grants.js";
 import { fixedClock, ManualClock } from "../testing.js";
 
 const input = (id: string, subject = "asker") => ({
@@ -42,6 +44,39 @@ describe("InMemoryGrantStore", () => {
     expect(after?.revokedAt).toBe("2026-02-01T00:00:00.000Z");
     expect(before.revokedAt).toBeUndefined();
     expect(await source.revoke("ns", "nope")).toBe(false);
+  });
+});
+
+describe("InMemoryGrantStore.addMany and grantsVersion", () => {
+  it("stores grants this library sealed as they are, and parses anything else", async () => {
+    const source = new InMemoryGrantStore();
+    const sealed = sealValidatedGrant(GrantSchema.parse(input("sealed")));
+    const plain = input("plain");
+    const [first, second] = await source.addMany([sealed, plain]);
+    expect(first).toBe(sealed);
+    expect(second).not.toBe(plain);
+    expect(Object.isFrozen(second)).toBe(true);
+    const listed = await source.listGrants("ns", "asker");
+    expect(listed[0]).toBe(sealed);
+  });
+
+  it("refuses the whole batch when one ID repeats, and keeps the version", async () => {
+    const source = new InMemoryGrantStore();
+    await source.add(input("g1"));
+    const version = await source.grantsVersion("ns", "asker");
+    for (const batch of [
+      [input("g2"), input("g1")],
+      [input("g3"), input("g3", "other")],
+    ]) {
+      const refused = await source.addMany(batch).catch((e: unknown) => e);
+      expect(isTesseraError(refused, "invalid_grant")).toBe(true);
+    }
+    expect((await source.listNamespace("ns")).map((g) => g.id)).toEqual(["g1"]);
+    expect(await source.grantsVersion("ns", "asker")).toBe(version);
+    // Two stores never share a version, even at the same count of changes.
+    expect(await new InMemoryGrantStore().grantsVersion("ns", "asker")).not.toBe(
+      await new InMemoryGrantStore().grantsVersion("ns", "asker"),
+    );
   });
 });
 
