@@ -14,6 +14,8 @@ import {
   type GrantSource,
   type GrantUsageStore,
   isTesseraError,
+  type Kernel,
+  type TurnAuthority,
 } from "@tessera/core";
 import { redact } from "@tessera/core/store-kit";
 import { audit, gateEvent, type Trail } from "./call-audit.js";
@@ -33,6 +35,37 @@ export interface PipelineParts {
   readonly clock: Clock;
   readonly ledger: CallLedger;
   readonly limits: Limits;
+  /** One kernel per catalog entry (an entry replaced by a tools refresh gets a new one). */
+  readonly kernels: WeakMap<CatalogEntry, Kernel>;
+  /** The kernel's events of calls being decided, by trace ID. */
+  readonly decisions: Map<string, AuditEvent[]>;
+}
+
+/**
+ * The kernel of one catalog entry, made once: it sees only the grants that can reach that tool
+ * (see tool-grants.ts), and keeps them validated and indexed between calls while the source's
+ * `grantsVersion` is unchanged (the kernel's turn cache). Its decision events are handed to the
+ * call that asked, by trace ID, and written by the call as its one audit event.
+ */
+function kernelFor(parts: PipelineParts, entry: CatalogEntry): Kernel {
+  let kernel = parts.kernels.get(entry);
+  if (kernel !== undefined) return kernel;
+  const grants = parts.grants;
+  const source: GrantSource = {
+    listGrants: async (ns, actor) => toolGrants(await grants.listGrants(ns, actor), entry),
+  };
+  if (typeof grants.grantsVersion === "function") {
+    source.grantsVersion = (ns, subject) =>
+      (grants.grantsVersion as NonNullable<GrantSource["grantsVersion"]>)(ns, subject);
+  }
+  kernel = createKernel({
+    grants: source,
+    ...(parts.usage === undefined ? {} : { usage: parts.usage }),
+    audit: { append: (event) => void parts.decisions.get(event.traceId)?.push(event) },
+    clock: parts.clock,
+  });
+  parts.kernels.set(entry, kernel);
+  return kernel;
 }
 
 /** Who is calling, over which MCP session (undefined on a stateless connection). */
@@ -113,25 +146,23 @@ export async function callTool(
   }
 
   const captured: AuditEvent[] = [];
-  const grants = parts.grants;
-  const kernel = createKernel({
-    grants: {
-      listGrants: async (ns, actor) => toolGrants(await grants.listGrants(ns, actor), entry),
-    },
-    ...(parts.usage === undefined ? {} : { usage: parts.usage }),
-    audit: { append: (event) => void captured.push(event) },
-    clock: parts.clock,
-  });
-  const turn = await kernel.openTurnAuthority(accessContext(caller.principal, trail.traceId));
-  let decision: Awaited<ReturnType<typeof turn.authorize>>;
+  parts.decisions.set(trail.traceId, captured);
+  let decision: Awaited<ReturnType<TurnAuthority["authorize"]>>;
   try {
-    decision = await turn.authorize({
-      action: TOOLS_CALL,
-      resource: { namespace: MCP_NAMESPACE, path: [entry.server, entry.tool, ...bound] },
-      callId: trail.callId,
-    });
+    const turn = await kernelFor(parts, entry).openTurnAuthority(
+      accessContext(caller.principal, trail.traceId),
+    );
+    try {
+      decision = await turn.authorize({
+        action: TOOLS_CALL,
+        resource: { namespace: MCP_NAMESPACE, path: [entry.server, entry.tool, ...bound] },
+        callId: trail.callId,
+      });
+    } finally {
+      await turn.close();
+    }
   } finally {
-    await turn.close();
+    parts.decisions.delete(trail.traceId);
   }
   const decided = captured[captured.length - 1];
   if (decision.status === "denied") {

@@ -35,6 +35,7 @@ describe("the gateway config", () => {
       maxArgumentBytes: 65_536,
       upstreamTimeoutMs: 30_000,
       maxRecordedResultBytes: 1_048_576,
+      restartBackoffMs: 250,
       sessionIdleMs: 1_800_000,
     });
     expect(config.stateless).toBe(false);

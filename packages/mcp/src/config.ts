@@ -59,6 +59,11 @@ export const LimitsSchema = z.strictObject({
   upstreamTimeoutMs: z.int().positive().max(3_600_000).default(30_000),
   /** Upstream results larger than this are answered but not kept for replays. */
   maxRecordedResultBytes: z.int().positive().max(16_777_216).default(1_048_576),
+  /**
+   * After an upstream exits or fails to start, the first wait before it is started again (for
+   * the next call that needs it); each failed start doubles it, up to 30 s.
+   */
+  restartBackoffMs: z.int().positive().max(30_000).default(250),
   /** An HTTP session idle this long is closed (its client never sent DELETE). */
   sessionIdleMs: z.int().positive().max(86_400_000).default(1_800_000),
 });

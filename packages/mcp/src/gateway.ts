@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
   CallToolRequestSchema,
@@ -31,6 +30,7 @@ import {
   type ToolRule,
   ToolRuleSchema,
 } from "./config.js";
+import { JsonSessionTransport } from "./http-session.js";
 import { CallLedger } from "./ledger.js";
 import { accessContext, authenticate, principalKey } from "./principals.js";
 import { fixedSource, TOOLS_CALL, toolGrants } from "./tool-grants.js";
@@ -69,7 +69,7 @@ export interface McpGateway {
 const INFO = { name: "tessera-mcp-gateway", version: "0.1.0" };
 
 interface Session {
-  readonly transport: StreamableHTTPServerTransport;
+  readonly transport: JsonSessionTransport;
   readonly owner: string;
   /** Epoch ms of its last request: a client that vanishes without DELETE is swept. */
   seen: number;
@@ -91,7 +91,12 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
   const toolsChanged = (): void => {
     for (const server of servers) void server.sendToolListChanged().catch(() => undefined);
   };
-  const upstreams: Upstreams = await connectUpstreams(options.upstreams, rules, toolsChanged);
+  const upstreams: Upstreams = await connectUpstreams(
+    options.upstreams,
+    rules,
+    toolsChanged,
+    limits.restartBackoffMs,
+  );
   const clock = options.clock ?? systemClock;
   const parts: PipelineParts = {
     catalog: upstreams.catalog,
@@ -101,6 +106,8 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
     clock,
     ledger: new CallLedger(options.claims ?? new InMemoryClaimStore()),
     limits,
+    kernels: new WeakMap(),
+    decisions: new Map(),
   };
   const sessions = new Map<string, Session>();
   const stateless = options.stateless === true;
@@ -189,17 +196,14 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
       if (req.method !== "POST") {
         return rpcError(res, 405, ErrorCode.InvalidRequest, "stateless: POST only");
       }
-      const transport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: undefined,
-        enableJsonResponse: true,
-      });
+      const transport = new JsonSessionTransport(undefined);
       const server = serverFor(principal, undefined);
       res.on("close", () => {
         void transport.close();
         void server.close();
       });
       await server.connect(transport);
-      return transport.handleRequest(req, res, body);
+      return transport.handle(req, res, body);
     }
     const sessionId = header(req, "mcp-session-id");
     if (sessionId !== undefined) {
@@ -209,24 +213,25 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
         return rpcError(res, 404, ErrorCode.InvalidRequest, "no such session");
       }
       session.seen = Date.now();
-      return session.transport.handleRequest(req, res, body);
+      return session.transport.handle(req, res, body);
     }
     if (req.method !== "POST" || !isInitializeRequest(body)) {
       return rpcError(res, 400, ErrorCode.InvalidRequest, "no session: send initialize first");
     }
     sweep();
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      enableJsonResponse: true,
-      onsessioninitialized: (id) => {
-        sessions.set(id, { transport, owner, seen: Date.now() });
-      },
-    });
+    const transport: JsonSessionTransport = new JsonSessionTransport(
+      () => randomUUID(),
+      (id) => void sessions.set(id, { transport, owner, seen: Date.now() }),
+    );
+    const server = serverFor(principal, undefined);
+    await server.connect(transport);
+    // After connect: the SDK server wraps `onclose`, and this must run beside its own.
+    const closed = transport.onclose;
     transport.onclose = () => {
+      closed?.();
       if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
     };
-    await serverFor(principal, undefined).connect(transport);
-    return transport.handleRequest(req, res, body);
+    return transport.handle(req, res, body);
   };
 
   const serve = async (transport: McpTransport, token: string): Promise<void> => {

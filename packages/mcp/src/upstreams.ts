@@ -22,8 +22,7 @@ export interface Upstreams {
   close(): Promise<void>;
 }
 
-/** Restart backoff after an upstream exits or fails to start: doubling, bounded. */
-const FIRST_RETRY_MS = 100;
+/** Restart backoff after an upstream fails to start: doubling from the configured first wait. */
 const MAX_RETRY_MS = 30_000;
 
 const GATEWAY_INFO = { name: "tessera-mcp-gateway", version: "0.1.0" };
@@ -39,6 +38,7 @@ export class Upstream {
   readonly name: string;
   readonly #input: UpstreamInput;
   readonly #onTools: (upstream: Upstream, tools: Tool[]) => void;
+  readonly #firstRetryMs: number;
   #client: Client | undefined;
   #connecting: Promise<Client> | undefined;
   #fetch: UpstreamFetch | undefined;
@@ -51,8 +51,10 @@ export class Upstream {
     name: string,
     input: UpstreamInput,
     onTools: (upstream: Upstream, tools: Tool[]) => void,
+    firstRetryMs: number,
   ) {
     this.name = name;
+    this.#firstRetryMs = firstRetryMs;
     this.#input = input;
     this.#onTools = onTools;
   }
@@ -99,7 +101,7 @@ export class Upstream {
     } catch (error) {
       this.#failures++;
       this.#notBefore =
-        Date.now() + Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** (this.#failures - 1));
+        Date.now() + Math.min(MAX_RETRY_MS, this.#firstRetryMs * 2 ** (this.#failures - 1));
       await client.close().catch(() => undefined);
       throw error;
     }
@@ -156,6 +158,7 @@ export async function connectUpstreams(
   inputs: Readonly<Record<string, UpstreamInput>>,
   rules: ToolRules,
   onChange: () => void = () => undefined,
+  restartBackoffMs = 250,
 ): Promise<Upstreams> {
   const catalog = new Map<string, CatalogEntry>();
   /** Each upstream's last listing: a restart that lists the same tools changes nothing. */
@@ -183,7 +186,9 @@ export async function connectUpstreams(
     }
     if (started) onChange();
   };
-  const upstreams = Object.entries(inputs).map(([name, input]) => new Upstream(name, input, table));
+  const upstreams = Object.entries(inputs).map(
+    ([name, input]) => new Upstream(name, input, table, restartBackoffMs),
+  );
   const close = async (): Promise<void> => {
     await Promise.allSettled(upstreams.map((upstream) => upstream.close()));
   };
