@@ -48,3 +48,45 @@ describe("an unsettled claim: in progress or in doubt", () => {
     );
   });
 });
+
+describe("the answer, written after the reply", () => {
+  /** A claim store whose writes of kept answers take a while (a slow durable store). */
+  function slowAnswers(): InMemoryClaimStore {
+    const store = new InMemoryClaimStore();
+    const claim = store.claim.bind(store);
+    store.claim = async (key, record) => {
+      if (key.session.startsWith("mcp.result:")) {
+        await new Promise((resolve) => setTimeout(resolve, 150));
+      }
+      return claim(key, record);
+    };
+    return store;
+  }
+  const result = { content: [{ type: "text" as const, text: "done" }] };
+
+  it("a duplicate in the same process waits for it and gets the recorded answer", async () => {
+    const ledger = new CallLedger(slowAnswers());
+    const keys = callKeys("p", "key:k");
+    expect((await ledger.claim(keys, BODY, "t", NOW, NOW + 60_000)).kind).toBe("claimed");
+    ledger.recordLater(keys, BODY, { kind: "result", result }, "dispatched", NOW);
+    const again = await ledger.claim(keys, BODY, "t2", NOW, NOW + 60_000);
+    expect(again).toMatchObject({ kind: "recorded", recorded: { kind: "result", result } });
+  });
+
+  it("another process meanwhile reads the call in progress; a dead one leaves it in doubt", async () => {
+    const store = slowAnswers();
+    const keys = callKeys("p", "key:k");
+    const first = new CallLedger(store);
+    await first.claim(keys, BODY, "t", NOW, NOW + 60_000);
+    first.recordLater(keys, BODY, { kind: "result", result }, "dispatched", NOW);
+    // A second ledger over the same store stands for another gateway process on this host.
+    expect((await new CallLedger(store).claim(keys, BODY, "t2", NOW, NOW + 60_000)).kind).toBe(
+      "in_progress",
+    );
+    await first.drain();
+    expect((await new CallLedger(store).claim(keys, BODY, "t3", NOW, NOW + 60_000)).kind).toBe(
+      "recorded",
+    );
+    expect(await store.listInDoubt()).toHaveLength(0);
+  });
+});
