@@ -36,11 +36,16 @@ export class Metrics {
 
   #timed<T extends object>(port: string, target: T): T {
     const histogram = this.store;
+    // One wrapper per method, made on first use: a decision calls several store methods, and a
+    // fresh closure per call was measurable on the denied path.
+    const wrapped = new Map<string, unknown>();
     return new Proxy(target, {
       get(object, property) {
         const value = Reflect.get(object, property, object);
         if (typeof value !== "function" || typeof property !== "string") return value;
-        return (...args: unknown[]) => {
+        const known = wrapped.get(property);
+        if (known !== undefined) return known;
+        const timed = (...args: unknown[]) => {
           const end = histogram.startTimer({ port, op: property });
           let result: unknown;
           try {
@@ -53,6 +58,8 @@ export class Metrics {
           end();
           return result;
         };
+        wrapped.set(property, timed);
+        return timed;
       },
     });
   }

@@ -89,8 +89,19 @@ export function authenticate(
 ): Principal | undefined {
   const token = /^Bearer (\S{1,4096})$/.exec(authorization ?? "")?.[1];
   if (token === undefined) return undefined;
-  const presented = Buffer.from(tokenDigest(token), "hex");
-  return principals.find((p) => timingSafeEqual(Buffer.from(p.tokenSha256, "hex"), presented));
+  const presented = createHash("sha256").update(token).digest();
+  return principals.find((p) => timingSafeEqual(storedDigest(p), presented));
+}
+
+/** Each principal's digest decoded once, not on every request. */
+const decoded = new WeakMap<Principal, Buffer>();
+function storedDigest(principal: Principal): Buffer {
+  let digest = decoded.get(principal);
+  if (digest === undefined) {
+    digest = Buffer.from(principal.tokenSha256, "hex");
+    decoded.set(principal, digest);
+  }
+  return digest;
 }
 
 /**
