@@ -30,6 +30,8 @@ export interface TamperableTrail {
 const LENGTH = 10;
 /** Where the trail is attacked: events 5 and 6 are both in "ns", as are 3 and 4. */
 const AT = 5;
+/** The last event of "ns" (the one after it is in "other"). */
+const LAST_IN_NS = LENGTH - 2;
 
 function seedEvent(i: number): AuditEvent {
   return auditEvent(i, { namespaceId: i % 5 === 4 ? "other" : "ns" });
@@ -86,6 +88,17 @@ const CASES: readonly [string, AuditBreakKind, number, Tamper][] = [
     },
   ],
   ["two events swapped", "reordered", AT, (trail) => trail.swap(AT)],
+  [
+    // The sink keeps the head apart from the trail: the next event still links to the
+    // deleted one, so the deletion shows from then on (until then only a checkpoint can).
+    "a deleted last event, once the next one is appended,",
+    "deleted",
+    LENGTH - 1,
+    async (trail) => {
+      await trail.remove(LAST_IN_NS);
+      await trail.store.append(auditEvent(92, { namespaceId: "ns" }));
+    },
+  ],
 ];
 
 export function describeAuditTamperCases(name: string, open: () => Promise<TamperableTrail>): void {
