@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import * as crypto from "node:crypto";
 import type { AuditEvent } from "../contracts/schemas.js";
 
 /**
@@ -46,19 +46,27 @@ export function auditStreamOf(event: Pick<AuditEvent, "namespaceId">): string {
  * SHA-256 hex over the domain tag and the canonical JSON of the event without its `hash`
  * (keys sorted at every level, `undefined` members left out). Events are flat but for
  * `chain`, an array of strings, so sorting the top level is enough to be canonical.
+ * `JSON.stringify` with the sorted key list writes exactly that in one native call (a list
+ * filters object keys only, never array items): several times cheaper than a call per key,
+ * which matters because every sink hashes every decision.
  */
 export function auditEventHash(event: AuditEvent): string {
   const keys = Object.keys(event)
-    .filter((key) => key !== "hash" && (event as Record<string, unknown>)[key] !== undefined)
+    .filter((key) => key !== "hash")
     .sort();
-  let body = "{";
-  for (const [index, key] of keys.entries()) {
-    if (index > 0) body += ",";
-    body += `${JSON.stringify(key)}:${JSON.stringify((event as Record<string, unknown>)[key])}`;
-  }
-  body += "}";
-  return createHash("sha256").update(DOMAIN).update(body, "utf8").digest("hex");
+  return sha256Hex(DOMAIN + JSON.stringify(event, keys));
 }
+
+/** One-shot `crypto.hash` where the runtime has it (Node ≥ 20.12), else a Hash object. */
+const sha256Hex: (text: string) => string =
+  typeof (crypto as { hash?: unknown }).hash === "function"
+    ? (text) =>
+        (crypto as unknown as { hash(a: string, d: string, e: string): string }).hash(
+          "sha256",
+          text,
+          "hex",
+        )
+    : (text) => crypto.createHash("sha256").update(text, "utf8").digest("hex");
 
 /**
  * The event linked after `head`: a new frozen object with `seq`, `prev` and `hash` set.

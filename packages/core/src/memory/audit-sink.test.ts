@@ -62,6 +62,23 @@ describe("InMemoryAuditSink links a hash chain per stream", () => {
     expect(kind([nth(list, 0), nth(list, 2), nth(list, 1), nth(list, 3)])).toBe("reordered@1");
   });
 
+  it("links on read what was appended since, in append order, and keeps a writer's later edits out", async () => {
+    const sink = new InMemoryAuditSink();
+    const held = sink.events;
+    const mutable = event("a", "n1");
+    sink.append(mutable);
+    mutable.callId = "changed after append";
+    sink.append(event("b", "n1"));
+    expect((await sink.read()).map((e) => [e.callId, e.seq])).toEqual([
+      ["a", 1],
+      ["b", 2],
+    ]);
+    sink.append(event("c", "n1"));
+    expect(sink.events).toBe(held); // the live list, linked as of this read
+    expect(nth(held, 2)).toMatchObject({ callId: "c", seq: 3, prev: nth(held, 1).hash });
+    expect(verifyAuditChain(held).ok).toBe(true);
+  });
+
   it("clear() forgets the chains too: the next event starts a stream again", () => {
     const sink = new InMemoryAuditSink();
     sink.append(event("a", "n1"));

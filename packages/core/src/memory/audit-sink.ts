@@ -6,29 +6,37 @@ import type { AuditFilter, ReadableAuditSink } from "../ports/audit-sink.js";
 /**
  * Keeps every event in memory, in order, linked into one hash chain per stream (see
  * `audit/chain.ts`). For tests, demos and `explain`.
+ *
+ * Events are linked when the trail is read (`events`, `read`), not when appended: hashing
+ * costs more than a decision, and a sink cleared unread (as benchmarks clear it) would pay
+ * it for nothing. One process owns the list and the order is fixed at append, so the chain
+ * a reader gets is the one linking at append would have made.
  */
 export class InMemoryAuditSink implements ReadableAuditSink {
   readonly #events: AuditEvent[] = [];
   readonly #heads = new Map<string, ChainHead>();
+  /** Events before this index are linked. */
+  #linked = 0;
 
-  /** Every event so far, oldest first (a read-only view of the live list). */
+  /**
+   * Every event so far, oldest first, linked: a read-only view of the live list. An array
+   * held across later appends shows them unlinked until `events` or `read` is called again.
+   */
   get events(): readonly AuditEvent[] {
+    this.#link();
     return this.#events;
   }
 
   /**
-   * Stores the event linked after its stream's head, as a new frozen object: readers can never
-   * rewrite history. One process owns the list and appends synchronously, so reading the head
-   * and appending need no lock.
+   * Stores a frozen event: readers can never rewrite history. A frozen event (the kernel's
+   * are) is kept as is until it is linked, any other is copied first.
    */
   append(event: AuditEvent): void {
-    const stream = auditStreamOf(event);
-    const linked = linkAuditEvent(event, this.#heads.get(stream) ?? EMPTY_HEAD);
-    this.#heads.set(stream, { seq: linked.seq, hash: linked.hash });
-    this.#events.push(linked);
+    this.#events.push(Object.isFrozen(event) ? event : Object.freeze({ ...event }));
   }
 
   async read(filter: AuditFilter = {}) {
+    this.#link();
     return selectEvents(this.#events, filter);
   }
 
@@ -36,6 +44,20 @@ export class InMemoryAuditSink implements ReadableAuditSink {
   clear(): void {
     this.#events.length = 0;
     this.#heads.clear();
+    this.#linked = 0;
+  }
+
+  /** Links each event not yet linked after its stream's head, as a new frozen object. */
+  #link(): void {
+    const events = this.#events;
+    for (let i = this.#linked; i < events.length; i++) {
+      const event = events[i] as AuditEvent;
+      const stream = auditStreamOf(event);
+      const linked = linkAuditEvent(event, this.#heads.get(stream) ?? EMPTY_HEAD);
+      this.#heads.set(stream, { seq: linked.seq, hash: linked.hash });
+      events[i] = linked;
+    }
+    this.#linked = events.length;
   }
 }
 
