@@ -203,6 +203,13 @@ describe("verifyAuditChain", () => {
     }
   });
 
+  it("judges a forged seq far ahead as a deletion without walking the gap", () => {
+    const events = chain(calls(3));
+    const far = rehash({ ...nth(events, 1), seq: Number.MAX_SAFE_INTEGER });
+    const result = verifyAuditChain([nth(events, 0), far, nth(events, 2)]);
+    expect(broken(result)).toMatchObject({ kind: "deleted", index: 1, expectedSeq: 2 });
+  });
+
   it("cannot see, alone, a rewritten last event, a dropped tail or a wholly rehashed stream", () => {
     const events = chain(calls(4));
     const last = [...events.slice(0, 3), rehash({ ...nth(events, 3), callId: "x" })];

@@ -158,7 +158,7 @@ function verifyStream(stream: string, entries: readonly Entry[]): AuditStreamRep
       return at("edited", "the event's content does not match its hash");
     }
     if (event.seq > expectedSeq) {
-      // More missing positions than events claim positions: no need to look (nor to loop).
+      // More missing positions than events claim: some of them cannot be refilled.
       let refilled = event.seq - expectedSeq <= positions.size;
       for (let seq = expectedSeq; seq < event.seq && refilled; seq++) {
         refilled = positions.has(seq);
