@@ -20,7 +20,9 @@ export interface JsonlAuditSinkOptions {
   readonly fsync?: "every" | "none";
   /**
    * How long an append waits for the log's lock (held by another process's append) before it
-   * fails with `audit_unavailable`. Default 10,000 ms.
+   * fails with `audit_unavailable`. Default 10,000 ms. The wait blocks the thread, as the
+   * append's own write does: the lock is held for one short append, so waits are brief
+   * unless a holder is stuck.
    */
   readonly lockWaitMs?: number;
 }
