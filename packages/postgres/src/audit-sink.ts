@@ -152,6 +152,9 @@ export class PostgresAuditSink implements ReadableAuditSink {
       bodies.push(JSON.stringify(linked));
       last = { seq: linked.seq, hash: linked.hash };
     }
+    // One event (a lone writer's case) goes as plain parameters: an array of one JSON text
+    // costs an escape on each side for nothing.
+    const single = events.length === 1;
     const result = await query(
       `WITH moved AS (
          INSERT INTO ${this.#heads} AS h (stream_key, seq, hash) VALUES ($1, $2, $3)
@@ -159,12 +162,22 @@ export class PostgresAuditSink implements ReadableAuditSink {
          WHERE h.seq = $4 AND h.hash = $5
          RETURNING 1
        )
-       INSERT INTO ${this.#table} (call_key, trace_key, event)
-       SELECT e.call_key, e.trace_key, e.event
-       FROM moved, unnest($6::text[], $7::text[], $8::text[]) WITH ORDINALITY
-         AS e(call_key, trace_key, event, n)
-       ORDER BY e.n`,
-      [streamKey, last.seq, last.hash, head.seq, head.hash, calls, traces, bodies],
+       INSERT INTO ${this.#table} (call_key, trace_key, event) ${
+         single
+           ? "SELECT $6::text, $7::text, $8::text FROM moved"
+           : `SELECT e.call_key, e.trace_key, e.event
+              FROM moved, unnest($6::text[], $7::text[], $8::text[]) WITH ORDINALITY
+                AS e(call_key, trace_key, event, n)
+              ORDER BY e.n`
+       }`,
+      [
+        streamKey,
+        last.seq,
+        last.hash,
+        head.seq,
+        head.hash,
+        ...(single ? [calls[0], traces[0], bodies[0]] : [calls, traces, bodies]),
+      ],
     );
     return result.rowCount === events.length ? last : undefined;
   }
