@@ -84,6 +84,8 @@ const outcome: WorkerOutcome = {
   claimed,
   reused,
 };
+// The receipt is written after the reply: let it land before the store closes and we exit.
+await gate.close();
 await close();
 process.stdout.write(`${JSON.stringify(outcome)}\n`);
 process.exit(0);
