@@ -54,11 +54,16 @@ export class FileLock {
   close(): void {
     const staged = this.#staged;
     this.#staged = undefined;
-    if (staged !== undefined) removeQuietly(staged);
+    if (staged === undefined) return;
+    removeQuietly(staged);
+    stagedFiles.delete(staged);
   }
 
   #acquire(): void {
-    this.#staged ??= stage(this.#path, this.#token);
+    if (this.#staged === undefined) {
+      this.#staged = stage(this.#path, this.#token);
+      leaveNoStagedFile(this.#staged);
+    }
     const deadline = Date.now() + this.#waitMs;
     // Who holds the lock is read only now and then: a waiter's poll is then one link(2).
     let nextLook = 0;
@@ -152,6 +157,20 @@ function takeLock(path: string, staged: string): boolean {
       cause: error,
     });
   }
+}
+
+/** Staged files of sinks never closed, removed when the process exits normally. */
+const stagedFiles = new Set<string>();
+let exitHooked = false;
+
+function leaveNoStagedFile(staged: string): void {
+  if (!exitHooked) {
+    exitHooked = true;
+    process.once("exit", () => {
+      for (const file of stagedFiles) removeQuietly(file);
+    });
+  }
+  stagedFiles.add(staged);
 }
 
 function removeQuietly(path: string): void {

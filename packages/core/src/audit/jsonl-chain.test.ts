@@ -158,6 +158,22 @@ describe("JsonlAuditSink's lock file", () => {
   const lock = () => `${path}.lock`;
   const host = hostname().replace(/[^A-Za-z0-9.-]/g, "_");
 
+  it("a process that exits without closing its sink leaves nothing beside the log", async () => {
+    const built = new URL("../../dist/index.js", import.meta.url).href;
+    const script = `import { JsonlAuditSink } from ${JSON.stringify(built)};
+JsonlAuditSink.open(process.argv[1]).append(${JSON.stringify(event("a", "n1"))});`;
+    const code = await new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, ["--input-type=module", "-e", script, path], {
+        stdio: "inherit",
+      });
+      child.on("error", reject);
+      child.on("close", resolve);
+    });
+    expect(code).toBe(0);
+    expect(readdirSync(dir)).toEqual(["audit.jsonl"]);
+    expect(await verifyFile()).toMatchObject({ ok: true, events: 1 });
+  });
+
   it("never breaks a lock taken on another host, whatever its pid: fails closed", async () => {
     writeFileSync(lock(), `${await deadPid()} 0 elsewhere.example deadbeef\n`);
     const sink = JsonlAuditSink.open(path, { lockWaitMs: 50 });
