@@ -38,6 +38,8 @@ export class GroupCommit {
   readonly #transaction: (work: () => void) => void;
   #queue: Pending[] = [];
   #scheduled = false;
+  /** One bound function for every flush: no closure per write. */
+  readonly #flushNow = () => this.#flush();
 
   /**
    * `alone` runs a batch of one as it is (its statement commits on its own); `transaction`
@@ -56,17 +58,25 @@ export class GroupCommit {
       this.#scheduled = true;
       // A microtask, not setImmediate: a caller alone waits for no turn of the event loop,
       // and callers issuing together in one tick still land in the same batch.
-      queueMicrotask(() => this.#flush());
+      queueMicrotask(this.#flushNow);
     });
   }
 
   #flush(): void {
     // Bounded, so one batch holds the file's write lock for a few milliseconds at most and
     // other processes waiting on it stay well inside their busy timeout.
-    const batch = this.#queue.splice(0, MAX_BATCH);
-    this.#scheduled = this.#queue.length > 0;
-    if (this.#scheduled) queueMicrotask(() => this.#flush());
-    if (batch.length === 1) return this.#flushOne(batch[0] as Pending);
+    let batch = this.#queue;
+    if (batch.length > MAX_BATCH) {
+      batch = batch.splice(0, MAX_BATCH);
+      queueMicrotask(this.#flushNow);
+    } else {
+      this.#queue = [];
+      this.#scheduled = false;
+    }
+    if (batch.length === 1) {
+      this.#flushOne(batch[0] as Pending);
+      return;
+    }
     const outcomes: Outcome[] = [];
     try {
       this.#transaction(() => {
