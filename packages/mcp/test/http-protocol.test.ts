@@ -1,0 +1,118 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { ALICE_TOKEN, type Harness, startHarness, toolGrant } from "./support.js";
+
+/**
+ * The gateway's own Streamable HTTP transport (JSON-response mode) answers what the SDK's
+ * server transport answers for the same requests: the protocol's refusals, 202 for
+ * notifications, batches, one GET event stream per session, DELETE ending the session.
+ */
+let harness: Harness | undefined;
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+const BOTH = "application/json, text/event-stream";
+
+async function send(
+  url: string,
+  init: { method?: string; body?: unknown; session?: string; headers?: Record<string, string> },
+) {
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${ALICE_TOKEN}`,
+    "content-type": "application/json",
+    accept: BOTH,
+    ...init.headers,
+  };
+  if (init.session !== undefined) headers["mcp-session-id"] = init.session;
+  return fetch(url, {
+    method: init.method ?? "POST",
+    headers,
+    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+  });
+}
+
+const initialize = {
+  jsonrpc: "2.0",
+  id: 0,
+  method: "initialize",
+  params: {
+    protocolVersion: "2025-06-18",
+    capabilities: {},
+    clientInfo: { name: "raw", version: "1" },
+  },
+};
+
+async function open(url: string): Promise<string> {
+  const init = await send(url, { body: initialize });
+  expect(init.status).toBe(200);
+  expect(init.headers.get("content-type")).toMatch(/^application\/json/);
+  const session = init.headers.get("mcp-session-id") as string;
+  expect(session).toMatch(/^[0-9a-f-]{36}$/);
+  const done = await send(url, {
+    body: { jsonrpc: "2.0", method: "notifications/initialized" },
+    session,
+  });
+  expect(done.status).toBe(202);
+  return session;
+}
+
+describe("the gateway's Streamable HTTP", () => {
+  it("refuses what the protocol refuses: Accept, Content-Type, re-initialize, batch size, versions", async () => {
+    harness = await startHarness({}, [toolGrant("alice", ["messages", "echo"])]);
+    const url = harness.url;
+    expect(
+      (await send(url, { body: initialize, headers: { accept: "application/json" } })).status,
+    ).toBe(406);
+    expect(
+      (await send(url, { body: initialize, headers: { "content-type": "text/plain" } })).status,
+    ).toBe(415);
+    const session = await open(url);
+    expect((await send(url, { body: initialize, session })).status).toBe(400);
+    const list = { jsonrpc: "2.0", id: 1, method: "tools/list" };
+    expect(
+      (await send(url, { body: list, session, headers: { "mcp-protocol-version": "1999-01-01" } }))
+        .status,
+    ).toBe(400);
+    expect(
+      (await send(url, { body: Array.from({ length: 101 }, () => list), session })).status,
+    ).toBe(400);
+    expect((await send(url, { method: "PUT", body: list, session })).status).toBe(405);
+  });
+
+  it("answers a batch with an array, one GET event stream per session, DELETE ends the session", async () => {
+    harness = await startHarness({}, [toolGrant("alice", ["messages", "echo"])]);
+    const url = harness.url;
+    const session = await open(url);
+    const batch = await send(url, {
+      session,
+      body: [
+        { jsonrpc: "2.0", id: "a", method: "tools/list" },
+        { jsonrpc: "2.0", id: "b", method: "ping" },
+      ],
+    });
+    expect(batch.status).toBe(200);
+    const answers = (await batch.json()) as { id: string }[];
+    expect(answers.map((a) => a.id)).toEqual(["a", "b"]);
+
+    const stream = await send(url, {
+      method: "GET",
+      session,
+      headers: { accept: "text/event-stream" },
+    });
+    expect(stream.status).toBe(200);
+    expect(stream.headers.get("content-type")).toBe("text/event-stream");
+    const second = await send(url, {
+      method: "GET",
+      session,
+      headers: { accept: "text/event-stream" },
+    });
+    expect(second.status).toBe(409);
+    await stream.body?.cancel();
+
+    expect((await send(url, { method: "DELETE", session })).status).toBe(200);
+    expect(
+      (await send(url, { body: { jsonrpc: "2.0", id: 2, method: "ping" }, session })).status,
+    ).toBe(404);
+  });
+});
