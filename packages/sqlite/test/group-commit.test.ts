@@ -49,7 +49,8 @@ describe("SQLite group commit", () => {
   it("64 claims issued together share one transaction; per key, the first issued wins", async () => {
     const { claims } = open();
     // Every batch goes through `run` once (file check, then the transaction); before group
-    // commit every write did.
+    // commit every write did. The first write of the tick runs at once (the store was idle),
+    // the 63 behind it share one transaction.
     const transactions = vi.spyOn(SqliteDatabase.prototype, "run");
     const same = { session: "s", functionCallId: "same" };
     const calls = Array.from({ length: 64 }, (_, i) =>
@@ -58,7 +59,7 @@ describe("SQLite group commit", () => {
         : claims.claim({ session: "s", functionCallId: `own-${i}` }, record(`own-${i}`)),
     );
     const results = await Promise.all(calls);
-    expect(transactions).toHaveBeenCalledTimes(1);
+    expect(transactions).toHaveBeenCalledTimes(2);
     results.forEach((result, i) => {
       if (i === 0) expect(result).toEqual({ status: "claimed" });
       else if (i % 2 === 0) {
@@ -79,7 +80,8 @@ describe("SQLite group commit", () => {
         claims.claim({ session: "s", functionCallId: `c${i}` }, record(`c${i}`)),
       ),
     );
-    expect(batches).toHaveBeenCalledTimes(3);
+    // The first at once (idle store), then 512 + 512 + 75.
+    expect(batches).toHaveBeenCalledTimes(4);
     expect(results.every((result) => result.status === "claimed")).toBe(true);
   });
 
@@ -127,22 +129,27 @@ describe("SQLite group commit", () => {
     await usage.tryConsume("ns", "ticket", 10);
     const pages = Number(db.pragma("page_count"));
     db.exec(`PRAGMA max_page_count = ${pages}`);
-    // Long IDs: the batch needs new pages, which the file may not grow to (SQLITE_FULL).
+    // Long IDs: the writes need new pages, which the file may not grow to (SQLITE_FULL). The
+    // first runs at once (the store was idle) and fails alone; the rest are one batch, in
+    // which the consume fits in an existing page but must not land either.
     const keys = Array.from({ length: 64 }, (_, i) => ({
       session: "s",
       functionCallId: `${i}-${"x".repeat(2000)}`,
     }));
-    const results = await settled([
+    const [first, ...rest] = keys;
+    const results = await settled<unknown>([
+      claims.claim(first as (typeof keys)[0], record("full")),
       usage.tryConsume("ns", "ticket", 10),
-      ...keys.map((key) => claims.claim(key, record("full"))),
+      ...rest.map((key) => claims.claim(key, record("full"))),
     ]);
-    expect(codeOf(results[0] as PromiseSettledResult<unknown>)).toBe("usage_store_unavailable");
-    for (const result of results.slice(1)) expect(codeOf(result)).toBe("claim_store_unavailable");
+    expect(codeOf(results[0] as PromiseSettledResult<unknown>)).toBe("claim_store_unavailable");
+    expect(codeOf(results[1] as PromiseSettledResult<unknown>)).toBe("usage_store_unavailable");
+    for (const result of results.slice(2)) expect(codeOf(result)).toBe("claim_store_unavailable");
     db.exec("PRAGMA max_page_count = 1073741823");
     // Rolled back whole: the consume that fit in an existing page did not land either.
     expect(await usage.getUsage("ns", "ticket")).toBe(1);
     for (const key of keys) expect(await claims.get(key)).toBeUndefined();
-    expect(await claims.claim(keys[0] as (typeof keys)[0], record("again"))).toEqual({
+    expect(await claims.claim(first as (typeof keys)[0], record("again"))).toEqual({
       status: "claimed",
     });
   });
@@ -174,8 +181,31 @@ describe("SQLite group commit", () => {
 
   it("a connection closed while a batch waits fails its callers closed", async () => {
     const { db, claims } = open();
-    const pending = settled([claims.claim({ session: "s", functionCallId: "a" }, record("a"))]);
+    // The first runs at once (idle store); the second waits for the flush, and the
+    // connection closes before it.
+    const pending = settled([
+      claims.claim({ session: "s", functionCallId: "a" }, record("a")),
+      claims.claim({ session: "s", functionCallId: "b" }, record("b")),
+    ]);
     db.close();
-    expect((await pending).map(codeOf)).toEqual(["claim_store_unavailable"]);
+    const [first, second] = await pending;
+    expect(first).toEqual({ status: "fulfilled", value: { status: "claimed" } });
+    expect(codeOf(second as PromiseSettledResult<unknown>)).toBe("claim_store_unavailable");
+  });
+
+  it("a write alone runs at once; after a batch of several, writes are queued again", async () => {
+    const { claims } = open();
+    const runs = vi.spyOn(SqliteDatabase.prototype, "run");
+    const alone = claims.claim({ session: "s", functionCallId: "alone" }, record("alone"));
+    expect(runs).toHaveBeenCalledTimes(1);
+    await alone;
+    await Promise.all(
+      ["x", "y", "z"].map((id) => claims.claim({ session: "s", functionCallId: id }, record(id))),
+    );
+    runs.mockClear();
+    // The last batch held two writes: this one waits for the flush, with whatever follows.
+    const queued = claims.claim({ session: "s", functionCallId: "q" }, record("q"));
+    expect(runs).toHaveBeenCalledTimes(0);
+    expect(await queued).toEqual({ status: "claimed" });
   });
 });
