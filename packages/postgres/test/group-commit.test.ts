@@ -121,9 +121,11 @@ suite("postgres batching", () => {
 
   it("a carve that does not fit spends nothing; the single use behind it gets the last one", async () => {
     const { stores } = await opened();
-    await stores.usage.tryConsumeMany("ns", "budget", 3, 4);
+    const carveMany = stores.usage.tryConsumeMany?.bind(stores.usage);
+    if (!carveMany) throw new Error("the PostgreSQL usage store carves");
+    await carveMany("ns", "budget", 3, 4);
     const [carve, single, after] = await Promise.all([
-      stores.usage.tryConsumeMany("ns", "budget", 2, 4),
+      carveMany("ns", "budget", 2, 4),
       stores.usage.tryConsume("ns", "budget", 4),
       stores.usage.tryConsume("ns", "budget", 4),
     ]);
@@ -141,7 +143,7 @@ suite("postgres batching", () => {
       stores.claims.settle(keys[0] as (typeof keys)[0], { status: "failed", settledAt: 3 }),
       stores.claims.settle(
         { session: "s", functionCallId: "never" },
-        { status: "none", settledAt: 2 },
+        { status: "denied", settledAt: 2 },
       ),
     ]);
     expect(results.slice(0, 9).every((result) => result.status === "fulfilled")).toBe(true);
