@@ -19,6 +19,8 @@ import { Batcher, groupBy, type Outcome, retryDeadlock } from "./batcher.js";
 import type { Database } from "./database.js";
 
 const CODE = "claim_store_unavailable";
+/** `SET LOCAL synchronous_commit TO OFF` as an expression, true, inside the statement. */
+const RECEIPT_COMMIT = "set_config('synchronous_commit', 'off', true) IS NOT NULL";
 
 interface ClaimRequest {
   readonly id: string;
@@ -82,11 +84,15 @@ export class PostgresClaimStore implements ClaimStore {
         ON CONFLICT DO NOTHING RETURNING key`,
       get: `SELECT ${columns} FROM ${claims} WHERE key = $1`,
       getMany: `SELECT key, ${columns} FROM ${claims} WHERE key = ANY($1::text[])`,
+      // A receipt needs no flush of its own: lost with the server, its claim reads in_doubt,
+      // which is the truth, and the next flushed commit on the WAL carries it to disk. So the
+      // statement turns synchronous_commit off for its own (implicit) transaction only; the
+      // setting is evaluated on every row it changes, so a commit that wrote anything has it.
       settleMany: `UPDATE ${claims} AS c SET receipt_status = r.status, settled_at = r.at
         FROM unnest($1::text[], $2::text[], $3::bigint[]) AS r(key, status, at)
-        WHERE c.key = r.key AND c.receipt_status IS NULL RETURNING c.key`,
+        WHERE c.key = r.key AND c.receipt_status IS NULL AND ${RECEIPT_COMMIT} RETURNING c.key`,
       settle: `UPDATE ${claims} SET receipt_status = $2, settled_at = $3
-        WHERE key = $1 AND receipt_status IS NULL RETURNING key`,
+        WHERE key = $1 AND receipt_status IS NULL AND ${RECEIPT_COMMIT} RETURNING key`,
       inDoubt: `SELECT ${columns} FROM ${claims}
         WHERE receipt_status IS NULL AND session_key = $1 ORDER BY claimed_at, key`,
       inDoubtAll: `SELECT ${columns} FROM ${claims} WHERE receipt_status IS NULL ORDER BY claimed_at, key`,
