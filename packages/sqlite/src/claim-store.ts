@@ -78,7 +78,7 @@ export class SqliteClaimStore implements ClaimStore {
       if (changes === 0 && !this.#read(key)) {
         throw new TesseraError("invalid_input", "settle: no such claim");
       }
-    });
+    }, false);
   }
 
   async get(key: ClaimKey): Promise<StoredClaim | undefined> {
@@ -153,9 +153,13 @@ export class SqliteClaimStore implements ClaimStore {
     return this.#db.run(CODE, work);
   }
 
-  #write<T>(work: () => T): Promise<T> {
+  /**
+   * `flush = false` for a receipt only: its commit needs no fsync of its own, since a receipt
+   * lost with the machine reads `in_doubt`, the truth (`group-commit.ts`).
+   */
+  #write<T>(work: () => T, flush = true): Promise<T> {
     if (this.#closed) throw new TesseraError(CODE, "the claim store is closed");
-    return this.#db.write(CODE, work);
+    return this.#db.write(CODE, work, flush);
   }
 }
 

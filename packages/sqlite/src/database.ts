@@ -36,6 +36,8 @@ export class SqliteDatabase {
   readonly #statements = new Map<string, BetterSqlite3.Statement>();
   readonly #identity: FileIdentity | undefined;
   readonly #group: GroupCommit;
+  /** `synchronous` is below the configured level after an unflushed commit failed to restore it. */
+  #lowered = false;
 
   private constructor(config: SqliteConfig, db: BetterSqlite3.Database) {
     this.config = config;
@@ -43,9 +45,12 @@ export class SqliteDatabase {
     this.#identity = config.path === ":memory:" ? undefined : identify(config.path);
     // One file check and one BEGIN IMMEDIATE … COMMIT per batch, not per write; a write
     // alone is its own autocommit statement, as it was before batching.
+    // A receipt's commit skips its fsync only where one would be paid: on disk at FULL.
+    const lowerable = this.#identity !== undefined && config.synchronous === "FULL";
     this.#group = new GroupCommit(
       (work) => this.run("store_unavailable", work),
       (work) => this.run("store_unavailable", () => this.#batch(work)),
+      lowerable ? (commit) => this.#unflushed(commit) : undefined,
     );
   }
 
@@ -81,6 +86,7 @@ export class SqliteDatabase {
   run<T>(code: UnavailableCode, work: () => T): T {
     try {
       this.#checkSameFile();
+      if (this.#lowered) this.#restoreSynchronous();
       return work();
     } catch (error) {
       throw unavailable(code, error);
@@ -90,9 +96,10 @@ export class SqliteDatabase {
   /**
    * A write that shares its commit with every other write issued in the same tick by any
    * port on this connection (see `group-commit.ts`); resolves once that commit returned.
+   * `flush = false` (a claim receipt) lets a batch of such writes alone skip its fsync.
    */
-  write<T>(code: UnavailableCode, work: () => T): Promise<T> {
-    return this.#group.submit(code, work);
+  write<T>(code: UnavailableCode, work: () => T, flush = true): Promise<T> {
+    return this.#group.submit(code, work, flush);
   }
 
   statement(sql: string): BetterSqlite3.Statement {
@@ -119,6 +126,32 @@ export class SqliteDatabase {
 
   close(): void {
     if (this.#db.open) this.#db.close();
+  }
+
+  /**
+   * Runs `commit` (an autocommit statement or a whole BEGIN … COMMIT) at synchronous=NORMAL:
+   * in WAL its frames are written but not fsynced, and the next commit at FULL syncs them
+   * with its own. The pragma is set outside the transaction and put back right after, so no
+   * other write ever commits at NORMAL; were putting it back to fail, every later write tries
+   * again first and fails closed (`run`) rather than commit unflushed.
+   */
+  #unflushed(commit: () => unknown): unknown {
+    this.statement("PRAGMA synchronous = NORMAL").run();
+    try {
+      return commit();
+    } finally {
+      try {
+        this.#restoreSynchronous();
+      } catch {
+        // Left lowered: the next write restores it first or fails (see above).
+        this.#lowered = true;
+      }
+    }
+  }
+
+  #restoreSynchronous(): void {
+    this.statement(`PRAGMA synchronous = ${this.config.synchronous}`).run();
+    this.#lowered = false;
   }
 
   /**

@@ -6,6 +6,8 @@ const MAX_BATCH = 512;
 interface Pending {
   readonly code: UnavailableCode;
   readonly work: () => unknown;
+  /** False for a receipt: its commit may ride on the next flushed one (see `submit`). */
+  readonly flush: boolean;
   readonly resolve: (value: unknown) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -33,10 +35,16 @@ type Outcome =
  * of the batch stands. Anything else (SQLITE_FULL, SQLITE_BUSY past the busy timeout, I/O
  * error, a closed connection, a moved file) rolls the whole batch back, and every caller in
  * it gets its own port's `*_unavailable`: no caller is told of a write that did not land.
+ *
+ * A batch made only of writes submitted with `flush = false` (claim receipts) commits
+ * through `unflushed`, which skips the commit's fsync: in WAL its frames reach the disk with
+ * the next flushed commit, and a receipt lost meanwhile reads `in_doubt`, which is the truth.
+ * One write needing the flush makes the whole batch flushed.
  */
 export class GroupCommit {
   readonly #alone: (work: () => unknown) => unknown;
   readonly #transaction: (work: () => void) => void;
+  readonly #unflushed: ((commit: () => unknown) => unknown) | undefined;
   #queue: Pending[] = [];
   #scheduled = false;
   /** One bound function for every flush: no closure per write. */
@@ -52,14 +60,24 @@ export class GroupCommit {
   /**
    * `alone` runs a batch of one as it is (its statement commits on its own); `transaction`
    * runs its argument inside BEGIN IMMEDIATE … COMMIT. Either throws on failure.
+   * `unflushed`, when given, runs a commit (one of the two) without its own fsync; without
+   * it every batch is flushed as configured.
    */
-  constructor(alone: (work: () => unknown) => unknown, transaction: (work: () => void) => void) {
+  constructor(
+    alone: (work: () => unknown) => unknown,
+    transaction: (work: () => void) => void,
+    unflushed?: (commit: () => unknown) => unknown,
+  ) {
     this.#alone = alone;
     this.#transaction = transaction;
+    this.#unflushed = unflushed;
   }
 
-  /** Queues `work` (synchronous SQL) and resolves with its result once committed. */
-  submit<T>(code: UnavailableCode, work: () => T): Promise<T> {
+  /**
+   * Queues `work` (synchronous SQL) and resolves with its result once committed. With
+   * `flush = false` the commit may skip its fsync when nothing else in its batch needs one.
+   */
+  submit<T>(code: UnavailableCode, work: () => T, flush = true): Promise<T> {
     if (this.#solo && !this.#scheduled && !this.#tickOpen) {
       // Nothing queued, and the last batch was one write: most likely a caller alone (c=1).
       // It runs now, as its own autocommit statement, and is answered once that returned
@@ -69,13 +87,15 @@ export class GroupCommit {
       this.#tickOpen = true;
       queueMicrotask(this.#closeTick);
       try {
-        return Promise.resolve(this.#alone(work) as T);
+        const unflushed = flush ? undefined : this.#unflushed;
+        const value = unflushed ? unflushed(() => this.#alone(work)) : this.#alone(work);
+        return Promise.resolve(value as T);
       } catch (error) {
         return Promise.reject(ownOrRecoded(code, error));
       }
     }
     return new Promise<T>((resolve, reject) => {
-      this.#queue.push({ code, work, resolve: resolve as (value: unknown) => void, reject });
+      this.#queue.push({ code, work, flush, resolve: resolve as (value: unknown) => void, reject });
       if (this.#scheduled) return;
       this.#scheduled = true;
       // A microtask, not setImmediate: a caller alone waits for no turn of the event loop,
@@ -101,11 +121,15 @@ export class GroupCommit {
       return;
     }
     const outcomes: Outcome[] = [];
-    try {
+    const unflushed = this.#unflushed && !batch.some(needsFlush) ? this.#unflushed : undefined;
+    const commit = () =>
       this.#transaction(() => {
         outcomes.length = 0;
         for (const pending of batch) outcomes.push(runOne(pending));
       });
+    try {
+      if (unflushed) unflushed(commit);
+      else commit();
     } catch (error) {
       for (const pending of batch) pending.reject(recode(pending.code, error));
       return;
@@ -120,14 +144,19 @@ export class GroupCommit {
   /** A write alone: its own statement's commit is the batch's, as before batching. */
   #flushOne(pending: Pending): void {
     let value: unknown;
+    const unflushed = pending.flush ? undefined : this.#unflushed;
     try {
-      value = this.#alone(pending.work);
+      value = unflushed ? unflushed(() => this.#alone(pending.work)) : this.#alone(pending.work);
     } catch (error) {
       pending.reject(ownOrRecoded(pending.code, error));
       return;
     }
     pending.resolve(value);
   }
+}
+
+function needsFlush(pending: Pending): boolean {
+  return pending.flush;
 }
 
 /** Runs one write; a refusal of its own is kept, any other failure aborts the batch. */
