@@ -40,12 +40,17 @@ export class SqliteAuditSink implements ReadableAuditSink {
   async append(event: AuditEvent): Promise<void> {
     const valid = parseAuditEvent(event);
     const stream = auditStreamOf(valid);
-    await this.#db.write(CODE, () => {
-      const head = (this.#db.statement(HEAD).get(stream) as ChainHead | undefined) ?? EMPTY_HEAD;
-      const linked = linkAuditEvent(valid, head);
-      this.#db.statement(INSERT).run(valid.callId, valid.traceId, JSON.stringify(linked));
-      this.#db.statement(MOVE_HEAD).run(stream, linked.seq, linked.hash);
-    });
+    // Read head, insert, move head: one step under the write lock. A write alone runs as
+    // autocommit statements (group-commit.ts), so the three need their own transaction there;
+    // inside a batch's BEGIN IMMEDIATE, better-sqlite3 nests it as a savepoint.
+    await this.#db.write(CODE, () =>
+      this.#db.immediate(() => {
+        const head = (this.#db.statement(HEAD).get(stream) as ChainHead | undefined) ?? EMPTY_HEAD;
+        const linked = linkAuditEvent(valid, head);
+        this.#db.statement(INSERT).run(valid.callId, valid.traceId, JSON.stringify(linked));
+        this.#db.statement(MOVE_HEAD).run(stream, linked.seq, linked.hash);
+      }),
+    );
   }
 
   /** Events in append order; with `limit`, the first `limit` of them (as every Tessera sink). */
