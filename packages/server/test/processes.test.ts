@@ -144,7 +144,9 @@ for (const [name, url, scoped] of backends) {
       for (const { recipient, callId } of load) {
         const retry = await send(again.url, recipient, callId);
         const first = answered.get(callId);
-        if (first?.status === 200) expect(retry.body).toEqual(first.body);
+        // An answer is kept after its reply: a server killed before the write leaves the call
+        // in doubt (409), never decided again; otherwise the retry gets the answer as first given.
+        if (first?.status === 200 && retry.status === 200) expect(retry.body).toEqual(first.body);
         else expect([200, 409]).toContain(retry.status);
         if (retry.status === 409) {
           expect(retry.body.error.code).toBe("call_in_progress");
