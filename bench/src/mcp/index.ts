@@ -294,7 +294,7 @@ export async function run(): Promise<BenchSection> {
     }
     notes.push(
       "the gateway's durable path, before the reply: the call's claim, the kernel's grant read (a version check when warm), the usage check and one audit event; after the reply: the kept answer (a second claim) and two settles. The baseline is one claim",
-      "the gateway's own HTTP: its client-facing side is a JSON-mode Streamable HTTP transport on node:http, its upstream clients the SDK's Streamable HTTP client over a node:http keep-alive fetch; the client and the upstream here are the SDK's own (fetch, web-standard server transport) on both rows",
+      "the gateway's HTTP: its client-facing side is the SDK's Streamable HTTP server transport (JSON responses), its upstream clients the SDK's Streamable HTTP client over a node:http keep-alive fetch; the client and the upstream here are the SDK's own (fetch, web-standard server transport) on both rows",
     );
   } finally {
     await direct.close();

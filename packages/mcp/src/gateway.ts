@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
   CallToolRequestSchema,
@@ -30,7 +31,6 @@ import {
   type ToolRule,
   ToolRuleSchema,
 } from "./config.js";
-import { JsonSessionTransport } from "./http-session.js";
 import { CallLedger } from "./ledger.js";
 import { accessContext, authenticate, principalKey } from "./principals.js";
 import { fixedSource, TOOLS_CALL, toolGrants } from "./tool-grants.js";
@@ -69,7 +69,7 @@ export interface McpGateway {
 const INFO = { name: "tessera-mcp-gateway", version: "0.1.0" };
 
 interface Session {
-  readonly transport: JsonSessionTransport;
+  readonly transport: StreamableHTTPServerTransport;
   readonly owner: string;
   /** Epoch ms of its last request: a client that vanishes without DELETE is swept. */
   seen: number;
@@ -196,14 +196,17 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
       if (req.method !== "POST") {
         return rpcError(res, 405, ErrorCode.InvalidRequest, "stateless: POST only");
       }
-      const transport = new JsonSessionTransport(undefined);
+      const transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: undefined,
+        enableJsonResponse: true,
+      });
       const server = serverFor(principal, undefined);
       res.on("close", () => {
         void transport.close();
         void server.close();
       });
       await server.connect(transport);
-      return transport.handle(req, res, body);
+      return transport.handleRequest(req, res, body);
     }
     const sessionId = header(req, "mcp-session-id");
     if (sessionId !== undefined) {
@@ -213,16 +216,19 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
         return rpcError(res, 404, ErrorCode.InvalidRequest, "no such session");
       }
       session.seen = Date.now();
-      return session.transport.handle(req, res, body);
+      return session.transport.handleRequest(req, res, body);
     }
     if (req.method !== "POST" || !isInitializeRequest(body)) {
       return rpcError(res, 400, ErrorCode.InvalidRequest, "no session: send initialize first");
     }
     sweep();
-    const transport: JsonSessionTransport = new JsonSessionTransport(
-      () => randomUUID(),
-      (id) => void sessions.set(id, { transport, owner, seen: Date.now() }),
-    );
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      enableJsonResponse: true,
+      onsessioninitialized: (id) => {
+        sessions.set(id, { transport, owner, seen: Date.now() });
+      },
+    });
     const server = serverFor(principal, undefined);
     await server.connect(transport);
     // After connect: the SDK server wraps `onclose`, and this must run beside its own.
@@ -231,7 +237,7 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
       closed?.();
       if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
     };
-    return transport.handle(req, res, body);
+    return transport.handleRequest(req, res, body);
   };
 
   const serve = async (transport: McpTransport, token: string): Promise<void> => {

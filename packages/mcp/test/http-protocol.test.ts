@@ -2,9 +2,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ALICE_TOKEN, type Harness, startHarness, toolGrant } from "./support.js";
 
 /**
- * The gateway's own Streamable HTTP transport (JSON-response mode) answers what the SDK's
- * server transport answers for the same requests: the protocol's refusals, 202 for
- * notifications, batches, one GET event stream per session, DELETE ending the session.
+ * The gateway's Streamable HTTP side (the SDK's server transport, JSON-response mode) answers
+ * as the protocol asks: its refusals, 202 for notifications, batches, one GET event stream per
+ * session, DELETE ending the session.
  */
 let harness: Harness | undefined;
 afterEach(async () => {
