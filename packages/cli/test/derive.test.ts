@@ -27,6 +27,16 @@ const PARENT: Grant = {
   issuedAt: ISSUED,
 };
 
+/** A request for the delegate to read one cell, `uses` times. */
+function readCell(id: string, cell: string, uses: number) {
+  return {
+    id,
+    subject: "sub-agent",
+    capabilities: [capability(["cells", cell], ["read"])],
+    constraints: { maxUses: uses },
+  };
+}
+
 function setUp() {
   const dir = scratch();
   const store = `sqlite:${join(dir, "tessera.db")}`;
@@ -103,14 +113,7 @@ async function readAsDelegate(store: string, cell: string, action = "read") {
 describe("tessera grants derive", () => {
   it("stores a narrower child that counts for the delegate through its chain, and carves its uses", async () => {
     const { store, requestFile, derive } = setUp();
-    const run = derive(
-      requestFile("child", {
-        id: "child",
-        subject: "sub-agent",
-        capabilities: [capability(["cells", "a"], ["read"])],
-        constraints: { maxUses: 2 },
-      }),
-    );
+    const run = derive(requestFile("child", readCell("child", "a", 2)));
     expect(run.code, run.stderr).toBe(0);
     const child = JSON.parse(run.stdout) as Grant;
     expect(child).toMatchObject({ id: "child", issuer: "agent", parentId: "parent", depth: 1 });
@@ -139,15 +142,7 @@ describe("tessera grants derive", () => {
       }),
     );
     expectRefusal(wider, "delegation_wider_action");
-    const notHolder = derive(
-      requestFile("other", {
-        id: "other",
-        subject: "sub-agent",
-        capabilities: [capability(["cells", "a"], ["read"])],
-        constraints: { maxUses: 1 },
-      }),
-      "someone-else",
-    );
+    const notHolder = derive(requestFile("other", readCell("other", "a", 1)), "someone-else");
     expectRefusal(notHolder, "delegation_not_holder");
     const list = tessera("grants", "list", "--store", store, "--namespace", NS, "--json");
     expect((JSON.parse(list.stdout) as Grant[]).map((g) => g.id)).toEqual(["parent"]);
@@ -156,23 +151,9 @@ describe("tessera grants derive", () => {
 
   it("refuses a child asking for more uses than the parent has left, spending none", async () => {
     const { store, requestFile, derive } = setUp();
-    const first = derive(
-      requestFile("first", {
-        id: "first",
-        subject: "sub-agent",
-        capabilities: [capability(["cells", "a"], ["read"])],
-        constraints: { maxUses: 4 },
-      }),
-    );
+    const first = derive(requestFile("first", readCell("first", "a", 4)));
     expect(first.code, first.stderr).toBe(0);
-    const second = derive(
-      requestFile("second", {
-        id: "second",
-        subject: "sub-agent",
-        capabilities: [capability(["cells", "b"], ["read"])],
-        constraints: { maxUses: 2 },
-      }),
-    );
+    const second = derive(requestFile("second", readCell("second", "b", 2)));
     expectRefusal(second, "delegation_budget_exhausted");
     const after = await readAsDelegate(store, "b");
     expect(after.result).toEqual({ status: "denied", code: "no_matching_grant" });
@@ -181,14 +162,7 @@ describe("tessera grants derive", () => {
 
   it("a revoked parent kills the derived grant from the next turn on", async () => {
     const { store, requestFile, derive } = setUp();
-    const run = derive(
-      requestFile("child", {
-        id: "child",
-        subject: "sub-agent",
-        capabilities: [capability(["cells", "a"], ["read"])],
-        constraints: { maxUses: 2 },
-      }),
-    );
+    const run = derive(requestFile("child", readCell("child", "a", 2)));
     expect(run.code, run.stderr).toBe(0);
     expect((await readAsDelegate(store, "a")).result.status).toBe("allowed");
     const revoked = tessera(
