@@ -147,7 +147,10 @@ describe("verifyAuditChain", () => {
     const copied = verifyAuditChain([...events.slice(0, 3), nth(events, 1), nth(events, 3)]);
     expect(broken(copied)).toMatchObject({ kind: "inserted", index: 3, seq: 2, expectedSeq: 4 });
     // Linked after seq 2 with its hash right: it takes seq 3, and the real seq 3 follows.
-    const forged = linkAuditEvent(raw("forged", "ns"), { seq: 2, hash: String(nth(events, 1).hash) });
+    const forged = linkAuditEvent(raw("forged", "ns"), {
+      seq: 2,
+      hash: String(nth(events, 1).hash),
+    });
     const result = verifyAuditChain([...events.slice(0, 2), forged, ...events.slice(2)]);
     expect(broken(result)).toMatchObject({ kind: "inserted", index: 2, seq: 3 });
     expect(nth(result.streams, 0).head.seq).toBe(2);
