@@ -1,12 +1,12 @@
 import { closeSync, fsyncSync, openSync, readFileSync, writeSync } from "node:fs";
 import { TesseraError } from "../contracts/errors.js";
-import { type AuditEvent, AuditEventSchema } from "../contracts/schemas.js";
+import type { AuditEvent } from "../contracts/schemas.js";
 import { checkAuditFilter } from "../contracts/store-input.js";
 import { selectEvents } from "../memory/audit-sink.js";
 import type { AuditFilter, ReadableAuditSink } from "../ports/audit-sink.js";
 import { auditStreamOf, linkAuditEvent } from "./chain.js";
 import { FileLock } from "./file-lock.js";
-import { JsonlHeads } from "./jsonl-heads.js";
+import { JsonlHeads, parseEventLine } from "./jsonl-heads.js";
 
 export interface JsonlAuditSinkOptions {
   /**
@@ -100,16 +100,11 @@ export class JsonlAuditSink implements ReadableAuditSink {
     for (const line of text.split("\n")) {
       lineNumber++;
       if (line === "") continue;
-      let parsed: ReturnType<typeof AuditEventSchema.safeParse>;
-      try {
-        parsed = AuditEventSchema.safeParse(JSON.parse(line));
-      } catch {
-        parsed = AuditEventSchema.safeParse(undefined);
-      }
-      if (!parsed.success) {
+      const event = parseEventLine(line);
+      if (event === undefined) {
         throw new TesseraError("audit_unavailable", `audit log line ${lineNumber} is not an event`);
       }
-      events.push(parsed.data);
+      events.push(event);
     }
     return selectEvents(events, filter);
   }

@@ -126,20 +126,27 @@ function parseLines(text: string): AuditEvent[] {
   const events: AuditEvent[] = [];
   for (const line of text.split("\n")) {
     if (line === "") continue;
-    let parsed: ReturnType<typeof AuditEventSchema.safeParse>;
-    try {
-      parsed = AuditEventSchema.safeParse(JSON.parse(line));
-    } catch {
-      parsed = AuditEventSchema.safeParse(undefined);
-    }
+    const event = parseEventLine(line);
     // Linking after a line that is not an event would chain onto something unverifiable.
-    if (!parsed.success) {
+    if (event === undefined) {
       throw new TesseraError(
         "audit_unavailable",
         "the audit log's tail holds a line that is not an event; nothing is appended after it",
       );
     }
-    events.push(parsed.data);
+    events.push(event);
   }
   return events;
+}
+
+/** One line of the log as an event, or undefined when it is not JSON or not an event. */
+export function parseEventLine(line: string): AuditEvent | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  const parsed = AuditEventSchema.safeParse(value);
+  return parsed.success ? parsed.data : undefined;
 }
