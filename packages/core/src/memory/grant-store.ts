@@ -33,38 +33,37 @@ export class InMemoryGrantStore implements GrantStore {
   }
 
   /**
-   * All or nothing: every input is validated and every ID checked (against the store and
-   * the batch itself) before the first one is stored. Grants sealed by this library (fan-out
-   * builds them) are already valid and frozen, so they are stored as they are.
+   * All or nothing: every input is validated before the first one is stored, and the batch is
+   * stored in one synchronous step that undoes itself when an ID is taken (by the store or by
+   * the batch itself), so no reader ever sees part of it. Grants sealed by this library
+   * (fan-out builds them) are already valid and frozen, so they are stored as they are.
    */
   async addMany(inputs: readonly GrantInput[]): Promise<readonly Grant[]> {
     if (!Array.isArray(inputs)) throw new TesseraError("invalid_input", "addMany takes an array");
     const batch = inputs.map(sealed);
-    const seen = new Map<string, Set<string>>();
-    for (const grant of batch) {
-      let ids = seen.get(grant.namespaceId);
-      if (ids === undefined) {
-        ids = new Set();
-        seen.set(grant.namespaceId, ids);
+    // One has and one set per grant: a batch check in a set of its own cost as much again.
+    let stored = 0;
+    let grants: Map<string, Grant> | undefined;
+    let namespaceId: string | undefined;
+    for (; stored < batch.length; stored++) {
+      const grant = batch[stored] as Grant;
+      if (grant.namespaceId !== namespaceId || grants === undefined) {
+        namespaceId = grant.namespaceId;
+        grants = this.#grantsOf(namespaceId);
       }
-      if (ids.has(grant.id) || this.#namespaces.get(grant.namespaceId)?.has(grant.id)) {
-        throw new TesseraError("invalid_grant", `grant ${redact(grant.id)} already exists`);
+      if (grants.has(grant.id)) break;
+      grants.set(grant.id, grant);
+    }
+    if (stored < batch.length) {
+      // Every grant stored so far took an ID that was free: deleting it restores the store.
+      for (let i = 0; i < stored; i++) {
+        const grant = batch[i] as Grant;
+        this.#namespaces.get(grant.namespaceId)?.delete(grant.id);
       }
-      ids.add(grant.id);
+      const taken = batch[stored] as Grant;
+      throw new TesseraError("invalid_grant", `grant ${redact(taken.id)} already exists`);
     }
-    const bumped = new Map<string, Set<string>>();
-    for (const grant of batch) {
-      this.#grantsOf(grant.namespaceId).set(grant.id, grant);
-      let subjects = bumped.get(grant.namespaceId);
-      if (subjects === undefined) {
-        subjects = new Set();
-        bumped.set(grant.namespaceId, subjects);
-      }
-      subjects.add(grant.subject);
-    }
-    for (const [namespaceId, subjects] of bumped) {
-      for (const subject of subjects) this.#bump(namespaceId, subject);
-    }
+    this.#bumpAll(batch);
     return Object.freeze(batch);
   }
 
@@ -111,6 +110,26 @@ export class InMemoryGrantStore implements GrantStore {
       this.#namespaces.set(namespaceId, grants);
     }
     return grants;
+  }
+
+  /** One bump per (namespace, subject) the batch touched; a batch is usually one holder's. */
+  #bumpAll(batch: readonly Grant[]): void {
+    const bumped = new Map<string, Set<string>>();
+    let last: Grant | undefined;
+    for (const grant of batch) {
+      if (last !== undefined && grant.namespaceId === last.namespaceId) {
+        if (grant.subject === last.subject) continue;
+      }
+      last = grant;
+      let subjects = bumped.get(grant.namespaceId);
+      if (subjects === undefined) {
+        subjects = new Set();
+        bumped.set(grant.namespaceId, subjects);
+      }
+      if (subjects.has(grant.subject)) continue;
+      subjects.add(grant.subject);
+      this.#bump(grant.namespaceId, grant.subject);
+    }
   }
 
   #bump(namespaceId: string, subject: string): void {

@@ -71,6 +71,15 @@ describe("InMemoryGrantStore.addMany and grantsVersion", () => {
       const refused = await source.addMany(batch).catch((e: unknown) => e);
       expect(isTesseraError(refused, "invalid_grant")).toBe(true);
     }
+    // A grant of another namespace stored before the repeat is taken back too.
+    const elsewhere = { ...input("g9"), namespaceId: "ns2" };
+    const mixed = await source.addMany([elsewhere, input("g4"), input("g1")]).catch((e) => e);
+    expect(isTesseraError(mixed, "invalid_grant")).toBe(true);
+    expect(await source.listNamespace("ns2")).toEqual([]);
+    // Still at no change, like a holder never written.
+    expect(await source.grantsVersion("ns2", "asker")).toBe(
+      await source.grantsVersion("ns", "nobody"),
+    );
     expect((await source.listNamespace("ns")).map((g) => g.id)).toEqual(["g1"]);
     expect(await source.grantsVersion("ns", "asker")).toBe(version);
     // Two stores never share a version, even at the same count of changes.

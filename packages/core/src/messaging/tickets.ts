@@ -1,7 +1,8 @@
 import { TesseraError } from "../contracts/errors.js";
 import { messageSendCapability } from "../contracts/messages.js";
-import { type Grant, type GrantInput, PathSegmentSchema } from "../contracts/schemas.js";
+import type { Grant, GrantInput } from "../contracts/schemas.js";
 import { parseGrantInput } from "../contracts/store-input.js";
+import { isSegment } from "../kernel/request.js";
 import { sealValidatedGrant } from "../kernel/validated-grants.js";
 
 /** What a fan-out ticket is built from: one set of options, one recipient per ticket. */
@@ -25,8 +26,10 @@ export interface TicketShape {
  * path segment naming its recipient. So one ticket is parsed whole by GrantSchema — the one
  * with the longest ID, since the IDs differ only in their index digits — which checks every
  * shared field and every cross-field rule exactly as a per-ticket parse would; then each
- * recipient is checked by the segment rule GrantSchema itself uses. Nothing else varies, so
- * nothing else can fail: a property test holds this equal to parsing every ticket.
+ * recipient is checked by the segment rule GrantSchema itself uses (length 1–512 and
+ * `isSafeSegment`, as the kernel checks a request's segments: a zod parse per recipient cost
+ * more than building the ticket). Nothing else varies, so nothing else can fail: a property
+ * test holds this equal to parsing every ticket.
  */
 export function buildFanoutTickets(shape: TicketShape): Grant[] {
   const { recipients, idPrefix } = shape;
@@ -57,7 +60,7 @@ export function buildFanoutTickets(shape: TicketShape): Grant[] {
   // Every recipient before any ticket: nothing is built for a batch that is refused, and the
   // parser's short-lived garbage is collected while few tickets are alive to be copied.
   for (const recipient of recipients) {
-    if (!PathSegmentSchema.safeParse(recipient).success) {
+    if (!isSegment(recipient)) {
       throw new TesseraError("invalid_grant", "the grant does not match the grant schema");
     }
   }
