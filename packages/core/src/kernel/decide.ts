@@ -1,5 +1,5 @@
 import type { CallerCode, GrantReason } from "../contracts/vocabulary.js";
-import type { GrantUsageStore } from "../ports/usage-store.js";
+import type { ConsumeResult, GrantUsageStore } from "../ports/usage-store.js";
 import {
   type ActionIndex,
   coveredForAnotherOwner,
@@ -8,6 +8,7 @@ import {
   type IndexedGrant,
   strongerReason,
 } from "./grant-index.js";
+import { consumeNowOf } from "./sync-usage.js";
 import type { ResourceRef } from "./types.js";
 
 /**
@@ -61,8 +62,9 @@ function windowReason(grant: IndexedGrant, now: number): GrantReason | undefined
 
 /**
  * Decides synchronously whenever the usage store need not be asked — unbounded grants, and
- * refusals the lease can settle alone — and returns a promise only when it must read or
- * consume usage. The hot path therefore costs no extra microtask.
+ * refusals the lease can settle alone — or answers without yielding (the in-memory one,
+ * consuming), and returns a promise only when it must await usage. The hot path therefore
+ * costs no extra microtask.
  */
 export function decide(
   scope: DecisionScope,
@@ -104,8 +106,56 @@ function noteReason(match: Match, reason: GrantReason, grant: IndexedGrant): voi
   match.reason = stronger;
 }
 
-/** Pass 2: consume a live bounded grant, exactly once, after every other check passed. */
-async function consume(
+/** May pass 2 try to spend this grant? Bounded, counting in this turn, inside its window. */
+function spendable(grant: IndexedGrant, now: number): boolean {
+  return (
+    grant.maxUses !== undefined &&
+    grant.fixedReason === undefined &&
+    windowReason(grant, now) === undefined
+  );
+}
+
+/**
+ * Pass 2: consume a live bounded grant, exactly once, after every other check passed. A store
+ * that answers synchronously (see sync-usage.ts) is asked without awaiting: the same calls in
+ * the same order, so the same grant is spent; only the microtasks between them are gone.
+ */
+function consume(
+  scope: DecisionScope,
+  entry: ActionIndex,
+  buckets: readonly IndexedGrant[][],
+  match: Match,
+  resource: ResourceRef,
+  now: number,
+): Verdict | Promise<Verdict> {
+  const usage = scope.usage as GrantUsageStore;
+  const consumeNow = consumeNowOf(usage);
+  if (consumeNow === undefined) return consumeAwaiting(scope, entry, buckets, match, resource, now);
+  let spentMatch: IndexedGrant | undefined;
+  for (const bucket of buckets) {
+    for (const grant of bucket) {
+      if (!spendable(grant, now)) continue;
+      if (grant.spent) {
+        spentMatch ??= grant;
+        continue;
+      }
+      const maxUses = grant.maxUses as number;
+      let result: ConsumeResult;
+      try {
+        result = consumeNow(usage, scope.namespaceId, grant.id, maxUses);
+      } catch {
+        return STORE_DOWN;
+      }
+      if (result.used >= maxUses) grant.spent = true;
+      if (result.consumed) return { allowed: true, grant };
+      grant.spent = true;
+      spentMatch ??= grant;
+    }
+  }
+  return refuseSpent(scope, entry, match, spentMatch, resource, now);
+}
+
+async function consumeAwaiting(
   scope: DecisionScope,
   entry: ActionIndex,
   buckets: readonly IndexedGrant[][],
@@ -117,17 +167,17 @@ async function consume(
   let spentMatch: IndexedGrant | undefined;
   for (const bucket of buckets) {
     for (const grant of bucket) {
-      if (grant.maxUses === undefined || grant.fixedReason !== undefined) continue;
-      if (windowReason(grant, now) !== undefined) continue;
+      if (!spendable(grant, now)) continue;
       if (grant.spent) {
         spentMatch ??= grant;
         continue;
       }
+      const maxUses = grant.maxUses as number;
       let consumed: boolean;
       try {
-        const result = await usage.tryConsume(scope.namespaceId, grant.id, grant.maxUses);
+        const result = await usage.tryConsume(scope.namespaceId, grant.id, maxUses);
         consumed = result.consumed;
-        if (result.used >= grant.maxUses) grant.spent = true;
+        if (result.used >= maxUses) grant.spent = true;
       } catch {
         return STORE_DOWN;
       }
@@ -136,6 +186,18 @@ async function consume(
       spentMatch ??= grant;
     }
   }
+  return refuseSpent(scope, entry, match, spentMatch, resource, now);
+}
+
+/** No bounded grant could be spent: a spent one, if seen, is the reason. */
+function refuseSpent(
+  scope: DecisionScope,
+  entry: ActionIndex,
+  match: Match,
+  spentMatch: IndexedGrant | undefined,
+  resource: ResourceRef,
+  now: number,
+): Verdict | Promise<Verdict> {
   if (spentMatch !== undefined) {
     match.reason = "grant_exhausted";
     match.grant = spentMatch;

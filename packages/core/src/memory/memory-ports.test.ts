@@ -180,6 +180,25 @@ describe("InProcessTransport", () => {
       reply: "reply from eve",
     });
   });
+
+  it("awaits a handler's promise, and rejects when the handler throws or rejects", async () => {
+    const transport = new InProcessTransport()
+      .route("slow", async (e) => `later for ${e.recipient}`)
+      .route("quiet", () => undefined)
+      .route("thrower", () => {
+        throw new Error("boom");
+      })
+      .route("rejecter", () => Promise.reject(new Error("no")));
+    expect(await transport.deliver(envelope("slow"))).toEqual({
+      status: "delivered",
+      reply: "later for slow",
+    });
+    expect(await transport.deliver(envelope("quiet"))).toStrictEqual({ status: "delivered" });
+    await expect(transport.deliver(envelope("thrower"))).rejects.toThrow("boom");
+    await expect(transport.deliver(envelope("rejecter"))).rejects.toThrow("no");
+    // Only the envelopes whose handler answered were recorded.
+    expect(transport.delivered.map((e) => e.recipient)).toEqual(["slow", "quiet"]);
+  });
 });
 
 describe("clocks", () => {

@@ -33,11 +33,36 @@ export class InProcessTransport implements MessageTransport {
     return this.#delivered;
   }
 
-  async deliver(envelope: MessageEnvelope): Promise<DeliveryResult> {
+  /**
+   * Not `async`: a handler that answers at once is recorded at once and its result handed back
+   * already settled, one microtask sooner than awaiting it (a fan-out sends thousands). A
+   * handler that throws or rejects rejects the delivery, as before.
+   */
+  deliver(envelope: MessageEnvelope): Promise<DeliveryResult> {
     const handler = this.#routes.get(envelope.recipient) ?? this.#fallback;
-    if (handler === undefined) return { status: "failed", code: "no_route" };
-    const reply = await handler(envelope);
+    if (handler === undefined) return Promise.resolve({ status: "failed", code: "no_route" });
+    let reply: unknown;
+    try {
+      reply = handler(envelope);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (isThenable(reply)) {
+      return Promise.resolve(reply).then((settled) => this.#arrived(envelope, settled));
+    }
+    return Promise.resolve(this.#arrived(envelope, reply));
+  }
+
+  #arrived(envelope: MessageEnvelope, reply: unknown): DeliveryResult {
     this.#delivered.push(envelope);
     return reply === undefined ? { status: "delivered" } : { status: "delivered", reply };
   }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    (typeof value === "object" || typeof value === "function") &&
+    value !== null &&
+    typeof (value as { then?: unknown }).then === "function"
+  );
 }

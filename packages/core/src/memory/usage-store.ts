@@ -1,4 +1,5 @@
 import { checkCarve, checkId, checkMaxUses } from "../contracts/store-input.js";
+import { answersSynchronously } from "../kernel/sync-usage.js";
 import type { ConsumeResult, GrantUsageStore } from "../ports/usage-store.js";
 
 /**
@@ -17,6 +18,17 @@ export class InMemoryGrantUsageStore implements GrantUsageStore {
   }
 
   async tryConsume(namespaceId: string, grantId: string, maxUses: number): Promise<ConsumeResult> {
+    return this.#consume(namespaceId, grantId, maxUses);
+  }
+
+  static {
+    // The kernel spends in-memory uses without awaiting: see kernel/sync-usage.ts.
+    answersSynchronously(InMemoryGrantUsageStore.prototype.tryConsume, (store, ns, id, max) =>
+      (store as InMemoryGrantUsageStore).#consume(ns, id, max),
+    );
+  }
+
+  #consume(namespaceId: string, grantId: string, maxUses: number): ConsumeResult {
     checkId(namespaceId, "namespaceId");
     checkId(grantId, "grantId");
     checkMaxUses(maxUses);
