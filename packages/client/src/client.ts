@@ -4,6 +4,7 @@ import {
   type A2uiSettleRequest,
   type AuditQuery,
   type AuthorizeRequestBody,
+  type DeriveGrantRequest,
   ErrorBodySchema,
   type IssueGrantRequest,
   ROUTES,
@@ -152,6 +153,14 @@ export class TesseraClient {
     options?: CallOptions,
   ): Promise<RouteResponse<"issueGrant">> {
     return this.#call("issueGrant", { body: request, ...options });
+  }
+
+  /** Issuer tokens only: a narrower child of a grant in the issuer's chain, for its holder. */
+  deriveGrant(
+    request: DeriveGrantRequest,
+    options?: CallOptions,
+  ): Promise<RouteResponse<"deriveGrant">> {
+    return this.#call("deriveGrant", { body: request, ...options });
   }
 
   /** Issuer tokens only: the namespace's grants with their usage counts. */

@@ -12,6 +12,7 @@ import { readinessProbe } from "./readiness.js";
 import { AnswerWrites } from "./retry.js";
 import { type A2uiOptions, a2uiRoutes } from "./routes/a2ui.js";
 import { decisionRoutes } from "./routes/decisions.js";
+import { deriveRoute } from "./routes/derive.js";
 import { grantRoutes } from "./routes/grants.js";
 import type { ServiceStores } from "./service.js";
 
@@ -146,6 +147,7 @@ export function buildApp(options: AppOptions): FastifyInstance {
   app.get("/v1/openapi.json", { config: { role: "public" } }, async () => document);
   decisionRoutes(app, context);
   grantRoutes(app, context);
+  deriveRoute(app, context);
   a2uiRoutes(app, context, options.a2ui);
   return app;
 }

@@ -135,6 +135,21 @@ export const IssueGrantRequestSchema = z.strictObject({
 });
 export type IssueGrantRequest = z.infer<typeof IssueGrantRequestSchema>;
 
+/**
+ * A narrower grant to derive from `parentId`, a grant of the token's namespace whose chain
+ * starts at the token's issuer. The delegator is the parent's holder (its subject), never
+ * the body's; `id` defaults to a fresh UUID, `issuedAt` to now (or the parent's, if later).
+ */
+export const DeriveGrantRequestSchema = z.strictObject({
+  parentId: id,
+  id: id.optional(),
+  subject: id,
+  capabilities: GrantSchema.shape.capabilities,
+  constraints: GrantSchema.shape.constraints.optional(),
+  issuedAt: GrantSchema.shape.issuedAt.optional(),
+});
+export type DeriveGrantRequest = z.infer<typeof DeriveGrantRequestSchema>;
+
 export const GrantResponseSchema = z.strictObject({ grant: GrantSchema });
 export type GrantResponse = z.infer<typeof GrantResponseSchema>;
 

@@ -9,6 +9,7 @@ import {
   AuditResponseSchema,
   AuthorizeRequestSchema,
   AuthorizeResponseSchema,
+  DeriveGrantRequestSchema,
   ExplainQuerySchema,
   ExplainResponseSchema,
   GrantListResponseSchema,
@@ -106,6 +107,13 @@ export const ROUTES = {
     path: "/v1/grants",
     role: "issuer",
     body: IssueGrantRequestSchema,
+    response: GrantResponseSchema,
+  },
+  deriveGrant: {
+    method: "POST",
+    path: "/v1/grants/derive",
+    role: "issuer",
+    body: DeriveGrantRequestSchema,
     response: GrantResponseSchema,
   },
   listGrants: {
