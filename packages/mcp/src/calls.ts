@@ -22,7 +22,15 @@ import { audit, gateEvent, type Trail } from "./call-audit.js";
 import type { Limits, Principal } from "./config.js";
 import { gatewayError } from "./errors.js";
 import { CALL_ID_KEY, CODE_KEY, IDEMPOTENCY_KEY } from "./keys.js";
-import { type CallKeys, type CallLedger, callKeys, digest, type Recorded } from "./ledger.js";
+import {
+  type CallKeys,
+  type CallLedger,
+  callKeys,
+  canonical,
+  type Recorded,
+  RecordedJson,
+  sha256Hex,
+} from "./ledger.js";
 import { accessContext, principalKey } from "./principals.js";
 import { MCP_NAMESPACE, TOOLS_CALL, toolGrants } from "./tool-grants.js";
 import type { CatalogEntry } from "./upstreams.js";
@@ -87,16 +95,17 @@ export async function callTool(
 ): Promise<CallToolResult> {
   const started = performance.now();
   const args = params.arguments ?? {};
-  const argsJson = JSON.stringify(args);
+  // One canonical text serves the size check, the audit's digest and the replay body hash.
+  const argsText = canonical(args);
   const trail: Trail = {
     caller,
     started,
-    argsDigest: digest(args),
+    argsDigest: sha256Hex(argsText),
     callId: `${caller.session ?? "stateless"}:${String(caller.requestId)}`,
     traceId: randomUUID(),
     tool: undefined,
   };
-  const size = Buffer.byteLength(argsJson);
+  const size = Buffer.byteLength(argsText);
   if (size > parts.limits.maxArgumentBytes) {
     await audit(parts, trail, gateEvent("invalid_request", "invalid_request"), [
       `arguments of ${size} bytes, over ${parts.limits.maxArgumentBytes}`,
@@ -107,7 +116,17 @@ export async function callTool(
     );
   }
   const keys = await keyOf(parts, caller, params, trail);
-  const bodyHash = digest({ name: params.name, arguments: args });
+  // canonical({ name, arguments }): its keys in sorted order.
+  const bodyHash = sha256Hex(`{"arguments":${argsText},"name":${canonical(params.name)}}`);
+  const entry = parts.catalog.get(params.name);
+  const bound = entry === undefined ? undefined : boundSegments(entry, args);
+  // The turn's grant read (a version check when warm) has no effect: it goes out beside the
+  // claim instead of after it. Deciding and spending still wait for the claim.
+  const opening =
+    entry === undefined || bound === undefined || typeof bound === "string"
+      ? undefined
+      : kernelFor(parts, entry).openTurnAuthority(accessContext(caller.principal, trail.traceId));
+  opening?.catch(() => undefined);
   const now = parts.clock.now();
   let claimed: Awaited<ReturnType<CallLedger["claim"]>>;
   try {
@@ -119,14 +138,17 @@ export async function callTool(
       now + parts.limits.upstreamTimeoutMs + 5_000,
     );
   } catch (error) {
+    void closeOpened(opening);
     await audit(parts, trail, gateEvent(null, "claim_store_unavailable"), [
       `claim store: ${codeOf(error)}`,
     ]);
     throw gatewayError("claim_store_unavailable", "the claim store did not answer: nothing ran");
   }
-  if (claimed.kind !== "claimed") return duplicate(parts, trail, claimed);
+  if (claimed.kind !== "claimed") {
+    void closeOpened(opening);
+    return duplicate(parts, trail, claimed);
+  }
 
-  const entry = parts.catalog.get(params.name);
   if (entry === undefined) {
     // Refused exactly as a granted-but-spent tool is: the caller cannot tell them apart.
     return refuse(parts, trail, keys, bodyHash, "tool_unavailable", "no_capability", [
@@ -134,24 +156,17 @@ export async function callTool(
     ]);
   }
   trail.tool = entry.exposedName;
-  const bound: string[] = [];
-  for (const name of entry.bind) {
-    const value = args[name];
-    if (typeof value !== "string" || !isSegment(value)) {
-      return refuse(parts, trail, keys, bodyHash, "invalid_request", "invalid_request", [
-        `bound argument ${name} is not a usable path segment`,
-      ]);
-    }
-    bound.push(value);
+  if (typeof bound === "string" || bound === undefined || opening === undefined) {
+    return refuse(parts, trail, keys, bodyHash, "invalid_request", "invalid_request", [
+      `bound argument ${bound ?? "?"} is not a usable path segment`,
+    ]);
   }
 
   const captured: AuditEvent[] = [];
   parts.decisions.set(trail.traceId, captured);
   let decision: Awaited<ReturnType<TurnAuthority["authorize"]>>;
   try {
-    const turn = await kernelFor(parts, entry).openTurnAuthority(
-      accessContext(caller.principal, trail.traceId),
-    );
+    const turn = await opening;
     try {
       decision = await turn.authorize({
         action: TOOLS_CALL,
@@ -179,11 +194,8 @@ export async function callTool(
       ...outcome.result,
       _meta: { ...(outcome.result._meta ?? {}), [CALL_ID_KEY]: trail.callId },
     };
-    const kept = fits(result, parts.limits.maxRecordedResultBytes)
-      ? result
-      : refusalText("the first call completed; its result was too large to keep", trail.callId);
     // The answer is kept after the reply whatever the audit sink does: the call did run.
-    keep(parts, keys, bodyHash, { kind: "result", result: kept }, "dispatched");
+    keep(parts, keys, bodyHash, keptAnswer(result, parts.limits, trail.callId), "dispatched");
     await audit(
       parts,
       trail,
@@ -360,8 +372,37 @@ function refusalText(text: string, callId: string): CallToolResult {
   return { content: [{ type: "text", text }], isError: true, _meta: { [CALL_ID_KEY]: callId } };
 }
 
-function fits(result: CallToolResult, max: number): boolean {
-  return Buffer.byteLength(JSON.stringify(result)) <= max;
+/** The result to keep for duplicates, serialized once: the text that measured it is the one stored. */
+function keptAnswer(result: CallToolResult, limits: Limits, callId: string): RecordedJson {
+  const json = JSON.stringify(result);
+  // Up to 3 UTF-8 bytes per UTF-16 unit: most results are measured without counting bytes.
+  const fits =
+    json.length * 3 <= limits.maxRecordedResultBytes ||
+    Buffer.byteLength(json) <= limits.maxRecordedResultBytes;
+  const kept = fits
+    ? json
+    : JSON.stringify(
+        refusalText("the first call completed; its result was too large to keep", callId),
+      );
+  return new RecordedJson(`{"kind":"result","result":${kept}}`);
+}
+
+/** The bound arguments' values as path segments, or the name of the first one that is not one. */
+function boundSegments(entry: CatalogEntry, args: Record<string, unknown>): string[] | string {
+  const bound: string[] = [];
+  for (const name of entry.bind) {
+    const value = args[name];
+    if (typeof value !== "string" || !isSegment(value)) return name;
+    bound.push(value);
+  }
+  return bound;
+}
+
+/** A turn opened beside a claim the call then lost (or could not make): nothing is decided in it. */
+async function closeOpened(opening: Promise<TurnAuthority> | undefined): Promise<void> {
+  try {
+    await (await opening)?.close();
+  } catch {}
 }
 
 /**
@@ -373,7 +414,7 @@ function keep(
   parts: PipelineParts,
   keys: CallKeys,
   bodyHash: string,
-  recorded: Recorded,
+  recorded: Recorded | RecordedJson,
   status: "dispatched" | "denied" | "failed" | undefined,
 ): void {
   parts.ledger.recordLater(keys, bodyHash, recorded, status, parts.clock.now());

@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from "node:crypto";
+import * as crypto from "node:crypto";
 import { hostname } from "node:os";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { ClaimKey, ClaimStore, StoredClaim } from "@tessera/core";
@@ -31,6 +31,17 @@ export type Duplicate =
   | { readonly kind: "in_progress"; readonly trace: string | undefined }
   | { readonly kind: "in_doubt"; readonly trace: string | undefined };
 
+/**
+ * A `Recorded` already serialized, for a caller that has its result's JSON in hand (it measured
+ * the result's size with it): the answer is then not serialized twice.
+ */
+export class RecordedJson {
+  readonly json: string;
+  constructor(json: string) {
+    this.json = json;
+  }
+}
+
 export interface CallKeys {
   readonly claim: ClaimKey;
   readonly result: ClaimKey;
@@ -45,10 +56,17 @@ export function callKeys(scope: string, id: string): CallKeys {
 
 /** SHA-256 of canonical JSON (keys sorted): key order does not make a new call. */
 export function digest(value: unknown): string {
-  return createHash("sha256").update(canonical(value)).digest("hex");
+  return sha256Hex(canonical(value));
 }
 
-function canonical(value: unknown): string {
+/** SHA-256 hex of a string: one-shot `crypto.hash` (Node 20.12+) where there is one. */
+export const sha256Hex: (text: string) => string =
+  typeof crypto.hash === "function"
+    ? (text) => crypto.hash("sha256", text, "hex")
+    : (text) => crypto.createHash("sha256").update(text).digest("hex");
+
+/** JSON with every object's keys sorted: the text `digest` hashes. */
+export function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
   if (typeof value === "object" && value !== null) {
     const entries = Object.keys(value)
@@ -72,7 +90,7 @@ interface ClaimMeta {
 
 const HOST = hostname();
 const WORKER = `${HOST}:${process.pid}`;
-const INSTANCE = randomUUID();
+const INSTANCE = crypto.randomUUID();
 
 export class CallLedger {
   readonly #claims: ClaimStore;
@@ -118,14 +136,14 @@ export class CallLedger {
   async record(
     keys: CallKeys,
     bodyHash: string,
-    recorded: Recorded,
+    recorded: Recorded | RecordedJson,
     status: "dispatched" | "denied" | "failed" | undefined,
     now: number,
   ): Promise<void> {
     await this.#claims.claim(keys.result, {
       bodyHash,
       claimedAt: now,
-      worker: JSON.stringify(recorded),
+      worker: recorded instanceof RecordedJson ? recorded.json : JSON.stringify(recorded),
     });
     // The answer's own key is settled at once, so that `listInDoubt` lists calls, not answers;
     // an in-doubt answer settles as `failed` (no outcome came back), its call stays unsettled.
@@ -146,7 +164,7 @@ export class CallLedger {
   recordLater(
     keys: CallKeys,
     bodyHash: string,
-    recorded: Recorded,
+    recorded: Recorded | RecordedJson,
     status: "dispatched" | "denied" | "failed" | undefined,
     now: number,
   ): void {

@@ -20,14 +20,22 @@ export function authenticate(
   return principals.find((p) => timingSafeEqual(Buffer.from(p.tokenSha256, "hex"), digest));
 }
 
+/** Principals are frozen at startup, so each one's key is hashed once, not on every call. */
+const keys = new WeakMap<Principal, string>();
+
 /** What claims are scoped by: the whole turn identity, so two principals never share a key. */
 export function principalKey(principal: Principal): string {
-  return uniqueStorageDigest(
-    principal.namespaceId,
-    principal.actor,
-    principal.authority,
-    principal.owner ?? "",
-  );
+  let key = keys.get(principal);
+  if (key === undefined) {
+    key = uniqueStorageDigest(
+      principal.namespaceId,
+      principal.actor,
+      principal.authority,
+      principal.owner ?? "",
+    );
+    keys.set(principal, key);
+  }
+  return key;
 }
 
 export function accessContext(principal: Principal, traceId: string): AccessContext {
