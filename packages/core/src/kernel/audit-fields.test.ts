@@ -24,6 +24,36 @@ describe("kernel audit events", () => {
     for (const event of r.audit.events) expect(AuditEventSchema.parse(event)).toEqual(event);
   });
 
+  it("keep one key order whichever fields a decision has", async () => {
+    const r = rig();
+    await r.grants.add(grant({ capabilities: [cap(["a"])] }));
+    await r.grants.add(
+      grant({ constraints: { purposes: ["review"] }, capabilities: [cap(["b"])] }),
+    );
+    const plain = await r.kernel.openTurnAuthority(ctx());
+    await plain.authorize(READ);
+    const review = await r.kernel.openTurnAuthority(ctx({ purpose: "review" }));
+    await review.authorize({ action: "files.read", resource: { namespace: "files", path: ["b"] } });
+    const head = ["at", "source", "outcome", "code", "reason", "traceId", "callId"];
+    const principal = ["namespaceId", "actor", "authority", "owner"];
+    const [allowed, withPurpose] = await r.audit.read();
+    expect(Object.keys(allowed ?? {}).slice(0, 14)).toEqual([
+      ...head,
+      ...principal,
+      "grantId",
+      "action",
+      "resource",
+    ]);
+    expect(Object.keys(withPurpose ?? {}).slice(0, 15)).toEqual([
+      ...head,
+      ...principal,
+      "purpose",
+      "grantId",
+      "action",
+      "resource",
+    ]);
+  });
+
   it("leave owner and purpose out when the turn has none", async () => {
     const r = rig();
     await r.grants.add(grant({ capabilities: [cap(["a"])] }));

@@ -96,8 +96,23 @@ export function strongerReason(
   return REASON_RANK[candidate] < REASON_RANK[current] ? candidate : current;
 }
 
-function epoch(instant: string | undefined, fallback: number): number {
-  return instant === undefined ? fallback : Date.parse(instant);
+/**
+ * Epoch milliseconds of ISO instants, remembering the last one parsed: grants issued together
+ * (fan-out tickets, a host's batch) share their instants, and parsing the same string for each
+ * of 10,000 grants was a sixth of indexing them.
+ */
+class Instants {
+  #last: string | undefined;
+  #lastMs = 0;
+
+  epoch(instant: string | undefined, fallback: number): number {
+    if (instant === undefined) return fallback;
+    if (instant !== this.#last) {
+      this.#last = instant;
+      this.#lastMs = Date.parse(instant);
+    }
+    return this.#lastMs;
+  }
 }
 
 function fixedReasonOf(
@@ -175,6 +190,9 @@ export function buildGrantIndex(
   chains?: ReadonlyMap<Grant, ChainInfo>,
 ): GrantIndex {
   const index = new Map<string, ActionIndex>();
+  const issued = new Instants();
+  const starts = new Instants();
+  const ends = new Instants();
   for (const grant of grants) {
     if (grant.namespaceId !== ctx.namespaceId || grant.subject !== ctx.actor) continue;
     const chain = grant.parentId === undefined ? undefined : chains?.get(grant);
@@ -183,10 +201,10 @@ export function buildGrantIndex(
       id: grant.id,
       maxUses: grant.constraints.maxUses,
       notBefore: Math.max(
-        epoch(grant.constraints.notBefore, Number.NEGATIVE_INFINITY),
-        Date.parse(grant.issuedAt),
+        starts.epoch(grant.constraints.notBefore, Number.NEGATIVE_INFINITY),
+        issued.epoch(grant.issuedAt, Number.NaN),
       ),
-      expiresAt: epoch(grant.constraints.expiresAt, Number.POSITIVE_INFINITY),
+      expiresAt: ends.epoch(grant.constraints.expiresAt, Number.POSITIVE_INFINITY),
       fixedReason: fixedReasonOf(grant, ctx, chain),
       chain: chain?.ids,
       spent: false,
