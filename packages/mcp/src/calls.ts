@@ -182,8 +182,14 @@ export async function callTool(
   const decided = captured[captured.length - 1];
   if (decision.status === "denied") {
     const result = refusal(decision.code, trail.callId);
-    keep(parts, keys, bodyHash, { kind: "result", result }, "denied");
-    await audit(parts, trail, decided ?? gateEvent(decision.code, "no_capability"), [], "denied");
+    await keep(
+      parts,
+      keys,
+      bodyHash,
+      { kind: "result", result },
+      "denied",
+      audit(parts, trail, decided ?? gateEvent(decision.code, "no_capability"), [], "denied"),
+    );
     return result;
   }
 
@@ -195,14 +201,20 @@ export async function callTool(
       _meta: { ...(outcome.result._meta ?? {}), [CALL_ID_KEY]: trail.callId },
     };
     // The answer is kept after the reply whatever the audit sink does: the call did run.
-    keep(parts, keys, bodyHash, keptAnswer(result, parts.limits, trail.callId), "dispatched");
-    await audit(
+    await keep(
       parts,
-      trail,
-      decided,
-      [`upstream ok${result.isError ? " (tool error)" : ""}`],
+      keys,
+      bodyHash,
+      keptAnswer(result, parts.limits, trail.callId),
       "dispatched",
-      latency,
+      audit(
+        parts,
+        trail,
+        decided,
+        [`upstream ok${result.isError ? " (tool error)" : ""}`],
+        "dispatched",
+        latency,
+      ),
     );
     return result;
   }
@@ -214,19 +226,24 @@ export async function callTool(
   };
   if (outcome.kind === "failed") {
     const message = `the upstream tool failed (${outcome.why}); it is not retried`;
-    keep(parts, keys, bodyHash, { kind: "error", code: "upstream_failed", message }, "failed");
-    await audit(parts, trail, failedEvent, [`upstream failed: ${outcome.why}`], "failed", latency);
+    await keep(
+      parts,
+      keys,
+      bodyHash,
+      { kind: "error", code: "upstream_failed", message },
+      "failed",
+      audit(parts, trail, failedEvent, [`upstream failed: ${outcome.why}`], "failed", latency),
+    );
     throw gatewayError("upstream_failed", message);
   }
   const message = `the upstream did not answer (${outcome.why}): the call is in doubt and is not retried`;
-  keep(parts, keys, bodyHash, { kind: "in_doubt", message }, undefined);
-  await audit(
+  await keep(
     parts,
-    trail,
-    failedEvent,
-    [`upstream in doubt: ${outcome.why}`],
-    "in_doubt",
-    latency,
+    keys,
+    bodyHash,
+    { kind: "in_doubt", message },
+    undefined,
+    audit(parts, trail, failedEvent, [`upstream in doubt: ${outcome.why}`], "in_doubt", latency),
   );
   throw gatewayError("call_in_doubt", message);
 }
@@ -355,8 +372,14 @@ async function refuse(
   detail: string[],
 ): Promise<CallToolResult> {
   const result = refusal(code, trail.callId);
-  keep(parts, keys, bodyHash, { kind: "result", result }, "denied");
-  await audit(parts, trail, gateEvent(code, reason), detail, "denied");
+  await keep(
+    parts,
+    keys,
+    bodyHash,
+    { kind: "result", result },
+    "denied",
+    audit(parts, trail, gateEvent(code, reason), detail, "denied"),
+  );
   return result;
 }
 
@@ -406,9 +429,10 @@ async function closeOpened(opening: Promise<TurnAuthority> | undefined): Promise
 }
 
 /**
- * Keeps the answer for duplicates and settles, after the reply (see ledger.ts). If the store
- * fails here the call has happened but its claim stays unsettled: duplicates read it in doubt,
- * and it is never forwarded again.
+ * Keeps the answer for duplicates and settles, once the call's audit event (`audited`) has
+ * landed or failed and the reply is out (see ledger.ts); answers `audited`, for the reply to
+ * wait on. If the store fails here the call has happened but its claim stays unsettled:
+ * duplicates read it in doubt, and it is never forwarded again.
  */
 function keep(
   parts: PipelineParts,
@@ -416,8 +440,10 @@ function keep(
   bodyHash: string,
   recorded: Recorded | RecordedJson,
   status: "dispatched" | "denied" | "failed" | undefined,
-): void {
-  parts.ledger.recordLater(keys, bodyHash, recorded, status, parts.clock.now());
+  audited: Promise<void>,
+): Promise<void> {
+  parts.ledger.recordLater(keys, bodyHash, recorded, status, parts.clock.now(), audited);
+  return audited;
 }
 
 function codeOf(error: unknown): string {

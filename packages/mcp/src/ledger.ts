@@ -167,9 +167,14 @@ export class CallLedger {
     recorded: Recorded | RecordedJson,
     status: "dispatched" | "denied" | "failed" | undefined,
     now: number,
+    after?: Promise<unknown>,
   ): void {
     const id = pendingKey(keys);
-    const write = this.record(keys, bodyHash, recorded, status, now)
+    // Started once `after` (the call's audit event) has landed and the reply has gone out: on
+    // a durable store its commit then never queues beside the writes the reply waits for.
+    const start = after === undefined ? nextTurn() : after.then(nextTurn, nextTurn);
+    const write = start
+      .then(() => this.record(keys, bodyHash, recorded, status, now))
       .catch(() => undefined)
       .finally(() => {
         if (this.#pending.get(id) === write) this.#pending.delete(id);
@@ -191,6 +196,11 @@ export class CallLedger {
       return { kind: "in_doubt", message: "the recorded answer is unreadable" };
     }
   }
+}
+
+/** Resolves after the I/O of this turn of the event loop (the reply's write among it). */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 function pendingKey(keys: CallKeys): string {
