@@ -29,8 +29,14 @@ export interface RetryOptions {
 export class AnswerWrites {
   readonly #pending = new Map<string, Promise<void>>();
 
+  /**
+   * Registers the write at once (so `wait` and `drain` see it) but starts it from the check
+   * phase, after the reply in hand has been written to its socket: a synchronous driver
+   * (better-sqlite3) would otherwise commit, fsync included, before the caller's answer left.
+   */
   later(id: string, write: () => Promise<void>): void {
-    const written: Promise<void> = write()
+    const written: Promise<void> = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(write)
       .catch(() => undefined)
       .finally(() => {
         if (this.#pending.get(id) === written) this.#pending.delete(id);
@@ -56,7 +62,8 @@ export class AnswerWrites {
  *
  * Only the claim has to be durable before deciding (the kernel's spend and audit event are
  * durable before it answers): the answer and the receipts are written after the reply, so the
- * caller waits for one write fewer than three. A crash between the claim and the answer —
+ * caller waits for the claim, the spend and the audit event, never for the answer's own
+ * commit (see `AnswerWrites.later`). A crash between the claim and the answer —
  * before or just after the reply — leaves the call in doubt (listed by the store's
  * `listInDoubt`): it is never decided again, and retries answer `call_in_progress`.
  */
@@ -87,6 +94,8 @@ export async function once<A>(
     return { answer: await recorded<A>(claims, answerKey, options.waitMs), replayed: true };
   }
   const { answer, settled } = await decide();
+  // The answer's claim first, the settles after it: a key settled while its answer is still
+  // missing would no longer read in doubt, yet its retries could never be answered.
   options.writes.later(pendingId(key), async () => {
     await claims.claim(answerKey, {
       bodyHash,

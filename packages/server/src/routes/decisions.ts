@@ -31,7 +31,7 @@ export function decisionRoutes(app: FastifyInstance, context: ServiceContext): v
   app.route({
     ...route("tools"),
     handler: async (request) =>
-      withTurn(context, principalOf(request), async (turn) => ({
+      withTurn(openTurn(context, principalOf(request)), async (turn) => ({
         tools: [...(await turn.listTools())],
       })),
   });
@@ -41,8 +41,8 @@ export function decisionRoutes(app: FastifyInstance, context: ServiceContext): v
     handler: async (request) => {
       const body = parse(AuthorizeRequestSchema, request.body, "body");
       const principal = principalOf(request);
-      const decide = async (callId?: string) => {
-        const answer: AuthorizeResponse = await withTurn(context, principal, (turn) =>
+      const decide = async (opened: Promise<TurnAuthority>, callId?: string) => {
+        const answer: AuthorizeResponse = await withTurn(opened, (turn) =>
           turn.authorize(callId === undefined ? body : { ...body, callId }),
         );
         metrics.decisions.inc({
@@ -62,9 +62,9 @@ export function decisionRoutes(app: FastifyInstance, context: ServiceContext): v
     handler: async (request) => {
       const body = parse(SendMessageRequestSchema, request.body, "body");
       const principal = principalOf(request);
-      const decide = async (callId?: string) => {
+      const decide = async (opened: Promise<TurnAuthority>, callId?: string) => {
         const id = callId ?? randomUUID();
-        const result = await withTurn(context, principal, (turn) =>
+        const result = await withTurn(opened, (turn) =>
           turn.sendMessage({ recipient: body.recipient, payload: body.payload, callId: id }),
         );
         const answer: SendMessageResponse =
@@ -162,17 +162,33 @@ async function retrySafe<A>(
   principal: Principal,
   callId: string | undefined,
   body: unknown,
-  decide: (callId?: string) => Promise<{ answer: A; settled: Settled }>,
+  decide: (
+    turn: Promise<TurnAuthority>,
+    callId?: string,
+  ) => Promise<{ answer: A; settled: Settled }>,
 ): Promise<A> {
-  if (callId === undefined) return (await decide()).answer;
-  const result = await once(
-    context.stores.claims,
-    principalKey(principal),
-    callId,
-    { route, body },
-    () => decide(callId),
-    context.retry,
-  );
+  // Opened while the claim is written, not after it: on a networked store the turn's grant
+  // read and the claim then share one round trip's wait. Opening decides nothing; a call that
+  // loses its claim closes the turn unused.
+  const turn = openTurn(context, principal);
+  if (callId === undefined) return (await decide(turn)).answer;
+  let decided = false;
+  let result: Awaited<ReturnType<typeof once<A>>>;
+  try {
+    result = await once(
+      context.stores.claims,
+      principalKey(principal),
+      callId,
+      { route, body },
+      () => {
+        decided = true;
+        return decide(turn, callId);
+      },
+      context.retry,
+    );
+  } finally {
+    if (!decided) void turn.then((t) => t.close(), noop);
+  }
   context.metrics.claims.inc({
     route,
     status: result.replayed ? "none" : (result.settled ?? "none"),
@@ -180,13 +196,9 @@ async function retrySafe<A>(
   return result.answer;
 }
 
-async function withTurn<T>(
-  context: ServiceContext,
-  principal: Principal,
-  use: (turn: TurnAuthority) => Promise<T>,
-): Promise<T> {
+function openTurn(context: ServiceContext, principal: Principal): Promise<TurnAuthority> {
   const { namespaceId, actor, authority, owner, purpose } = principal;
-  const turn = await context.kernel.openTurnAuthority({
+  const opened = context.kernel.openTurnAuthority({
     namespaceId,
     actor,
     authority,
@@ -194,6 +206,18 @@ async function withTurn<T>(
     ...(purpose === undefined ? {} : { purpose }),
     traceId: randomUUID(),
   });
+  // Awaited only once the claim is won: a failure meanwhile must not read as unhandled.
+  opened.catch(noop);
+  return opened;
+}
+
+function noop(): void {}
+
+async function withTurn<T>(
+  opened: Promise<TurnAuthority>,
+  use: (turn: TurnAuthority) => Promise<T>,
+): Promise<T> {
+  const turn = await opened;
   try {
     return await use(turn);
   } finally {
