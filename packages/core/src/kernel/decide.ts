@@ -8,7 +8,7 @@ import {
   type IndexedGrant,
   strongerReason,
 } from "./grant-index.js";
-import { consumeNowOf } from "./sync-usage.js";
+import { consumeNowOf } from "./sync-ports.js";
 import type { ResourceRef } from "./types.js";
 
 /**
@@ -117,7 +117,7 @@ function spendable(grant: IndexedGrant, now: number): boolean {
 
 /**
  * Pass 2: consume a live bounded grant, exactly once, after every other check passed. A store
- * that answers synchronously (see sync-usage.ts) is asked without awaiting: the same calls in
+ * that answers synchronously (see sync-ports.ts) is asked without awaiting: the same calls in
  * the same order, so the same grant is spent; only the microtasks between them are gone.
  */
 function consume(

@@ -1,3 +1,4 @@
+import { deliversSynchronously } from "../kernel/sync-ports.js";
 import type { DeliveryResult, MessageEnvelope, MessageTransport } from "../ports/transport.js";
 
 /** Answers one delivered message; its return value is the reply. */
@@ -35,22 +36,32 @@ export class InProcessTransport implements MessageTransport {
 
   /**
    * Not `async`: a handler that answers at once is recorded at once and its result handed back
-   * already settled, one microtask sooner than awaiting it (a fan-out sends thousands). A
-   * handler that throws or rejects rejects the delivery, as before.
+   * already settled. The kernel skips even that promise (see kernel/sync-ports.ts). A handler
+   * that throws or rejects rejects the delivery.
    */
   deliver(envelope: MessageEnvelope): Promise<DeliveryResult> {
-    const handler = this.#routes.get(envelope.recipient) ?? this.#fallback;
-    if (handler === undefined) return Promise.resolve({ status: "failed", code: "no_route" });
-    let reply: unknown;
     try {
-      reply = handler(envelope);
+      return Promise.resolve(this.#deliverNow(envelope));
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  static {
+    deliversSynchronously(InProcessTransport.prototype.deliver, (transport, envelope) =>
+      (transport as InProcessTransport).#deliverNow(envelope),
+    );
+  }
+
+  /** The result now, or a promise of it when the handler answers with one; throws as it does. */
+  #deliverNow(envelope: MessageEnvelope): DeliveryResult | Promise<DeliveryResult> {
+    const handler = this.#routes.get(envelope.recipient) ?? this.#fallback;
+    if (handler === undefined) return { status: "failed", code: "no_route" };
+    const reply = handler(envelope);
     if (isThenable(reply)) {
       return Promise.resolve(reply).then((settled) => this.#arrived(envelope, settled));
     }
-    return Promise.resolve(this.#arrived(envelope, reply));
+    return this.#arrived(envelope, reply);
   }
 
   #arrived(envelope: MessageEnvelope, reply: unknown): DeliveryResult {

@@ -1,5 +1,5 @@
 import { checkCarve, checkId, checkMaxUses } from "../contracts/store-input.js";
-import { answersSynchronously } from "../kernel/sync-usage.js";
+import { answersSynchronously } from "../kernel/sync-ports.js";
 import type { ConsumeResult, GrantUsageStore } from "../ports/usage-store.js";
 
 /**
@@ -22,7 +22,7 @@ export class InMemoryGrantUsageStore implements GrantUsageStore {
   }
 
   static {
-    // The kernel spends in-memory uses without awaiting: see kernel/sync-usage.ts.
+    // The kernel spends in-memory uses without awaiting: see kernel/sync-ports.ts.
     answersSynchronously(InMemoryGrantUsageStore.prototype.tryConsume, (store, ns, id, max) =>
       (store as InMemoryGrantUsageStore).#consume(ns, id, max),
     );
