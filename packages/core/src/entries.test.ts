@@ -80,6 +80,7 @@ describe("the entry points", () => {
     expect(Object.keys(testing).sort()).toEqual(["ManualClock", "ScriptedDriver", "fixedClock"]);
     expect(Object.keys(storeKit).sort()).toEqual(
       [
+        "AuditAppendQueue",
         "EMPTY_HEAD",
         "GENESIS_HASH",
         "auditEventHash",

@@ -3,6 +3,7 @@
  * so that every store checks its input, names its keys and reports a failed open the same way.
  * A host wiring the kernel needs none of it.
  */
+export { AuditAppendQueue, type AuditAppendQueueOptions } from "./audit/append-queue.js";
 export {
   auditEventHash,
   auditStreamOf,

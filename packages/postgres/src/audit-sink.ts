@@ -1,12 +1,11 @@
 import { type AuditEvent, type ReadableAuditSink, TesseraError } from "@tessera/core";
 import {
+  AuditAppendQueue,
   type AuditFilter,
-  auditStreamOf,
   type ChainHead,
   checkAuditFilter,
   GENESIS_HASH,
   linkAuditEvent,
-  parseAuditEvent,
   storageDigest,
 } from "@tessera/core/store-kit";
 import type pg from "pg";
@@ -15,21 +14,6 @@ import type { Database } from "./database.js";
 const CODE = "audit_unavailable";
 /** Events written by one statement at most: bounds the statement's size under a burst. */
 const MAX_BATCH = 256;
-/** Streams whose head this process remembers while idle; past it, an idle one is forgotten. */
-const MAX_IDLE_STREAMS = 1_024;
-
-interface Pending {
-  readonly event: AuditEvent;
-  readonly resolve: () => void;
-  readonly reject: (error: unknown) => void;
-}
-
-/** One stream's appends in this process: waiting events, and the head last seen, if known. */
-interface StreamQueue {
-  readonly pending: Pending[];
-  running: boolean;
-  head: ChainHead | undefined;
-}
 
 /**
  * Append-only audit, a hash chain per stream (see core's `audit/chain.ts`). `seq` gives the
@@ -49,7 +33,12 @@ export class PostgresAuditSink implements ReadableAuditSink {
   readonly #db: Database;
   readonly #table: string;
   readonly #heads: string;
-  readonly #streams = new Map<string, StreamQueue>();
+  // Unknown (undefined) at first and after a failed write, whose statement may have committed.
+  readonly #queue = new AuditAppendQueue<ChainHead | undefined>({
+    maxBatch: MAX_BATCH,
+    startHead: undefined,
+    write: (stream, head, events) => this.#write(storageDigest(stream), head, events),
+  });
 
   constructor(db: Database) {
     this.#db = db;
@@ -58,41 +47,7 @@ export class PostgresAuditSink implements ReadableAuditSink {
   }
 
   append(event: AuditEvent): Promise<void> {
-    let valid: AuditEvent;
-    try {
-      valid = parseAuditEvent(event);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    const stream = auditStreamOf(valid);
-    let queue = this.#streams.get(stream);
-    if (queue === undefined) {
-      queue = { pending: [], running: false, head: undefined };
-      this.#streams.set(stream, queue);
-    }
-    const pending = new Promise<void>((resolve, reject) => {
-      queue.pending.push({ event: valid, resolve, reject });
-    });
-    if (!queue.running) void this.#drain(stream, queue);
-    return pending;
-  }
-
-  async #drain(stream: string, queue: StreamQueue): Promise<void> {
-    queue.running = true;
-    while (queue.pending.length > 0) {
-      const batch = queue.pending.splice(0, MAX_BATCH);
-      const events = batch.map((pending) => pending.event);
-      try {
-        queue.head = await this.#write(storageDigest(stream), queue.head, events);
-        for (const pending of batch) pending.resolve();
-      } catch (error) {
-        // Whether the failed statement committed is unknown: read the head next time.
-        queue.head = undefined;
-        for (const pending of batch) pending.reject(error);
-      }
-    }
-    queue.running = false;
-    if (this.#streams.size > MAX_IDLE_STREAMS) this.#streams.delete(stream);
+    return this.#queue.append(event);
   }
 
   /** Links `events` after the stream's head and writes them; returns the new head. */

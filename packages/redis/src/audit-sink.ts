@@ -1,12 +1,11 @@
 import { type AuditEvent, type ReadableAuditSink, TesseraError } from "@tessera/core";
 import {
+  AuditAppendQueue,
   type AuditFilter,
-  auditStreamOf,
   type ChainHead,
   checkAuditFilter,
   EMPTY_HEAD,
   linkAuditEvent,
-  parseAuditEvent,
   storageDigest,
 } from "@tessera/core/store-kit";
 import { type Connection, script } from "./connection.js";
@@ -16,8 +15,6 @@ const CODE = "audit_unavailable";
 const MAX_BATCH = 128;
 /** Tries per batch while other processes keep moving the head; then it fails closed. */
 const MAX_ATTEMPTS = 64;
-/** Streams whose head this process remembers while idle; past it, an idle one is forgotten. */
-const MAX_IDLE_STREAMS = 1_024;
 
 /**
  * Audit in a Redis stream (`<prefix>audit`, field `e` = the event JSON), a hash chain per
@@ -55,18 +52,6 @@ end
 return out
 `);
 
-interface Pending {
-  readonly event: AuditEvent;
-  readonly resolve: () => void;
-  readonly reject: (error: unknown) => void;
-}
-
-interface StreamQueue {
-  readonly pending: Pending[];
-  running: boolean;
-  head: ChainHead;
-}
-
 /** A head as the script stores it; the empty stream's is the empty string (no field). */
 function encodeHead(head: ChainHead): string {
   return head.seq === 0 ? "" : `${head.seq}:${head.hash}`;
@@ -84,46 +69,19 @@ function decodeHead(text: string): ChainHead {
 
 export class RedisAuditSink implements ReadableAuditSink {
   readonly #connection: Connection;
-  readonly #streams = new Map<string, StreamQueue>();
+  // A stale head costs one more try (the script answers the current one), never a wrong link.
+  readonly #queue = new AuditAppendQueue<ChainHead>({
+    maxBatch: MAX_BATCH,
+    startHead: EMPTY_HEAD,
+    write: (stream, head, events) => this.#write(stream, head, events),
+  });
 
   constructor(connection: Connection) {
     this.#connection = connection;
   }
 
   append(event: AuditEvent): Promise<void> {
-    let valid: AuditEvent;
-    try {
-      valid = parseAuditEvent(event);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    const stream = auditStreamOf(valid);
-    const queue = this.#streams.get(stream) ?? { pending: [], running: false, head: EMPTY_HEAD };
-    this.#streams.set(stream, queue);
-    const appended = new Promise<void>((resolve, reject) => {
-      queue.pending.push({ event: valid, resolve, reject });
-    });
-    if (!queue.running) void this.#drain(stream, queue);
-    return appended;
-  }
-
-  async #drain(stream: string, queue: StreamQueue): Promise<void> {
-    queue.running = true;
-    while (queue.pending.length > 0) {
-      const batch = queue.pending.splice(0, MAX_BATCH);
-      try {
-        queue.head = await this.#write(
-          stream,
-          queue.head,
-          batch.map((pending) => pending.event),
-        );
-        for (const pending of batch) pending.resolve();
-      } catch (error) {
-        for (const pending of batch) pending.reject(error);
-      }
-    }
-    queue.running = false;
-    if (this.#streams.size > MAX_IDLE_STREAMS) this.#streams.delete(stream);
+    return this.#queue.append(event);
   }
 
   /** Links `events` after the head and appends them, relinking while the head moves. */
