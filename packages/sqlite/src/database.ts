@@ -1,4 +1,5 @@
 import { statSync } from "node:fs";
+import { performance } from "node:perf_hooks";
 import { type ErrorCode, isTesseraError, TesseraError } from "@tessera/core";
 import BetterSqlite3 from "better-sqlite3";
 import type { SqliteConfig } from "./config.js";
@@ -29,6 +30,14 @@ export type UnavailableCode =
  * for why that splits the store): the link count comes from the same `stat`. Mount points
  * are checked at open only, which is enough: the process that opens the mounted name is the
  * one refused.
+ *
+ * One read is the exception: a holder's grant version, all a warm turn reads to open
+ * (`versionRead`). It checks the path only when the last check that passed is older than
+ * `VERSION_CHECK_MS`, and always after a check that failed. A turn opened on it is at most
+ * that much older than its read, which a lease is allowed to be anyway (it keeps its
+ * authority until it closes, revocations landing on the next turn); a `stat` per read was
+ * half the cost of opening a warm turn. Writes and every other read, the grants themselves
+ * included, still check before each operation.
  */
 export class SqliteDatabase {
   readonly config: SqliteConfig;
@@ -38,6 +47,8 @@ export class SqliteDatabase {
   readonly #group: GroupCommit;
   /** `synchronous` is below the configured level after an unflushed commit failed to restore it. */
   #lowered = false;
+  /** `performance.now()` of the last file check that passed; -Infinity after one failed. */
+  #checkedAt = Number.NEGATIVE_INFINITY;
 
   private constructor(config: SqliteConfig, db: BetterSqlite3.Database) {
     this.config = config;
@@ -87,6 +98,20 @@ export class SqliteDatabase {
     try {
       this.#checkSameFile();
       if (this.#lowered) this.#restoreSynchronous();
+      return work();
+    } catch (error) {
+      throw unavailable(code, error);
+    }
+  }
+
+  /**
+   * `run` for the grant-version read: the file check is skipped when one passed within the
+   * last `VERSION_CHECK_MS` (see the class comment). A read only: it never restores
+   * `synchronous`, which only a write needs.
+   */
+  versionRead<T>(code: UnavailableCode, work: () => T): T {
+    try {
+      if (performance.now() - this.#checkedAt > VERSION_CHECK_MS) this.#checkSameFile();
       return work();
     } catch (error) {
       throw unavailable(code, error);
@@ -176,6 +201,8 @@ export class SqliteDatabase {
 
   #checkSameFile(): void {
     if (!this.#identity) return;
+    // Cleared first: after a check that throws, the next version read checks again.
+    this.#checkedAt = Number.NEGATIVE_INFINITY;
     let now: FileIdentity;
     try {
       now = identify(this.config.path);
@@ -184,8 +211,16 @@ export class SqliteDatabase {
     }
     if (now.dev !== this.#identity.dev || now.ino !== this.#identity.ino) throw new FileMoved();
     if (now.nlink > 1) throw new SecondName();
+    this.#checkedAt = performance.now();
   }
 }
+
+/**
+ * How old the file check behind a grant-version read may be, in milliseconds: a check per
+ * millisecond costs nothing measurable, and a millisecond is far below the life of any turn
+ * (see `SqliteDatabase`).
+ */
+export const VERSION_CHECK_MS = 1;
 
 interface FileIdentity {
   readonly dev: number;

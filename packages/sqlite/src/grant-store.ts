@@ -116,21 +116,26 @@ export class SqliteGrantStore implements GrantStore {
 
   /**
    * Kept by triggers on tessera_grants (migration 3), so every change bumps it in its own
-   * transaction. "0" for a holder that never held a grant.
+   * transaction. "0" for a holder that never held a grant. All a warm turn reads to open:
+   * its file check may be a millisecond old (`versionRead`, database.ts), the version comes
+   * back as one column, and no `async` frame wraps it.
    */
-  async grantsVersion(namespaceId: string, subject: string): Promise<string> {
-    checkId(namespaceId, "namespaceId");
-    checkId(subject, "subject");
-    const row = this.#db.run(
-      CODE,
-      () =>
+  grantsVersion(namespaceId: string, subject: string): Promise<string> {
+    try {
+      checkId(namespaceId, "namespaceId");
+      checkId(subject, "subject");
+      const version = this.#db.versionRead(CODE, () =>
         this.#db
           .statement(
-            "SELECT salt, bumps FROM tessera_grant_versions WHERE namespace_id = ? AND subject = ?",
+            "SELECT salt || '.' || bumps FROM tessera_grant_versions WHERE namespace_id = ? AND subject = ?",
           )
-          .get(namespaceId, subject) as { salt: string; bumps: number } | undefined,
-    );
-    return row === undefined ? "0" : `${row.salt}.${row.bumps}`;
+          .pluck()
+          .get(namespaceId, subject),
+      );
+      return Promise.resolve(typeof version === "string" ? version : "0");
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   async listNamespace(namespaceId: string): Promise<readonly Grant[]> {

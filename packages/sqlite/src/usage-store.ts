@@ -78,14 +78,16 @@ export class SqliteUsageStore implements GrantUsageStore {
     // auto-checkpoint on a reset: the WAL grew one frame per consume for the life of the
     // connection, and each synchronous=FULL commit paid for the growing file (about half
     // the rate). all() steps to the end: errors surface and the checkpoint runs.
-    const [row] = this.#db
+    // pluck(): the count alone, no row object to build per consume.
+    const [used] = this.#db
       .statement(
         `INSERT INTO tessera_usage (namespace_id, grant_id, used) VALUES (?, ?, 1)
          ON CONFLICT (namespace_id, grant_id) DO UPDATE SET used = used + 1 WHERE used < ?
          RETURNING used`,
       )
-      .all(namespaceId, grantId, maxUses) as { used: number }[];
-    if (row) return { consumed: true, used: row.used };
+      .pluck()
+      .all(namespaceId, grantId, maxUses) as number[];
+    if (used !== undefined) return { consumed: true, used };
     // Refused by the guard. This read only reports the count: the statement above decided.
     return { consumed: false, used: this.#readRow(namespaceId, grantId) };
   }
