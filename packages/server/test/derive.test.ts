@@ -58,6 +58,7 @@ beforeAll(async () => {
       parent("p-widened"),
       parent("p-retry"),
       parent("p-budget"),
+      parent("p-revoked"),
       { ...parent("p-foreign"), issuer: "other-host" },
     ],
   );
@@ -160,6 +161,17 @@ describe("POST /v1/grants/derive", () => {
       body: { error: { code: "delegation_budget_exhausted" } },
     });
     expect(await uses("p-budget")).toBe(2);
+  });
+
+  it("refuses to derive from a revoked parent", async () => {
+    await call(base, "DELETE", "/v1/grants/p-revoked", { token: issuer.token });
+    const answer = await derive(issuer.token, { ...child("p-revoked"), id: "c-revoked" });
+    expect(answer).toMatchObject({
+      status: 400,
+      body: { error: { code: "delegation_parent_revoked" } },
+    });
+    expect(await ids()).not.toContain("c-revoked");
+    expect(await uses("p-revoked")).toBe(0);
   });
 
   it("is in the OpenAPI document with its request schema", async () => {
