@@ -55,8 +55,9 @@ const STORE_DOWN: Verdict = Object.freeze({
 });
 
 function windowReason(grant: IndexedGrant, now: number): GrantReason | undefined {
-  if (now < grant.notBefore) return "not_yet_valid";
-  if (now >= grant.expiresAt) return "expired";
+  const window = grant.window;
+  if (now < window.notBefore) return "not_yet_valid";
+  if (now >= window.expiresAt) return "expired";
   return undefined;
 }
 
