@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createKernel, type MessageTransport } from "@tessera/core";
 import { ROUTES, type RouteSpec } from "@tessera/core/http";
 import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
+import { WriteRounds } from "./coalesce.js";
 import type { ServiceContext } from "./context.js";
 import { HttpProblem, handleError } from "./errors.js";
 import { Metrics } from "./metrics.js";
@@ -42,7 +43,9 @@ export interface AppOptions {
  */
 export function buildApp(options: AppOptions): FastifyInstance {
   const metrics = new Metrics();
-  const stores = metrics.timed(options.stores);
+  // Timed inside the rounds: the histogram measures the store, not the wait for a round.
+  const rounds = new WriteRounds();
+  const stores = rounds.stores(metrics.timed(options.stores));
   const context: ServiceContext = {
     kernel: createKernel({
       grants: stores.grants,
@@ -119,6 +122,7 @@ export function buildApp(options: AppOptions): FastifyInstance {
   });
 
   app.addHook("onRequest", async (request, reply) => {
+    rounds.enter();
     reply.header("x-request-id", request.id);
     const role = request.routeOptions.config.role;
     if (role === undefined || role === "public") return;

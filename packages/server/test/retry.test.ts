@@ -183,6 +183,9 @@ describe("a client that disconnects mid-request", () => {
     // The same call, sent whole, is decided as a first call.
     const whole = await call(base, "POST", "/v1/messages", { token: alice.token, raw: body });
     expect(whole.body.status).toBe("delivered");
+    // The receipt is written after the reply; a retry here waits for that write.
+    const retry = await call(base, "POST", "/v1/messages", { token: alice.token, raw: body });
+    expect(retry.body).toEqual(whole.body);
     expect(await stores.claims.get({ session, functionCallId: "c-cut" })).toMatchObject({
       receipt: { status: "dispatched" },
     });

@@ -1,0 +1,90 @@
+import {
+  InMemoryAuditSink,
+  InMemoryClaimStore,
+  InMemoryGrantStore,
+  InMemoryGrantUsageStore,
+} from "@tessera/core";
+import { describe, expect, it } from "vitest";
+import { WriteRounds } from "./coalesce.js";
+
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+/** Records each write and, from a microtask, how many writes had been issued by then. */
+function recorder() {
+  const issued: string[] = [];
+  const seenTogether: number[] = [];
+  const write = (name: string) => () => {
+    issued.push(name);
+    queueMicrotask(() => seenTogether.push(issued.length));
+    return Promise.resolve(name);
+  };
+  return { issued, seenTogether, write };
+}
+
+describe("write rounds", () => {
+  it("issue a lone request's write at once", async () => {
+    const rounds = new WriteRounds();
+    const { issued, write } = recorder();
+    await nextTurn();
+    rounds.enter();
+    const answer = rounds.issue(write("a"));
+    expect(issued).toEqual(["a"]);
+    expect(await answer).toBe("a");
+  });
+
+  it("issue the writes of a burst of requests from one callback, each answered its own", async () => {
+    const rounds = new WriteRounds();
+    const { issued, seenTogether, write } = recorder();
+    await nextTurn();
+    rounds.enter();
+    rounds.enter();
+    const answers = [rounds.issue(write("a")), rounds.issue(write("b")), rounds.issue(write("c"))];
+    expect(issued).toEqual([]);
+    expect(await Promise.all(answers)).toEqual(["a", "b", "c"]);
+    expect(issued).toEqual(["a", "b", "c"]);
+    // The first write's microtask ran after all three were issued: one synchronous callback.
+    expect(seenTogether[0]).toBe(3);
+  });
+
+  it("go back to issuing at once after a turn with one request", async () => {
+    const rounds = new WriteRounds();
+    const { issued, write } = recorder();
+    rounds.enter();
+    rounds.enter();
+    await nextTurn();
+    rounds.enter();
+    await nextTurn();
+    rounds.enter();
+    void rounds.issue(write("alone"));
+    expect(issued).toEqual(["alone"]);
+  });
+
+  it("reject only the caller whose write threw", async () => {
+    const rounds = new WriteRounds();
+    rounds.enter();
+    rounds.enter();
+    const failing = rounds.issue(() => {
+      throw new Error("refused");
+    });
+    const fine = rounds.issue(() => Promise.resolve("ok"));
+    await expect(failing).rejects.toThrow("refused");
+    expect(await fine).toBe("ok");
+  });
+
+  it("wrap only the ports' writes, and call every method on the store itself", async () => {
+    const claims = new InMemoryClaimStore();
+    const stores = new WriteRounds().stores({
+      claims,
+      grants: new InMemoryGrantStore(),
+      usage: new InMemoryGrantUsageStore(),
+      audit: new InMemoryAuditSink(),
+    });
+    const key = { session: "s", functionCallId: "c" };
+    expect(stores.claims.claim).not.toBe(claims.claim);
+    expect(await stores.claims.claim(key, { bodyHash: "h", claimedAt: 1 })).toMatchObject({
+      status: "claimed",
+    });
+    await stores.claims.settle(key, { status: "dispatched", settledAt: 2 });
+    expect(await stores.claims.get(key)).toMatchObject({ receipt: { status: "dispatched" } });
+  });
+});
