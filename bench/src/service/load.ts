@@ -1,22 +1,20 @@
-import { performance } from "node:perf_hooks";
-import autocannon from "autocannon";
+import { type ChildProcess, fork } from "node:child_process";
 
-/** What a connection's context carries between the requests of its sequence. */
-export type Context = Record<string, unknown>;
-
-export interface LoadRequest {
-  readonly method: "GET" | "POST";
-  readonly path: string;
-  readonly headers: Record<string, string>;
-  readonly body?: string;
-  readonly setupRequest?: (request: autocannon.Request, context: Context) => autocannon.Request;
-  readonly onResponse?: (status: number, body: string, context: Context) => void;
-}
-
-/** A sequence of requests each connection repeats in order against `url`. */
-export interface Load {
+/**
+ * What one slice of load sends, as plain data: the load runs in a child process (see
+ * `client.ts`), so the client never shares the measured server's event loop or CPU time
+ * slice, and both sides of every ratio are loaded alike.
+ * - `denied`: a send to a recipient nobody holds a ticket for, no call ID;
+ * - `allowed`: a send to `colleague` with a fresh call ID per request (`${tag}-${n}`);
+ * - `a2ui`: an A2UI claim then its settle, per connection, in turn.
+ */
+export interface LoadSpec {
   readonly url: string;
-  readonly requests: readonly LoadRequest[];
+  readonly shape: "denied" | "allowed" | "a2ui";
+  /** Makes every call ID of the slice new: a slice never replays an earlier one's. */
+  readonly tag: string;
+  readonly connections: number;
+  readonly ms: number;
 }
 
 export interface LoadResult {
@@ -26,42 +24,41 @@ export interface LoadResult {
   readonly p99: number;
 }
 
-/**
- * Runs `load` for `ms` with `connections` in flight. The rate is completed requests over the
- * wall time we measured: autocannon's own per-second samples are too coarse for slices under
- * a few seconds. A non-2xx answer is a broken bench, not a figure: it throws.
- */
-export async function load(load: Load, ms: number, connections: number): Promise<LoadResult> {
-  const start = performance.now();
-  // autocannon's histogram keeps whole milliseconds; its `response` event has the exact time.
-  const times: number[] = [];
-  const result = await new Promise<autocannon.Result>((resolve, reject) => {
-    const instance = autocannon(
-      {
-        url: load.url,
-        connections,
-        pipelining: 1,
-        duration: ms / 1000,
-        requests: load.requests as autocannon.Request[],
-      },
-      (error, done) => (error ? reject(error) : resolve(done)),
-    );
-    instance.on("response", (_client, _status, _bytes, responseTime) => times.push(responseTime));
-  });
-  const elapsed = performance.now() - start;
-  if (result.non2xx > 0 || result.errors > 0) {
-    throw new Error(
-      `bench: ${load.url}${load.requests[0]?.path}: ${result.non2xx} non-2xx answers, ${result.errors} errors`,
-    );
-  }
-  return {
-    rate: (result.requests.total / elapsed) * 1000,
-    p50: percentile(times, 0.5),
-    p99: percentile(times, 0.99),
-  };
-}
+type Reply = { ok: true; result: LoadResult } | { ok: false; message: string };
 
-function percentile(values: number[], q: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+/** The load generator: one child process, one slice at a time. */
+export class LoadClient {
+  readonly #child: ChildProcess;
+  #next: ((reply: Reply) => void) | undefined;
+
+  constructor() {
+    this.#child = fork(new URL("./client.js", import.meta.url), [], { stdio: "inherit" });
+    this.#child.on("message", (reply) => {
+      const next = this.#next;
+      this.#next = undefined;
+      next?.(reply as Reply);
+    });
+    this.#child.on("exit", (code) => {
+      this.#next?.({ ok: false, message: `load client exited with ${code}` });
+      this.#next = undefined;
+    });
+  }
+
+  async run(spec: LoadSpec): Promise<LoadResult> {
+    if (this.#next !== undefined) throw new Error("bench: one load slice at a time");
+    const reply = await new Promise<Reply>((resolve) => {
+      this.#next = resolve;
+      this.#child.send(spec);
+    });
+    if (!reply.ok) throw new Error(reply.message);
+    return reply.result;
+  }
+
+  close(): Promise<void> {
+    if (this.#child.exitCode !== null) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.#child.once("exit", () => resolve());
+      this.#child.kill();
+    });
+  }
 }

@@ -1,0 +1,105 @@
+/**
+ * What the service rows are measured against, all served from this process like the service:
+ * a bare Fastify route, and the same route performing exactly one raw single write of a claim
+ * row (the store's primitive, same file settings or same server) per request. Beside them, the
+ * raw write called in-process with no HTTP at all, kept as information.
+ */
+import type { AddressInfo } from "node:net";
+import Database from "better-sqlite3";
+import Fastify, { type FastifyInstance } from "fastify";
+import pg from "pg";
+import { RAW_SESSION_DIGEST, rawDigest, rawRecordJson } from "../stores/raw-claim.js";
+
+export interface Running {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/** One committed claim row per call, written by the driver alone. */
+export interface RawPrimitive {
+  readonly name: string;
+  write(i: number): unknown;
+  close(): Promise<void>;
+}
+
+const RECORD = { bodyHash: "b".repeat(64), claimedAt: Date.now() };
+
+/** The store's file settings: WAL, synchronous=FULL (its default), the same busy timeout. */
+export function rawSqlite(path: string): RawPrimitive {
+  const db = new Database(path);
+  db.pragma("busy_timeout = 5000");
+  db.pragma("journal_mode = WAL");
+  db.pragma("synchronous = FULL");
+  db.exec(`CREATE TABLE IF NOT EXISTS raw_claims (
+    session TEXT NOT NULL, call_id TEXT NOT NULL, record TEXT NOT NULL,
+    claimed_at INTEGER NOT NULL, PRIMARY KEY (session, call_id)) WITHOUT ROWID`);
+  const insert = db.prepare(
+    "INSERT OR IGNORE INTO raw_claims (session, call_id, record, claimed_at) VALUES (?, ?, ?, ?)",
+  );
+  return {
+    name: "INSERT OR IGNORE of one claim row (synchronous=FULL)",
+    write: (i) =>
+      insert.run(RAW_SESSION_DIGEST, rawDigest("s", i), rawRecordJson("s", i, RECORD), i),
+    close: async () => {
+      db.close();
+    },
+  };
+}
+
+/** Into the store's own claims table, over a pool as large as the store's (`poolMax` 10). */
+export function rawPostgres(base: string, schema: string, poolMax: number): RawPrimitive {
+  const pool = new pg.Pool({ connectionString: base, max: poolMax });
+  return {
+    name: "INSERT … ON CONFLICT DO NOTHING RETURNING of one claim row",
+    write: (i) =>
+      pool.query(
+        `INSERT INTO "${schema}".claims (key, session_key, record, claimed_at) VALUES ($1, $2, $3, $4)
+          ON CONFLICT DO NOTHING RETURNING key`,
+        [rawDigest("p", i), RAW_SESSION_DIGEST, rawRecordJson("p", i, RECORD), RECORD.claimedAt],
+      ),
+    close: () => pool.end(),
+  };
+}
+
+/** A JSON answer of `size` bytes, built once. */
+function answerOf(status: string, size: number): { status: string; pad: string } {
+  const bare = JSON.stringify({ status, pad: "" }).length;
+  return { status, pad: "x".repeat(Math.max(0, size - bare)) };
+}
+
+async function serve(app: FastifyInstance, close: () => Promise<void>): Promise<Running> {
+  await app.listen({ host: "127.0.0.1", port: 0 });
+  const { port } = app.server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: async () => {
+      await app.close();
+      await close();
+    },
+  };
+}
+
+/** A bare Fastify route: parses the JSON body, answers `size` bytes of JSON. */
+export function bareRoute(size: number): Promise<Running> {
+  const app = Fastify({ logger: false });
+  const answer = answerOf("denied", size);
+  app.post("/v1/messages", async () => answer);
+  return serve(app, async () => undefined);
+}
+
+/**
+ * The same bare route performing the raw single write once per request before it answers
+ * (`size` bytes, as the service's answer): HTTP, parsing and connections as the service's,
+ * so the ratio counts the durable writes and the work around them.
+ */
+export function rawWriteRoute(primitive: RawPrimitive, size: number): Promise<Running> {
+  const app = Fastify({ logger: false });
+  const answer = answerOf("delivered", size);
+  // Offset from the in-process rows' keys: the two never write the same row.
+  let i = 1 << 30;
+  app.post("/v1/messages", async () => {
+    await primitive.write(i++);
+    return answer;
+  });
+  return serve(app, () => primitive.close());
+}

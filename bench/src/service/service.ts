@@ -1,0 +1,83 @@
+import { randomBytes } from "node:crypto";
+import { InMemoryClaimStore } from "@tessera/a2ui";
+import {
+  InMemoryAuditSink,
+  InMemoryGrantStore,
+  InMemoryGrantUsageStore,
+  InProcessTransport,
+  messageSendCapability,
+  openStores,
+} from "@tessera/core";
+import { listen, type ServiceStores, tokenDigest } from "@tessera/server";
+import { CATALOG } from "../a2ui/fixtures.js";
+import type { Running } from "./baselines.js";
+
+/** The token `client.ts` sends. */
+const TOKEN = "bench-service-token";
+const PRINCIPAL = {
+  tokenSha256: tokenDigest(TOKEN),
+  namespaceId: "bench",
+  actor: "asker",
+  authority: "host",
+  owner: "alice",
+};
+
+/** Every port in memory: the service's HTTP and kernel work with no durable write. */
+function memoryStores(): ServiceStores & { close(): Promise<void> } {
+  return {
+    grants: new InMemoryGrantStore(),
+    usage: new InMemoryGrantUsageStore(),
+    audit: new InMemoryAuditSink(),
+    claims: new InMemoryClaimStore(),
+    close: async () => undefined,
+  };
+}
+
+/** The service over `storeUrl` (or memory), holding one bounded ticket for `colleague`. */
+export async function service(storeUrl: string | "memory"): Promise<Running> {
+  const stores = storeUrl === "memory" ? memoryStores() : await openStores(storeUrl);
+  await stores.grants.add({
+    id: `bench-ticket-${randomBytes(4).toString("hex")}`,
+    namespaceId: "bench",
+    issuer: "host",
+    subject: "asker",
+    capabilities: [messageSendCapability("colleague", "alice")],
+    constraints: { maxUses: Number.MAX_SAFE_INTEGER },
+    issuedAt: new Date(Date.now() - 60_000).toISOString(),
+  });
+  const server = await listen({
+    stores,
+    principals: [PRINCIPAL],
+    transport: InProcessTransport.echo(),
+    a2ui: { catalogs: [CATALOG] },
+    port: 0,
+    log: false,
+  });
+  return {
+    url: server.url,
+    close: async () => {
+      await server.close();
+      await stores.close();
+    },
+  };
+}
+
+/** The length of the service's answer to one send of `shape`, for a baseline answering as much. */
+export async function answerSize(url: string, shape: "denied" | "allowed"): Promise<number> {
+  const body =
+    shape === "denied"
+      ? { recipient: "stranger", payload: "hi" }
+      : {
+          recipient: "colleague",
+          payload: "hi",
+          callId: `probe-${randomBytes(4).toString("hex")}`,
+        };
+  const answer = await fetch(`${url}/v1/messages`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  if (!answer.ok)
+    throw new Error(`bench: the service answered ${answer.status} to a ${shape} send`);
+  return (await answer.text()).length;
+}
