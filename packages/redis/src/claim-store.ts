@@ -15,18 +15,38 @@ import {
   storageDigest,
   uniqueStorageDigest,
 } from "@tessera/core/store-kit";
+import type { Redis } from "ioredis";
 import { type Connection, scanKeys, script } from "./connection.js";
 
 const CODE = "claim_store_unavailable";
 
-/** Only ever appends to an existing, unsettled claim (`KEEPTTL`), never creates one. */
+/**
+ * Settles each key with its receipt, in order: only ever appends to an existing, unsettled
+ * claim (`KEEPTTL`), never creates one. Per key: 0 no claim, 1 settled, 2 already settled
+ * (the first outcome stands, also for a key given twice).
+ */
 const SETTLE = script(`
-local value = redis.call('GET', KEYS[1])
-if not value then return 0 end
-if string.find(value, '\\n', 1, true) then return 2 end
-redis.call('SET', KEYS[1], value .. '\\n' .. ARGV[1], 'KEEPTTL')
-return 1
+local out = {}
+for i, key in ipairs(KEYS) do
+  local value = redis.call('GET', key)
+  if not value then out[i] = 0
+  elseif string.find(value, '\\n', 1, true) then out[i] = 2
+  else
+    redis.call('SET', key, value .. '\\n' .. ARGV[i], 'KEEPTTL')
+    out[i] = 1
+  end
+end
+return out
 `);
+
+const SETTLES_PER_SCRIPT = 256;
+
+interface PendingSettle {
+  readonly name: string;
+  readonly receipt: string;
+  readonly resolve: () => void;
+  readonly reject: (error: unknown) => void;
+}
 
 /**
  * Claims in Redis: one string key per claim, `<prefix>claim:<sha256(session)>:<sha256(id)>`,
@@ -44,6 +64,7 @@ export class RedisClaimStore implements ClaimStore {
   readonly #connection: Connection;
   readonly #ttlMs: number;
   readonly #onClose: () => Promise<void>;
+  #settles: PendingSettle[] = [];
   #closed = false;
 
   constructor(
@@ -80,24 +101,69 @@ export class RedisClaimStore implements ClaimStore {
     const name = this.keyOf(key);
     return this.#connection.send(
       CODE,
-      (redis): Promise<unknown> => redis.set(name, stored, "PX", this.#ttlMs, "NX", "GET"),
+      (redis): Promise<unknown> => {
+        coalesceWrites(redis);
+        return redis.set(name, stored, "PX", this.#ttlMs, "NX", "GET");
+      },
       toClaimResult,
     );
   }
 
-  async settle(key: ClaimKey, receipt: ClaimReceipt): Promise<void> {
-    this.#checkOpen();
-    checkClaimKey(key);
-    checkReceipt(receipt);
-    const outcome = await this.#connection.eval(
-      CODE,
-      SETTLE,
-      [this.keyOf(key)],
-      [JSON.stringify({ status: receipt.status, settledAt: receipt.settledAt })],
-    );
-    if (outcome === 0)
-      throw new TesseraError("invalid_input", "settle: no claim exists for this key");
-    // 2: already settled; the first outcome stands.
+  /**
+   * Settles issued in the same tick (the gate sends its after-reply receipts together) leave
+   * as one script call; each caller still gets its own answer.
+   */
+  settle(key: ClaimKey, receipt: ClaimReceipt): Promise<void> {
+    try {
+      this.#checkOpen();
+      checkClaimKey(key);
+      checkReceipt(receipt);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const name = this.keyOf(key);
+    const value = JSON.stringify({ status: receipt.status, settledAt: receipt.settledAt });
+    return new Promise<void>((resolve, reject) => {
+      if (this.#settles.push({ name, receipt: value, resolve, reject }) === 1) {
+        process.nextTick(() => this.#sendSettles());
+      }
+    });
+  }
+
+  #sendSettles(): void {
+    const all = this.#settles;
+    this.#settles = [];
+    coalesceWrites(this.#connection.redis);
+    // Bounded so one script never holds the server for long.
+    for (let start = 0; start < all.length; start += SETTLES_PER_SCRIPT) {
+      this.#sendSettleBatch(all.slice(start, start + SETTLES_PER_SCRIPT));
+    }
+  }
+
+  #sendSettleBatch(batch: readonly PendingSettle[]): void {
+    this.#connection
+      .eval(
+        CODE,
+        SETTLE,
+        batch.map((settle) => settle.name),
+        batch.map((settle) => settle.receipt),
+      )
+      .then(
+        (outcomes) => {
+          batch.forEach((settle, i) => {
+            const outcome = Array.isArray(outcomes) ? outcomes[i] : undefined;
+            if (outcome === 1 || outcome === 2) settle.resolve();
+            else if (outcome === 0)
+              settle.reject(
+                new TesseraError("invalid_input", "settle: no claim exists for this key"),
+              );
+            else settle.reject(new TesseraError(CODE, "unexpected reply to the settle script"));
+          });
+        },
+        (error: unknown) => {
+          for (const settle of batch) settle.reject(error);
+        },
+      );
   }
 
   async get(key: ClaimKey): Promise<StoredClaim | undefined> {
@@ -160,6 +226,24 @@ export class RedisClaimStore implements ClaimStore {
     if (this.#closed) throw new TesseraError(CODE, "the claim store is closed");
   }
 }
+
+/**
+ * Holds the socket's writes until the current tick ends, so every command issued in it
+ * (the claims of the calls in flight, the settles of those that just replied, the next
+ * call's claim) leaves in one write instead of one syscall each. Commands keep their order
+ * and their own replies; nothing waits longer than the tick that issued it.
+ */
+function coalesceWrites(redis: Redis): void {
+  const stream = redis.stream as Redis["stream"] | undefined;
+  if (stream === undefined || corked.has(stream) || !stream.writable) return;
+  corked.add(stream);
+  stream.cork();
+  process.nextTick(() => {
+    corked.delete(stream);
+    stream.uncork();
+  });
+}
+const corked = new WeakSet<object>();
 
 /** `<prefix>claim:<sha256(session)>:<sha256(id)>`: the session's digest cached, the ID's not. */
 export function claimKeyOf(connection: Connection, key: ClaimKey): string {
