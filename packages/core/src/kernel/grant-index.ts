@@ -52,12 +52,20 @@ export interface GrantWindow {
  * different children, and neither is reached through the other.
  */
 export interface PathNode {
-  children: Map<string, PathNode> | undefined;
+  children: Map<string, PathChild> | undefined;
   /** Grants whose capability names exactly this path. */
   exact: IndexedGrant[] | undefined;
   /** Grants whose capability covers this path and everything below it. */
   descendants: IndexedGrant[] | undefined;
 }
+
+/**
+ * A child of a node. A path that only exact grants name, with nothing below it, is their bucket
+ * alone rather than a node holding it: most grants (every fan-out ticket) name one leaf, and a
+ * node per leaf was 10,000 more objects to build and for the collector to copy. A leaf becomes
+ * a node the moment a longer path or a descendants grant reaches it.
+ */
+export type PathChild = PathNode | IndexedGrant[];
 
 /** A path trie per resource namespace. */
 type NamespaceRoots = Map<string, PathNode>;
@@ -164,23 +172,52 @@ function newNode(): PathNode {
   return { children: undefined, exact: undefined, descendants: undefined };
 }
 
-/** The node for `path` under the root of `namespace`, created as needed. */
-function nodeFor(roots: NamespaceRoots, namespace: string, path: readonly string[]): PathNode {
+function rootFor(roots: NamespaceRoots, namespace: string): PathNode {
   let node = roots.get(namespace);
   if (node === undefined) {
     node = newNode();
     roots.set(namespace, node);
   }
-  for (const segment of path) {
-    node.children ??= new Map();
-    let child = node.children.get(segment);
-    if (child === undefined) {
-      child = newNode();
-      node.children.set(segment, child);
-    }
-    node = child;
-  }
   return node;
+}
+
+/** The node for `segment` under `node`, created (or grown from a leaf bucket) as needed. */
+function childNode(node: PathNode, segment: string): PathNode {
+  node.children ??= new Map();
+  const child = node.children.get(segment);
+  if (child !== undefined && !Array.isArray(child)) return child;
+  const grown: PathNode = { children: undefined, exact: child, descendants: undefined };
+  node.children.set(segment, grown);
+  return grown;
+}
+
+/** The node for `path` under the root of `namespace`, created as needed. */
+function nodeFor(roots: NamespaceRoots, namespace: string, path: readonly string[]): PathNode {
+  let node = rootFor(roots, namespace);
+  for (const segment of path) node = childNode(node, segment);
+  return node;
+}
+
+/** Files an exact grant at `path`: in a leaf bucket when nothing else lives there. */
+function addExact(
+  roots: NamespaceRoots,
+  namespace: string,
+  path: readonly string[],
+  grant: IndexedGrant,
+): void {
+  let node = rootFor(roots, namespace);
+  const last = path.length - 1;
+  for (let i = 0; i < last; i++) node = childNode(node, path[i] as string);
+  if (last < 0) {
+    node.exact = addTo(node.exact, grant);
+    return;
+  }
+  const segment = path[last] as string;
+  node.children ??= new Map();
+  const child = node.children.get(segment);
+  if (child === undefined) node.children.set(segment, [grant]);
+  else if (Array.isArray(child)) addTo(child, grant);
+  else child.exact = addTo(child.exact, grant);
 }
 
 function addTo(list: IndexedGrant[] | undefined, grant: IndexedGrant): IndexedGrant[] {
@@ -239,9 +276,11 @@ export function buildGrantIndex(
         const entry = actionIndexFor(index, action);
         if (!usable) entry.foreign ??= new Map();
         const roots = usable ? entry.namespaces : (entry.foreign as NamespaceRoots);
-        const node = nodeFor(roots, namespace, path);
-        if (capability.scope === "exact") node.exact = addTo(node.exact, indexed);
-        else node.descendants = addTo(node.descendants, indexed);
+        if (capability.scope === "exact") addExact(roots, namespace, path, indexed);
+        else {
+          const node = nodeFor(roots, namespace, path);
+          node.descendants = addTo(node.descendants, indexed);
+        }
         if (!usable) {
           // Not the turn's authority, so not discoverable either; it only explains a hidden tool.
           entry.fixedReason = strongerReason(entry.fixedReason, "owner_mismatch");
@@ -279,8 +318,11 @@ function walk(
   if (node === undefined) return found;
   if (node.descendants !== undefined) found = collect(found, node.descendants);
   for (let i = 0; i < path.length; i++) {
-    node = node.children?.get(path[i] as string);
-    if (node === undefined) return found;
+    const child: PathChild | undefined = node.children?.get(path[i] as string);
+    if (child === undefined) return found;
+    // A leaf bucket: exact grants of this path only, so it counts only where the path ends.
+    if (Array.isArray(child)) return i === path.length - 1 ? collect(found, child) : found;
+    node = child;
     if (node.descendants !== undefined) found = collect(found, node.descendants);
   }
   if (node.exact !== undefined) found = collect(found, node.exact);
