@@ -203,12 +203,14 @@ export class SqliteDatabase {
     if (!this.#identity) return;
     // Cleared first: after a check that throws, the next version read checks again.
     this.#checkedAt = Number.NEGATIVE_INFINITY;
-    let now: FileIdentity;
+    let now: FileIdentity | undefined;
     try {
-      now = identify(this.config.path);
+      // The Stats object as it is: copying three fields out cost a second object per write.
+      now = statSync(this.config.path, { throwIfNoEntry: false });
     } catch {
       throw new FileMoved();
     }
+    if (now === undefined) throw new FileMoved();
     if (now.dev !== this.#identity.dev || now.ino !== this.#identity.ino) throw new FileMoved();
     if (now.nlink > 1) throw new SecondName();
     this.#checkedAt = performance.now();

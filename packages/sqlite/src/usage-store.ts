@@ -1,5 +1,6 @@
 import type { ConsumeResult, GrantUsageStore } from "@tessera/core";
 import { checkCarve, checkId, checkMaxUses } from "@tessera/core/store-kit";
+import type { Statement } from "better-sqlite3";
 import type { SqliteDatabase } from "./database.js";
 
 const CODE = "usage_store_unavailable";
@@ -13,6 +14,7 @@ const CODE = "usage_store_unavailable";
  */
 export class SqliteUsageStore implements GrantUsageStore {
   readonly #db: SqliteDatabase;
+  #consume: Statement | undefined;
 
   constructor(db: SqliteDatabase) {
     this.#db = db;
@@ -78,15 +80,15 @@ export class SqliteUsageStore implements GrantUsageStore {
     // auto-checkpoint on a reset: the WAL grew one frame per consume for the life of the
     // connection, and each synchronous=FULL commit paid for the growing file (about half
     // the rate). all() steps to the end: errors surface and the checkpoint runs.
-    // pluck(): the count alone, no row object to build per consume.
-    const [used] = this.#db
+    // Plucked (the count alone, no row object per consume), once: held here, not looked up.
+    this.#consume ??= this.#db
       .statement(
         `INSERT INTO tessera_usage (namespace_id, grant_id, used) VALUES (?, ?, 1)
          ON CONFLICT (namespace_id, grant_id) DO UPDATE SET used = used + 1 WHERE used < ?
          RETURNING used`,
       )
-      .pluck()
-      .all(namespaceId, grantId, maxUses) as number[];
+      .pluck();
+    const [used] = this.#consume.all(namespaceId, grantId, maxUses) as number[];
     if (used !== undefined) return { consumed: true, used };
     // Refused by the guard. This read only reports the count: the statement above decided.
     return { consumed: false, used: this.#readRow(namespaceId, grantId) };
