@@ -22,6 +22,8 @@ const CODE = "claim_store_unavailable";
 /** `SET LOCAL synchronous_commit TO OFF` as an expression, true, inside the statement. */
 const RECEIPT_COMMIT = "set_config('synchronous_commit', 'off', true) IS NOT NULL";
 
+const SETTLED: Outcome<void> = Object.freeze({ ok: true, value: undefined });
+
 interface ClaimRequest {
   readonly id: string;
   readonly sessionKey: string;
@@ -197,6 +199,9 @@ export class PostgresClaimStore implements ClaimStore {
       }
       pending = pending.filter((id) => !won.has(id) && !existing.has(id));
     }
+    if (pending.length === 0) return outcomes;
+    // Built only when needed: an error captures a stack, which costs more than the claim's
+    // own work on the client.
     const failed = {
       ok: false,
       error: new TesseraError(CODE, "the claim neither inserted nor read back"),
@@ -264,12 +269,13 @@ export class PostgresClaimStore implements ClaimStore {
     const unsettled = ids.filter((id) => !settled.has(id));
     const known =
       unsettled.length > 0 ? await this.#readMany(unsettled) : new Map<string, StoredClaim>();
+    if (unsettled.length === 0) return batch.map(() => SETTLED);
     const missing = {
       ok: false,
       error: new TesseraError("invalid_input", "settle: no claim exists for this key"),
     } as const;
     return batch.map((request) =>
-      settled.has(request.id) || known.has(request.id) ? { ok: true, value: undefined } : missing,
+      settled.has(request.id) || known.has(request.id) ? SETTLED : missing,
     );
   }
 
