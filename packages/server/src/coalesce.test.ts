@@ -59,6 +59,21 @@ describe("write rounds", () => {
     expect(issued).toEqual(["alone"]);
   });
 
+  it("issue at once the writes of a store that answers in a later turn, bursts or not", async () => {
+    const rounds = new WriteRounds();
+    const later = () => new Promise<string>((resolve) => setTimeout(() => resolve("x"), 5));
+    rounds.enter();
+    const probed = rounds.issue(later);
+    await nextTurn();
+    rounds.enter();
+    rounds.enter();
+    const { issued, write } = recorder();
+    void rounds.issue(write("a"));
+    void rounds.issue(write("b"));
+    expect(issued).toEqual(["a", "b"]);
+    expect(await probed).toBe("x");
+  });
+
   it("reject only the caller whose write threw", async () => {
     const rounds = new WriteRounds();
     rounds.enter();

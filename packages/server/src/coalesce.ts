@@ -33,6 +33,14 @@ export class WriteRounds {
   /** More than one request started in the last turn that had any: the requests come in bursts. */
   #bursts = false;
   #watching = false;
+  /**
+   * The store answered the last probed write within the turn it was issued in: a synchronous
+   * driver (SQLite), whose requests never overlap on their own. A store that answers in a
+   * later turn (PostgreSQL, Redis) overlaps requests by itself and batches what overlaps, so
+   * its writes are issued at once: holding them for a round only delayed them (measured).
+   */
+  #answersInTurn = true;
+  #probing = false;
   readonly #turnEnded = () => {
     this.#bursts = this.#started > 1;
     this.#started = 0;
@@ -59,7 +67,7 @@ export class WriteRounds {
   /** Issues `write` now or with the next round; a port that answers synchronously still may now. */
   issue<T>(write: () => T | Promise<T>): T | Promise<T> {
     const alone = this.#started <= 1 && !this.#bursts && this.#inFlight === 0;
-    if (alone && !this.#scheduled) return this.#start(write);
+    if ((alone || !this.#answersInTurn) && !this.#scheduled) return this.#start(write);
     return new Promise<T>((resolve, reject) => {
       this.#queue.push(() => {
         try {
@@ -80,8 +88,23 @@ export class WriteRounds {
     if (written instanceof Promise) {
       this.#inFlight++;
       written.then(this.#done, this.#done);
+      if (!this.#probing) this.#probe(written);
     }
     return written;
+  }
+
+  /** Did the store answer this write before the turn's check phase (a synchronous driver)? */
+  #probe(written: Promise<unknown>): void {
+    this.#probing = true;
+    let answered = false;
+    const answer = () => {
+      answered = true;
+    };
+    written.then(answer, answer);
+    setImmediate(() => {
+      this.#answersInTurn = answered;
+      this.#probing = false;
+    });
   }
 
   /** The stores with their writes issued through these rounds; reads pass straight through. */
