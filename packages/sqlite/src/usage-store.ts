@@ -74,22 +74,20 @@ export class SqliteUsageStore implements GrantUsageStore {
   }
 
   #consumeOne(namespaceId: string, grantId: string, maxUses: number): ConsumeResult {
-    // `.all()`, not `.get()`: get() stops at the RETURNING row and resets the statement,
-    // so the commit happens inside sqlite3_reset, whose error better-sqlite3 ignores (a
-    // rolled-back consume would read as spent), and SQLite never runs its WAL
-    // auto-checkpoint on a reset: the WAL grew one frame per consume for the life of the
-    // connection, and each synchronous=FULL commit paid for the growing file (about half
-    // the rate). all() steps to the end: errors surface and the checkpoint runs.
-    // Plucked (the count alone, no row object per consume), once: held here, not looked up.
-    this.#consume ??= this.#db
-      .statement(
-        `INSERT INTO tessera_usage (namespace_id, grant_id, used) VALUES (?, ?, 1)
-         ON CONFLICT (namespace_id, grant_id) DO UPDATE SET used = used + 1 WHERE used < ?
-         RETURNING used`,
-      )
-      .pluck();
-    const [used] = this.#consume.all(namespaceId, grantId, maxUses) as number[];
-    if (used !== undefined) return { consumed: true, used };
+    // One statement: the insert of a first use, or the guarded add. The new count comes back
+    // through tessera_note() (database.ts), called by the guard only on the row it lets
+    // through; an insert does not call it, and its count is 1. `changes` says which way it
+    // went. Run to its end (`run()`, never a reset midway): its errors surface and SQLite
+    // runs its WAL auto-checkpoint after the commit (see docs/stores.md on `get()`).
+    this.#consume ??= this.#db.statement(
+      `INSERT INTO tessera_usage (namespace_id, grant_id, used) VALUES (?, ?, 1)
+       ON CONFLICT (namespace_id, grant_id) DO UPDATE SET used = used + 1
+       WHERE used < ? AND tessera_note(used + 1)`,
+    );
+    this.#db.noted = 1;
+    if (this.#consume.run(namespaceId, grantId, maxUses).changes === 1) {
+      return { consumed: true, used: this.#db.noted };
+    }
     // Refused by the guard. This read only reports the count: the statement above decided.
     return { consumed: false, used: this.#readRow(namespaceId, grantId) };
   }
