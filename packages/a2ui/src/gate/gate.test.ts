@@ -42,6 +42,8 @@ describe("FunctionCallGate: the allowed path", () => {
         args: { a: 1, b: 2 },
       },
     ]);
+    // The receipt is written after the reply (with others in its window); drain sends it.
+    await gate.drain();
     const stored = await claims.get({ session: "session-a", functionCallId: "call-1" });
     expect(stored?.receipt).toEqual({ status: "dispatched", settledAt: 1_700_000_000_000 });
     expect(audit.events).toHaveLength(1);
@@ -92,6 +94,7 @@ describe("FunctionCallGate: duplicates", () => {
   it("a retry in the same session is refused, correlated, and runs nothing", async () => {
     const { gate, calls, audit } = setup();
     await gate.handle("s", callMessage("dup"));
+    await gate.drain();
     const again = await gate.handle("s", callMessage("dup"));
     expectValidReply(again);
     expect(again.reply).toEqual({
@@ -256,6 +259,7 @@ describe("FunctionCallGate: policy and approval", () => {
     expect(errorCode(refused)).toBe("EXECUTION_FAILED");
     expect(correlatedId(refused)).toBe("ask");
     expect(refused.receipt).toMatchObject({ status: "denied", reason: "approval_denied" });
+    await gate.drain();
     expect((await claims.get({ session: "s", functionCallId: "ask" }))?.receipt?.status).toBe(
       "denied",
     );
@@ -290,6 +294,7 @@ describe("FunctionCallGate: policy and approval", () => {
     expectValidReply(result);
     expect(result.receipt).toMatchObject({ status: "denied", reason: "approval_denied" });
     expect(calls).toHaveLength(0);
+    await gate.drain();
     expect((await claims.get({ session: "s", functionCallId: "t" }))?.receipt?.status).toBe(
       "denied",
     );
@@ -314,6 +319,7 @@ describe("FunctionCallGate: failures", () => {
     });
     expect(JSON.stringify(result.reply)).not.toContain("secret");
     expect(result.receipt).toMatchObject({ status: "failed", reason: "callback_failed" });
+    await gate.drain();
     expect((await claims.get({ session: "s", functionCallId: "boom" }))?.receipt?.status).toBe(
       "failed",
     );

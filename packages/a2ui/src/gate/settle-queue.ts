@@ -27,6 +27,16 @@ const RETRY_PAUSES_MS = [20, 100] as const;
 const FINAL_CODES = new Set(["invalid_input"]);
 
 /**
+ * How long an after-reply receipt may wait for others to leave with, and how many may wait.
+ * Receipts that leave together reach the store in the same tick, where it sends them as one
+ * statement, one script or one write instead of one round trip each; a receipt waits at most
+ * this long after its reply (`drain()` sends at once). Dying inside the window leaves the
+ * call in doubt, as dying before any after-reply write lands always did.
+ */
+export const SETTLE_WINDOW_MS = 10;
+export const SETTLE_WINDOW_MAX = 256;
+
+/**
  * The gate's receipt writer: every settle it starts is tracked until it ends, retried a
  * bounded number of times, and never rejects (a settle nobody awaits must not become an
  * unhandled rejection). `drain()` waits for every settle started before it was called.
@@ -36,15 +46,22 @@ export class SettleQueue {
   /** Keyed by a sequence number, so a settle removes itself without a second promise. */
   readonly #pending = new Map<number, Promise<SettleOutcome>>();
   #next = 0;
+  /** The receipts waiting in the current window start when this resolves; one per window. */
+  #window: Promise<void> | undefined;
+  #openWindow: () => void = () => undefined;
+  #waiting = 0;
+  #timer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(claims: ClaimStore) {
     this.#claims = claims;
   }
 
   /**
-   * Starts writing `receipt` now, so the settles of concurrent calls are in flight together.
-   * `onGiveUp` runs when the receipt could not be written (a throw from it is swallowed: the
-   * claim reads in doubt either way). Resolves once the settle and `onGiveUp` have ended.
+   * Queues `receipt` for the current window: it is written with every receipt queued within
+   * `SETTLE_WINDOW_MS` (or once `SETTLE_WINDOW_MAX` wait, or on `drain()`), so the settles of
+   * calls that reply close together reach the store together. `onGiveUp` runs when the
+   * receipt could not be written (a throw from it is swallowed: the claim reads in doubt either
+   * way). Resolves once the settle and `onGiveUp` have ended.
    */
   write(
     key: ClaimKey,
@@ -52,22 +69,9 @@ export class SettleQueue {
     onGiveUp?: (outcome: SettleOutcome & { recorded: false }) => Promise<void>,
   ): Promise<SettleOutcome> {
     const id = this.#next++;
-    let first: Promise<void>;
-    try {
-      first = this.#claims.settle(key, receipt);
-    } catch (error) {
-      // A store that throws instead of rejecting is handled the same way.
-      first = Promise.reject(error);
-    }
-    // The first attempt on the fast path (one promise); retries only when it fails.
-    const running = first.then(
-      () => {
-        this.#pending.delete(id);
-        return RECORDED;
-      },
-      (error: unknown) => this.#retry(id, key, receipt, error, onGiveUp),
-    );
+    const running = this.#join().then(() => this.#first(id, key, receipt, onGiveUp));
     this.#pending.set(id, running);
+    if (++this.#waiting >= SETTLE_WINDOW_MAX) this.#flush();
     return running;
   }
 
@@ -84,9 +88,53 @@ export class SettleQueue {
     return this.#pending.size;
   }
 
-  /** Resolves once every settle started before this call has ended. Never rejects. */
+  /** Sends what waits now, then resolves once every settle started before it has ended. */
   async drain(): Promise<void> {
+    this.#flush();
     await Promise.all([...this.#pending.values()]);
+  }
+
+  /** The current window, opened (with its timer) by the first receipt that waits in it. */
+  #join(): Promise<void> {
+    if (this.#window) return this.#window;
+    this.#window = new Promise<void>((resolve) => {
+      this.#openWindow = resolve;
+    });
+    // Not unref'd: a receipt waiting in the window keeps the process up until it is sent.
+    this.#timer = setTimeout(() => this.#flush(), SETTLE_WINDOW_MS);
+    return this.#window;
+  }
+
+  #flush(): void {
+    if (!this.#window) return;
+    clearTimeout(this.#timer);
+    this.#openWindow();
+    this.#window = undefined;
+    this.#timer = undefined;
+    this.#waiting = 0;
+  }
+
+  /** The first attempt; retries only when it fails. */
+  #first(
+    id: number,
+    key: ClaimKey,
+    receipt: ClaimReceipt,
+    onGiveUp: ((outcome: SettleOutcome & { recorded: false }) => Promise<void>) | undefined,
+  ): Promise<SettleOutcome> {
+    let first: Promise<void>;
+    try {
+      first = this.#claims.settle(key, receipt);
+    } catch (error) {
+      // A store that throws instead of rejecting is handled the same way.
+      first = Promise.reject(error);
+    }
+    return first.then(
+      () => {
+        this.#pending.delete(id);
+        return RECORDED;
+      },
+      (error: unknown) => this.#retry(id, key, receipt, error, onGiveUp),
+    );
   }
 
   async #retry(

@@ -5,10 +5,11 @@ import {
   InMemoryClaimStore,
   TesseraError,
 } from "@tessera/core";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { callMessage, TEST_CATALOG } from "../../test/fixtures/catalog.js";
 import { errorCode, expectValidReply, setup } from "../../test/fixtures/gate-setup.js";
 import { FunctionCallGate } from "./gate.js";
+import { SETTLE_WINDOW_MS } from "./settle-queue.js";
 
 /**
  * A memory store whose settles wait until the test opens the valve, and that counts how many
@@ -101,7 +102,6 @@ describe("FunctionCallGate: receipts after the reply (the default)", () => {
     const result = await gate.handle("s", callMessage("early"));
     expectValidReply(result);
     expect(result.receipt.status).toBe("dispatched");
-    expect(store.started).toEqual([{ session: "s", functionCallId: "early" }]);
     expect((await store.claims.get({ session: "s", functionCallId: "early" }))?.receipt).toBe(
       undefined,
     );
@@ -113,6 +113,7 @@ describe("FunctionCallGate: receipts after the reply (the default)", () => {
 
     store.release();
     await gate.drain();
+    expect(store.started).toEqual([{ session: "s", functionCallId: "early" }]);
     // The receipt that lands says what the reply said.
     const stored = await store.claims.get({ session: "s", functionCallId: "early" });
     expect(stored?.receipt?.status).toBe(result.receipt.status);
@@ -150,10 +151,48 @@ describe("FunctionCallGate: receipts after the reply (the default)", () => {
     const ids = Array.from({ length: 16 }, (_, i) => `c${i}`);
     const results = await Promise.all(ids.map((id) => gate.handle("s", callMessage(id))));
     expect(results.every((r) => r.receipt.status === "dispatched")).toBe(true);
+    const drained = gate.drain();
+    expect(await settledSoon(drained)).toBe(false);
     expect(store.maxInFlight).toBe(16);
     store.release();
-    await gate.drain();
+    await drained;
     expect(await store.claims.listInDoubt("s")).toEqual([]);
+  });
+
+  it("receipts of calls that reply one after another wait in one window and reach the store together", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      const store = heldSettles();
+      const { gate } = setup({ claims: store.claims });
+      for (const id of ["w1", "w2", "w3"]) {
+        expect((await gate.handle("s", callMessage(id))).receipt.status).toBe("dispatched");
+      }
+      expect(store.started).toEqual([]);
+      vi.advanceTimersByTime(SETTLE_WINDOW_MS);
+      await settledSoon(Promise.resolve());
+      expect(store.started.map((key) => key.functionCallId)).toEqual(["w1", "w2", "w3"]);
+      expect(store.maxInFlight).toBe(3);
+      store.release();
+      await gate.drain();
+      expect(await store.claims.listInDoubt("s")).toEqual([]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("drain sends the receipts waiting in the window at once", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      const { gate, claims } = setup();
+      await gate.handle("s", callMessage("now"));
+      // No timer is advanced: the window would hold the receipt, drain does not wait for it.
+      await gate.drain();
+      expect((await claims.get({ session: "s", functionCallId: "now" }))?.receipt?.status).toBe(
+        "dispatched",
+      );
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("drain waits for calls still in their callback, and for their receipts", async () => {
