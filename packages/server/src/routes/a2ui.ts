@@ -140,6 +140,8 @@ export function a2uiRoutes(app: FastifyInstance, context: ServiceContext, option
 
   app.addHook("onClose", async () => {
     for (const open of pending.values()) open.settle({ error: new Error("the service stopped") });
+    // Receipts written after their replies land before the host closes the stores.
+    await twoStep.drain();
   });
 
   const endpoint = options.functionEndpoint;
@@ -173,4 +175,5 @@ export function a2uiRoutes(app: FastifyInstance, context: ServiceContext, option
       return { reply: { ...result.reply }, receipt: result.receipt.status };
     },
   });
+  app.addHook("onClose", () => oneStep.drain());
 }
