@@ -168,6 +168,7 @@ describe("A2UI gate over SQLite", () => {
       "dispatched",
       ...Array.from({ length: 7 }, () => "none"),
     ]);
+    await gate.drain(); // the receipt is written after the reply
     expect(
       (await opened.stores.claims.get({ session: "session-1", functionCallId: "f-1" }))?.receipt
         ?.status,
