@@ -9,11 +9,21 @@ import { WriteRounds } from "./coalesce.js";
 
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
-/** Records each write and, from a microtask, how many writes had been issued by then. */
+/** Holds the thread as a synchronous driver's commit does. */
+function commit(): void {
+  const until = performance.now() + 0.2;
+  while (performance.now() < until) {}
+}
+
+/**
+ * Records each write and, from a microtask, how many writes had been issued by then. Each
+ * write blocks as a synchronous commit does.
+ */
 function recorder() {
   const issued: string[] = [];
   const seenTogether: number[] = [];
   const write = (name: string) => () => {
+    commit();
     issued.push(name);
     queueMicrotask(() => seenTogether.push(issued.length));
     return Promise.resolve(name);
@@ -35,6 +45,11 @@ describe("write rounds", () => {
   it("issue the writes of a burst of requests from one callback, each answered its own", async () => {
     const rounds = new WriteRounds();
     const { issued, seenTogether, write } = recorder();
+    // A first write shows the store blocks on its commits.
+    rounds.enter();
+    await rounds.issue(write("probe"));
+    issued.length = 0;
+    seenTogether.length = 0;
     await nextTurn();
     rounds.enter();
     rounds.enter();
@@ -49,9 +64,18 @@ describe("write rounds", () => {
   it("go back to issuing at once after a turn with one request", async () => {
     const rounds = new WriteRounds();
     const { issued, write } = recorder();
+    await rounds.issue(write("probe"));
+    await nextTurn();
+    issued.length = 0;
     rounds.enter();
     rounds.enter();
     await nextTurn();
+    // Still in bursts: held for the round.
+    rounds.enter();
+    void rounds.issue(write("held"));
+    expect(issued).toEqual([]);
+    await nextTurn();
+    issued.length = 0;
     rounds.enter();
     await nextTurn();
     rounds.enter();
@@ -74,8 +98,24 @@ describe("write rounds", () => {
     expect(await probed).toBe("x");
   });
 
+  it("issue at once the writes of a store that answers at once without blocking", async () => {
+    const rounds = new WriteRounds();
+    rounds.enter();
+    await rounds.issue(() => Promise.resolve("quick"));
+    await nextTurn();
+    rounds.enter();
+    rounds.enter();
+    const issued: string[] = [];
+    void rounds.issue(() => issued.push("a"));
+    void rounds.issue(() => Promise.resolve(issued.push("b")));
+    expect(issued).toEqual(["a", "b"]);
+  });
+
   it("reject only the caller whose write threw", async () => {
     const rounds = new WriteRounds();
+    rounds.enter();
+    await rounds.issue(() => Promise.resolve(commit()));
+    await nextTurn();
     rounds.enter();
     rounds.enter();
     const failing = rounds.issue(() => {
