@@ -31,6 +31,17 @@ function recorder() {
   return { issued, seenTogether, write };
 }
 
+/** Two writes issued alone, each blocking: enough for the rounds to hold writes in bursts. */
+async function probeBlocking(
+  rounds: WriteRounds,
+  write: (name: string) => () => Promise<unknown>,
+): Promise<void> {
+  for (const name of ["probe-1", "probe-2"]) {
+    await rounds.issue(write(name));
+    await nextTurn();
+  }
+}
+
 describe("write rounds", () => {
   it("issue a lone request's write at once", async () => {
     const rounds = new WriteRounds();
@@ -45,9 +56,8 @@ describe("write rounds", () => {
   it("issue the writes of a burst of requests from one callback, each answered its own", async () => {
     const rounds = new WriteRounds();
     const { issued, seenTogether, write } = recorder();
-    // A first write shows the store blocks on its commits.
-    rounds.enter();
-    await rounds.issue(write("probe"));
+    // Two first writes show the store blocks on its commits.
+    await probeBlocking(rounds, write);
     issued.length = 0;
     seenTogether.length = 0;
     await nextTurn();
@@ -64,8 +74,7 @@ describe("write rounds", () => {
   it("go back to issuing at once after a turn with one request", async () => {
     const rounds = new WriteRounds();
     const { issued, write } = recorder();
-    await rounds.issue(write("probe"));
-    await nextTurn();
+    await probeBlocking(rounds, write);
     issued.length = 0;
     rounds.enter();
     rounds.enter();
@@ -85,17 +94,29 @@ describe("write rounds", () => {
 
   it("issue at once the writes of a store that answers in a later turn, bursts or not", async () => {
     const rounds = new WriteRounds();
+    const { issued, write } = recorder();
+    await probeBlocking(rounds, write);
+    issued.length = 0;
     const later = () => new Promise<string>((resolve) => setTimeout(() => resolve("x"), 5));
-    rounds.enter();
     const probed = rounds.issue(later);
     await nextTurn();
     rounds.enter();
     rounds.enter();
-    const { issued, write } = recorder();
     void rounds.issue(write("a"));
     void rounds.issue(write("b"));
     expect(issued).toEqual(["a", "b"]);
     expect(await probed).toBe("x");
+  });
+
+  it("do not hold writes after one slow write among quick ones", async () => {
+    const rounds = new WriteRounds();
+    await rounds.issue(() => Promise.resolve(commit()));
+    await nextTurn();
+    rounds.enter();
+    rounds.enter();
+    const issued: string[] = [];
+    void rounds.issue(() => Promise.resolve(issued.push("a")));
+    expect(issued).toEqual(["a"]);
   });
 
   it("issue at once the writes of a store that answers at once without blocking", async () => {
@@ -113,9 +134,7 @@ describe("write rounds", () => {
 
   it("reject only the caller whose write threw", async () => {
     const rounds = new WriteRounds();
-    rounds.enter();
-    await rounds.issue(() => Promise.resolve(commit()));
-    await nextTurn();
+    await probeBlocking(rounds, () => () => Promise.resolve(commit()));
     rounds.enter();
     rounds.enter();
     const failing = rounds.issue(() => {
