@@ -90,3 +90,38 @@ describe("the answer, written after the reply", () => {
     expect(await store.listInDoubt()).toHaveLength(0);
   });
 });
+
+describe("answers written after their replies share a window", () => {
+  it("answers recorded turns apart reach the store in one tick; drain writes them at once", async () => {
+    const store = new InMemoryClaimStore();
+    let turn = 0;
+    const written: number[] = [];
+    const claim = store.claim.bind(store);
+    store.claim = async (key, record) => {
+      if (key.session.startsWith("mcp.result:")) written.push(turn);
+      return claim(key, record);
+    };
+    const ledger = new CallLedger(store);
+    const result = { content: [{ type: "text" as const, text: "done" }] };
+    const a = callKeys("p", "key:a");
+    const b = callKeys("p", "key:b");
+    await ledger.claim(a, BODY, "t", NOW, NOW + 60_000);
+    await ledger.claim(b, BODY, "t", NOW, NOW + 60_000);
+    const nextTurn = async () => {
+      await new Promise((resolve) => setImmediate(resolve));
+      turn++;
+    };
+    ledger.recordLater(a, BODY, { kind: "result", result }, "dispatched", NOW);
+    await nextTurn();
+    await nextTurn();
+    // Written a turn after its reply, the first answer would be in the store by now.
+    expect(written).toEqual([]);
+    ledger.recordLater(b, BODY, { kind: "result", result }, "dispatched", NOW);
+    await nextTurn();
+    await ledger.drain();
+    expect(written).toHaveLength(2);
+    expect(written[0]).toBe(written[1]);
+    expect((await store.get(a.claim))?.receipt?.status).toBe("dispatched");
+    expect((await store.get(b.claim))?.receipt?.status).toBe("dispatched");
+  });
+});
