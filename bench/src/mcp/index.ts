@@ -234,7 +234,7 @@ export async function run(): Promise<BenchSection> {
     }
     notes.push(
       "the upstream server and the gateway run in processes of their own (as deployed); this process is the SDK client of both sides of every ratio, and the baseline's claims run here too",
-      "the gateway's durable path, before the reply: the call's claim with the kernel's grant read (a version check when warm) beside it, the usage check, then one audit event after the upstream answered; after the audit event and the reply: the kept answer (a second claim) and two settles. The baseline is one claim",
+      "the gateway's durable path, before the reply: the call's claim with the kernel's grant read (a version check when warm) beside it, the usage check, then one audit event after the upstream answered; after the audit event and the reply, with those of other calls within 10 ms: the kept answer (a second claim) and two settles. The baseline is one claim",
       "the gateway's HTTP: its client-facing side is the SDK's Streamable HTTP server transport (JSON responses), its upstream clients the SDK's Streamable HTTP client over a node:http keep-alive fetch; the client and the upstream here are the SDK's own (fetch; Streamable HTTP server transport) on both rows",
     );
   } finally {
