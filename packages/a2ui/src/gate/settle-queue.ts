@@ -3,11 +3,12 @@ import { type ClaimKey, type ClaimReceipt, type ClaimStore, isTesseraError } fro
 /**
  * When the gate writes a call's receipt (its settle):
  * - `"after-reply"` (default): the reply goes back as soon as the outcome is known and the
- *   receipt is written beside it. The claim is the only write that must be durable before the
+ *   receipt is written after it, with the receipts of the calls that reply within
+ *   `SETTLE_WINDOW_MS`. The claim is the only write that must be durable before the
  *   callback runs; the receipt only records what already happened. If the process dies before
  *   the receipt lands, the claim reads `in_doubt`, which is the truth: the call may have run.
  *   A call then costs one durable write on its critical path instead of two, and the settles
- *   of every call in flight reach the store together, where a group commit can batch them.
+ *   of a window reach the store together, where it can write them as one.
  * - `"before-reply"`: the reply waits until the receipt is written (or given up), as before
  *   0.2. For a host that reads receipts from the store right after each reply.
  */
