@@ -8,6 +8,7 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { openStores, type StoreBundle } from "@tessera/core";
 import { medianRatesAbba, throughput } from "../measure.js";
 import { type BenchRow, type BenchSection, ratioRow } from "../report.js";
+import { deleteRedisPrefix, dropPostgresSchema } from "../scratch.js";
 import { startChild } from "./child.js";
 import { gatewayOver, memoryPorts, TOKEN } from "./gateway-setup.js";
 import { echoServer, startUpstream } from "./upstream.js";
@@ -231,6 +232,13 @@ export async function run(): Promise<BenchSection> {
       }
     } finally {
       rmSync(scratch, { recursive: true, force: true });
+      // The audit trail never expires: without this every run would leave its keys and schema.
+      if (process.env.TESSERA_PG_URL) {
+        await dropPostgresSchema(process.env.TESSERA_PG_URL, run).catch(() => undefined);
+      }
+      if (process.env.TESSERA_REDIS_URL) {
+        await deleteRedisPrefix(process.env.TESSERA_REDIS_URL, `${run}:`).catch(() => undefined);
+      }
     }
     notes.push(
       "the upstream server and the gateway run in processes of their own (as deployed); this process is the SDK client of both sides of every ratio, and the baseline's claims run here too",

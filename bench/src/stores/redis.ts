@@ -12,6 +12,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { openStores, type StoreBundle } from "@tessera/core";
 import { Redis } from "ioredis";
 import { type BenchRow, ratioRow } from "../report.js";
+import { deletePrefix } from "../scratch.js";
 import { endToEndRows, interleaved, SLICES } from "./postgres.js";
 import { RAW_SESSION_DIGEST, rawDigest, rawRecordJson } from "./raw-claim.js";
 
@@ -37,15 +38,6 @@ function row(name: string, value: number, baselineName: string, baseline: number
     text: TARGET,
     minRatio: 1 / 1.3,
   });
-}
-
-async function deletePrefix(redis: Redis, prefix: string): Promise<void> {
-  let cursor = "0";
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.unlink(...keys);
-  } while (cursor !== "0");
 }
 
 export async function rows(): Promise<{ rows: BenchRow[]; notes: string[] }> {
