@@ -12,6 +12,7 @@ import type { DecisionScope } from "./decide.js";
 import { buildGrantIndex } from "./grant-index.js";
 import { Lease } from "./lease.js";
 import { isId } from "./request.js";
+import { versionNowOf } from "./sync-ports.js";
 import { type CachedView, TurnCache, type TurnCacheOptions, viewOf } from "./turn-cache.js";
 import type { Kernel, KernelOptions, TurnAuthority } from "./types.js";
 import { isSealedGrant } from "./validated-grants.js";
@@ -67,16 +68,56 @@ async function buildView(
   return { view: { chains, holders, index: buildGrantIndex(grants, ctx, chains) }, cacheable };
 }
 
-/** Is every holder a cached chain read still at the version it was read at? */
-async function holdersUnchanged(
+/**
+ * Is every holder a cached chain read still at the version it was read at? At once (no
+ * promise) when the source answers versions synchronously, as the in-memory store does.
+ */
+function holdersUnchanged(
+  options: KernelOptions,
+  ctx: AccessContext,
+  holders: ReadonlyMap<string, string>,
+): boolean | Promise<boolean> {
+  if (holders.size === 0) return true;
+  const source = options.grants;
+  const now = versionNowOf(source);
+  if (now !== undefined) {
+    try {
+      for (const [subject, version] of holders) {
+        if (now(source, ctx.namespaceId, subject) !== version) return false;
+      }
+      return true;
+    } catch {
+      return false;
+    }
+  }
+  return holdersReadUnchanged(options, ctx, holders);
+}
+
+async function holdersReadUnchanged(
   options: KernelOptions,
   ctx: AccessContext,
   holders: ReadonlyMap<string, string>,
 ): Promise<boolean> {
-  if (holders.size === 0) return true;
-  const subjects = [...holders.keys()];
-  const now = await Promise.all(subjects.map((s) => grantsVersionOf(options.grants, ctx, s)));
-  return subjects.every((subject, i) => now[i] === holders.get(subject));
+  const reads: Promise<string | undefined>[] = [];
+  for (const subject of holders.keys()) reads.push(grantsVersionOf(options.grants, ctx, subject));
+  const now = await Promise.all(reads);
+  let i = 0;
+  for (const version of holders.values()) if (now[i++] !== version) return false;
+  return true;
+}
+
+/** The actor's grant version, at once from a source that answers synchronously. */
+function actorVersion(
+  source: KernelOptions["grants"],
+  ctx: AccessContext,
+): string | undefined | Promise<string | undefined> {
+  const now = versionNowOf(source);
+  if (now === undefined) return grantsVersionOf(source, ctx, ctx.actor);
+  try {
+    return now(source, ctx.namespaceId, ctx.actor);
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -92,23 +133,36 @@ async function openIndex(
 ): Promise<CachedView | undefined> {
   let version: string | undefined;
   const source = options.grants;
-  // Inline rather than through grantsVersionOf: one async frame less on every warm turn.
+  // The holders' versions of the view cached last for this shape go out beside the actor's
+  // own, so a warm turn over delegated grants waits for one round of reads, not two. They
+  // vouch for that view only: a view found under another version is checked afresh.
+  let hinted: CachedView | undefined;
+  let hintedHolders: boolean | Promise<boolean> | undefined;
   if (cache !== undefined && typeof source.grantsVersion === "function") {
-    try {
-      const read = await source.grantsVersion(ctx.namespaceId, ctx.actor);
-      if (typeof read === "string") version = read;
-    } catch {
-      // Unknown version: this turn reads the source in full and caches nothing.
+    const last = cache.peek(ctx.namespaceId, ctx.actor);
+    hinted = last === undefined ? undefined : viewOf(last, ctx);
+    if (hinted !== undefined && hinted.holders.size > 0) {
+      hintedHolders = holdersUnchanged(options, ctx, hinted.holders);
     }
+    // A version read that fails (grantsVersionOf catches) leaves the version unknown: this
+    // turn reads the source in full and caches nothing.
+    const read = actorVersion(source, ctx);
+    version = typeof read === "string" || read === undefined ? read : await read;
   }
   if (cache !== undefined && version !== undefined) {
     const entry = cache.get(ctx.namespaceId, ctx.actor, version);
     if (entry !== undefined) {
       // The context is its own turn shape: authority, owner and purpose pick the view.
       const known = viewOf(entry, ctx);
-      if (known !== undefined && (await holdersUnchanged(options, ctx, known.holders))) {
-        return known;
+      let unchanged: boolean | Promise<boolean> = false;
+      if (known !== undefined) {
+        unchanged =
+          known === hinted && hintedHolders !== undefined
+            ? hintedHolders
+            : holdersUnchanged(options, ctx, known.holders);
       }
+      if (typeof unchanged !== "boolean") unchanged = await unchanged;
+      if (known !== undefined && unchanged) return known;
       const built = await buildView(options, ctx, entry.grants);
       if (built === undefined) return undefined;
       if (built.cacheable) cache.setView(entry, ctx, built.view);

@@ -1,3 +1,4 @@
+import type { GrantSource } from "../ports/grant-source.js";
 import type { DeliveryResult, MessageEnvelope, MessageTransport } from "../ports/transport.js";
 import type { ConsumeResult, GrantUsageStore } from "../ports/usage-store.js";
 
@@ -54,4 +55,21 @@ export function consumeNowOf(usage: GrantUsageStore): ConsumeNow | undefined {
 export function deliverNowOf(transport: MessageTransport): DeliverNow | undefined {
   const method = transport.deliver;
   return typeof method === "function" ? DELIVERERS.get(method) : undefined;
+}
+
+/** A grant version now: the in-memory grant store's `grantsVersion`, which never yields. */
+export type VersionNow = (source: GrantSource, namespaceId: string, subject: string) => string;
+
+type GrantsVersion = NonNullable<GrantSource["grantsVersion"]>;
+const VERSIONS = new WeakMap<GrantsVersion, VersionNow>();
+
+/** Registers the synchronous twin of a `grantsVersion` implementation. */
+export function versionsSynchronously(grantsVersion: GrantsVersion, versionNow: VersionNow): void {
+  VERSIONS.set(grantsVersion, versionNow);
+}
+
+/** The synchronous twin of `source.grantsVersion`, when it has one. */
+export function versionNowOf(source: GrantSource): VersionNow | undefined {
+  const method = source.grantsVersion;
+  return typeof method === "function" ? VERSIONS.get(method) : undefined;
 }

@@ -222,6 +222,63 @@ describe("turn cache: chains", () => {
     });
   }
 
+  // The in-memory store answers versions synchronously (kernel/sync-ports.ts): the kernel
+  // reads them without awaiting, and a warm view must still die with its chain.
+  for (const [broken, holder] of [
+    ["top", "agent"],
+    ["mid", "mid"],
+  ] as const) {
+    it(`over the in-memory store itself, revoking the ${broken} grant kills the leaf on the next turn`, async () => {
+      const store = new InMemoryGrantStore();
+      const audit = new InMemoryAuditSink();
+      const kernel = createKernel({ grants: store, usage: new InMemoryGrantUsageStore(), audit });
+      await chain(store);
+      expect((await once(kernel)).status).toBe("allowed");
+      expect((await once(kernel)).status).toBe("allowed");
+      expect(await store.revoke(NS, broken)).toBe(true);
+      expect((await once(kernel)).status).toBe("denied");
+      expect(audit.events.at(-1)).toMatchObject({ reason: "revoked", grantId: "leaf" });
+      expect(holder).not.toBe(ASKER);
+    });
+  }
+
+  it("an instance whose grantsVersion is replaced is asked through the port, holders included", async () => {
+    const store = new InMemoryGrantStore();
+    const asked: string[] = [];
+    const original = store.grantsVersion.bind(store);
+    store.grantsVersion = async (namespaceId: string, subject: string) => {
+      asked.push(subject);
+      return original(namespaceId, subject);
+    };
+    const kernel = createKernel({ grants: store, usage: new InMemoryGrantUsageStore() });
+    await chain(store);
+    expect((await once(kernel)).status).toBe("allowed");
+    asked.length = 0;
+    expect((await once(kernel)).status).toBe("allowed");
+    expect(asked.sort()).toEqual([ASKER, "agent", "mid"].sort());
+  });
+
+  it("an object borrowing the store's grantsVersion (its twin throws) is read in full every turn", async () => {
+    const store = new InMemoryGrantStore();
+    await chain(store);
+    let lists = 0;
+    const borrower = {
+      listGrants: (namespaceId: string, subject: string) => {
+        lists++;
+        return store.listGrants(namespaceId, subject);
+      },
+      grantsVersion: InMemoryGrantStore.prototype.grantsVersion,
+    };
+    const kernel = createKernel({ grants: borrower, usage: new InMemoryGrantUsageStore() });
+    expect((await once(kernel)).status).toBe("allowed");
+    const afterFirst = lists;
+    expect((await once(kernel)).status).toBe("allowed");
+    // No version known, so nothing cached: the second turn listed the chain again.
+    expect(lists).toBe(afterFirst * 2);
+    expect(await store.revoke(NS, "mid")).toBe(true);
+    expect((await once(kernel)).status).toBe("denied");
+  });
+
   it("a chain whose root another authority issued stays broken in a warm view", async () => {
     const { store, kernel } = setup();
     await chain(store);

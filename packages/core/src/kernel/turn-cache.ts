@@ -88,6 +88,11 @@ export class TurnCache {
     return this.#weight;
   }
 
+  /** The grant set cached for (namespace, subject) at whatever version; recency unchanged. */
+  peek(namespaceId: string, subject: string): CachedGrants | undefined {
+    return this.#sets.get(namespaceId)?.get(subject);
+  }
+
   /** The grant set cached at exactly `version`, marked most recently used. */
   get(namespaceId: string, subject: string, version: string): CachedGrants | undefined {
     const entry = this.#sets.get(namespaceId)?.get(subject);

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { redact, TesseraError } from "../contracts/errors.js";
 import { type Grant, type GrantInput, GrantSchema } from "../contracts/schemas.js";
 import { checkId, checkRevocationInstant, parseGrantInput } from "../contracts/store-input.js";
+import { versionsSynchronously } from "../kernel/sync-ports.js";
 import { isSealedGrant, sealValidatedGrant } from "../kernel/validated-grants.js";
 import type { GrantStore } from "../ports/grant-source.js";
 
@@ -18,7 +19,8 @@ import type { GrantStore } from "../ports/grant-source.js";
 export class InMemoryGrantStore implements GrantStore {
   readonly #namespaces = new Map<string, Map<string, Grant>>();
   /** namespace → subject → number of changes so far. */
-  readonly #versions = new Map<string, Map<string, number>>();
+  /** namespace → subject → [count, version text]: the text built once per change, not per read. */
+  readonly #versions = new Map<string, Map<string, readonly [number, string]>>();
   readonly #epoch = randomUUID();
 
   async add(input: GrantInput): Promise<Grant> {
@@ -93,9 +95,20 @@ export class InMemoryGrantStore implements GrantStore {
   }
 
   async grantsVersion(namespaceId: string, subject: string): Promise<string> {
+    return this.#version(namespaceId, subject);
+  }
+
+  static {
+    // A warm turn reads versions without awaiting them: see kernel/sync-ports.ts.
+    versionsSynchronously(InMemoryGrantStore.prototype.grantsVersion, (store, ns, subject) =>
+      (store as InMemoryGrantStore).#version(ns, subject),
+    );
+  }
+
+  #version(namespaceId: string, subject: string): string {
     checkId(namespaceId, "namespaceId");
     checkId(subject, "subject");
-    return `${this.#epoch}.${this.#versions.get(namespaceId)?.get(subject) ?? 0}`;
+    return this.#versions.get(namespaceId)?.get(subject)?.[1] ?? `${this.#epoch}.0`;
   }
 
   async listNamespace(namespaceId: string): Promise<readonly Grant[]> {
@@ -138,7 +151,8 @@ export class InMemoryGrantStore implements GrantStore {
       subjects = new Map();
       this.#versions.set(namespaceId, subjects);
     }
-    subjects.set(subject, (subjects.get(subject) ?? 0) + 1);
+    const count = (subjects.get(subject)?.[0] ?? 0) + 1;
+    subjects.set(subject, [count, `${this.#epoch}.${count}`]);
   }
 }
 
