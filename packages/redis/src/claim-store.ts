@@ -15,7 +15,6 @@ import {
   storageDigest,
   uniqueStorageDigest,
 } from "@tessera/core/store-kit";
-import type { Redis } from "ioredis";
 import { type Connection, scanKeys, script } from "./connection.js";
 
 const CODE = "claim_store_unavailable";
@@ -101,10 +100,7 @@ export class RedisClaimStore implements ClaimStore {
     const name = this.keyOf(key);
     return this.#connection.send(
       CODE,
-      (redis): Promise<unknown> => {
-        coalesceWrites(redis);
-        return redis.set(name, stored, "PX", this.#ttlMs, "NX", "GET");
-      },
+      (redis): Promise<unknown> => redis.set(name, stored, "PX", this.#ttlMs, "NX", "GET"),
       toClaimResult,
     );
   }
@@ -133,7 +129,6 @@ export class RedisClaimStore implements ClaimStore {
   #sendSettles(): void {
     const all = this.#settles;
     this.#settles = [];
-    coalesceWrites(this.#connection.redis);
     // Bounded so one script never holds the server for long.
     for (let start = 0; start < all.length; start += SETTLES_PER_SCRIPT) {
       this.#sendSettleBatch(all.slice(start, start + SETTLES_PER_SCRIPT));
@@ -226,24 +221,6 @@ export class RedisClaimStore implements ClaimStore {
     if (this.#closed) throw new TesseraError(CODE, "the claim store is closed");
   }
 }
-
-/**
- * Holds the socket's writes until the current tick ends, so every command issued in it
- * (the claims of the calls in flight, the settles of those that just replied, the next
- * call's claim) leaves in one write instead of one syscall each. Commands keep their order
- * and their own replies; nothing waits longer than the tick that issued it.
- */
-function coalesceWrites(redis: Redis): void {
-  const stream = redis.stream as Redis["stream"] | undefined;
-  if (stream === undefined || corked.has(stream) || !stream.writable) return;
-  corked.add(stream);
-  stream.cork();
-  process.nextTick(() => {
-    corked.delete(stream);
-    stream.uncork();
-  });
-}
-const corked = new WeakSet<object>();
 
 /** `<prefix>claim:<sha256(session)>:<sha256(id)>`: the session's digest cached, the ID's not. */
 export function claimKeyOf(connection: Connection, key: ClaimKey): string {
