@@ -83,6 +83,7 @@ describe("the entry points", () => {
         "AuditAppendQueue",
         "EMPTY_HEAD",
         "GENESIS_HASH",
+        "WriteWindow",
         "auditEventHash",
         "auditStreamOf",
         "checkAuditFilter",

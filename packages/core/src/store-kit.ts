@@ -38,3 +38,4 @@ export {
   type StoreOpeners,
   storeOpeners,
 } from "./stores/backend.js";
+export { WriteWindow } from "./stores/write-window.js";

@@ -2,6 +2,7 @@ import * as crypto from "node:crypto";
 import { hostname } from "node:os";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { ClaimKey, ClaimStore, StoredClaim } from "@tessera/core";
+import { WriteWindow } from "@tessera/core/store-kit";
 
 /**
  * Replay protection for `tools/call` over the claim-store port. The call's key is claimed
@@ -99,9 +100,8 @@ export class CallLedger {
   readonly #claims: ClaimStore;
   /** Answers being written after their reply, by call key: duplicates here wait for them. */
   readonly #pending = new Map<string, Promise<void>>();
-  /** Answers whose replies are out, waiting for the window to close (see `recordLater`). */
-  #waiting: (() => void)[] = [];
-  #window: ReturnType<typeof setTimeout> | undefined;
+  /** Answers whose replies are out wait here to share a commit (see `recordLater`). */
+  readonly #window = new WriteWindow(WINDOW_MS, MAX_WAITING);
 
   constructor(claims: ClaimStore) {
     this.#claims = claims;
@@ -129,7 +129,7 @@ export class CallLedger {
     const pending = this.#pending.get(pendingKey(keys));
     if (pending !== undefined) {
       // A duplicate waiting here has no reason to wait for the window as well.
-      this.#release();
+      this.#window.release();
       await pending;
     }
     const recorded = await this.#recorded(keys.result);
@@ -185,7 +185,7 @@ export class CallLedger {
     // a durable store its commit then never queues beside the writes the reply waits for.
     const start = after === undefined ? nextTurn() : after.then(nextTurn, nextTurn);
     const write = start
-      .then(() => this.#inWindow())
+      .then(() => this.#window.join())
       .then(() => this.record(keys, bodyHash, recorded, status, now))
       .catch(() => undefined)
       .finally(() => {
@@ -197,33 +197,9 @@ export class CallLedger {
   /** Resolves once every answer written after its reply has landed (before closing the store). */
   async drain(): Promise<void> {
     while (this.#pending.size > 0) {
-      this.#release();
+      this.#window.release();
       await Promise.race([Promise.all(this.#pending.values()), nextTurn()]);
     }
-  }
-
-  /**
-   * Resolves when the current window closes: up to WINDOW_MS after its first answer, or once
-   * MAX_WAITING wait. Every answer of a window is then written in one tick, so the store
-   * shares one commit among them (SQLite's group commit, PostgreSQL's and Redis's batches)
-   * even when calls come one at a time, instead of a commit of its own per call that the
-   * next call's claim would queue behind. A gateway that dies inside the window leaves those
-   * calls unsettled with no answer: they read in doubt, as they would dying before the write.
-   */
-  #inWindow(): Promise<void> {
-    return new Promise((resolve) => {
-      this.#waiting.push(resolve);
-      if (this.#waiting.length >= MAX_WAITING) this.#release();
-      else this.#window ??= setTimeout(() => this.#release(), WINDOW_MS);
-    });
-  }
-
-  #release(): void {
-    if (this.#window !== undefined) clearTimeout(this.#window);
-    this.#window = undefined;
-    const waiting = this.#waiting;
-    this.#waiting = [];
-    for (const resolve of waiting) resolve();
   }
 
   async #recorded(key: ClaimKey): Promise<Recorded | undefined> {

@@ -1,4 +1,5 @@
 import { type ClaimKey, type ClaimReceipt, type ClaimStore, isTesseraError } from "@tessera/core";
+import { WriteWindow } from "@tessera/core/store-kit";
 
 /**
  * When the gate writes a call's receipt (its settle):
@@ -47,11 +48,7 @@ export class SettleQueue {
   /** Keyed by a sequence number, so a settle removes itself without a second promise. */
   readonly #pending = new Map<number, Promise<SettleOutcome>>();
   #next = 0;
-  /** The receipts waiting in the current window start when this resolves; one per window. */
-  #window: Promise<void> | undefined;
-  #openWindow: () => void = () => undefined;
-  #waiting = 0;
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  readonly #window = new WriteWindow(SETTLE_WINDOW_MS, SETTLE_WINDOW_MAX);
 
   constructor(claims: ClaimStore) {
     this.#claims = claims;
@@ -70,9 +67,8 @@ export class SettleQueue {
     onGiveUp?: (outcome: SettleOutcome & { recorded: false }) => Promise<void>,
   ): Promise<SettleOutcome> {
     const id = this.#next++;
-    const running = this.#join().then(() => this.#first(id, key, receipt, onGiveUp));
+    const running = this.#window.join().then(() => this.#first(id, key, receipt, onGiveUp));
     this.#pending.set(id, running);
-    if (++this.#waiting >= SETTLE_WINDOW_MAX) this.#flush();
     return running;
   }
 
@@ -91,28 +87,8 @@ export class SettleQueue {
 
   /** Sends what waits now, then resolves once every settle started before it has ended. */
   async drain(): Promise<void> {
-    this.#flush();
+    this.#window.release();
     await Promise.all([...this.#pending.values()]);
-  }
-
-  /** The current window, opened (with its timer) by the first receipt that waits in it. */
-  #join(): Promise<void> {
-    if (this.#window) return this.#window;
-    this.#window = new Promise<void>((resolve) => {
-      this.#openWindow = resolve;
-    });
-    // Not unref'd: a receipt waiting in the window keeps the process up until it is sent.
-    this.#timer = setTimeout(() => this.#flush(), SETTLE_WINDOW_MS);
-    return this.#window;
-  }
-
-  #flush(): void {
-    if (!this.#window) return;
-    clearTimeout(this.#timer);
-    this.#openWindow();
-    this.#window = undefined;
-    this.#timer = undefined;
-    this.#waiting = 0;
   }
 
   /** The first attempt; retries only when it fails. */
