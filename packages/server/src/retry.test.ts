@@ -51,3 +51,33 @@ describe("a retry-safe call's answer, written after the reply", () => {
     ).toMatchObject({ status: "denied" });
   });
 });
+
+describe("answers written after their replies", () => {
+  it("start together, so the store can write them in one statement", async () => {
+    const claims = new InMemoryClaimStore();
+    const claim = claims.claim.bind(claims);
+    const issued: string[] = [];
+    let issuedByFirstMicrotask = 0;
+    claims.claim = (key, record) => {
+      if (key.session.startsWith("tessera.service.answer:")) {
+        if (issued.length === 0) queueMicrotask(() => (issuedByFirstMicrotask = issued.length));
+        issued.push(key.functionCallId);
+      }
+      return claim(key, record);
+    };
+    const writes = new AnswerWrites();
+    const decide = async () => ({ answer: { status: "denied" }, settled: "denied" as const });
+    await Promise.all(
+      ["a", "b", "c", "d", "e"].map((id) =>
+        once(claims, "p", id, { id }, decide, { waitMs: 0, writes }),
+      ),
+    );
+    // Each answer waits for the window (or a later request) before it is written.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(issued).toHaveLength(0);
+    await writes.drain();
+    expect(issued.sort()).toEqual(["a", "b", "c", "d", "e"]);
+    expect(issuedByFirstMicrotask).toBe(5);
+    expect(await claims.listInDoubt(retrySession("p"))).toHaveLength(0);
+  });
+});
