@@ -2,6 +2,7 @@ import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { openStores, type StoreBundle } from "@tessera/core";
 import { gatewayOver, memoryPorts } from "./gateway-setup.js";
+import { startProxy } from "./proxy.js";
 import { startUpstream } from "./upstream.js";
 
 /**
@@ -19,6 +20,7 @@ const SELF = fileURLToPath(import.meta.url);
 
 type Role =
   | { readonly role: "upstream" }
+  | { readonly role: "proxy"; readonly upstream: string }
   | { readonly role: "gateway"; readonly upstream: string; readonly stores?: string };
 
 /** Starts one server process and resolves with its URL. */
@@ -57,6 +59,10 @@ async function serve(role: Role): Promise<void> {
     const upstream = await startUpstream();
     url = upstream.url;
     stop = upstream.close;
+  } else if (role.role === "proxy") {
+    const proxy = await startProxy(role.upstream);
+    url = proxy.url;
+    stop = proxy.close;
   } else {
     let stores: StoreBundle | undefined;
     if (role.stores !== undefined) stores = await openStores(role.stores);

@@ -126,6 +126,56 @@ async function inMemoryRow(rows: BenchRow[], notes: string[]): Promise<void> {
   }
 }
 
+/**
+ * The ceiling the SDK sets: a proxy built from the SDK alone (its server transport and client,
+ * in a process of its own, forwarding each call and doing nothing else) against the direct
+ * call, and the gateway (memory stores) against that proxy: the part of the gateway's cost
+ * that is Tessera's.
+ */
+async function proxyRows(
+  rows: BenchRow[],
+  notes: string[],
+  upstreamUrl: string,
+  direct: Client,
+  viaGateway: Client,
+): Promise<void> {
+  const proxy = await startChild({ role: "proxy", upstream: upstreamUrl });
+  const viaProxy = await client(proxy.url);
+  try {
+    await warm(viaProxy, "echo");
+    const [proxied, straight] = await medianRatesAbba(
+      ROUNDS,
+      rate(viaProxy, "echo"),
+      rate(direct, "echo"),
+    );
+    const [gw, proxiedToo] = await medianRatesAbba(
+      ROUNDS,
+      rate(viaGateway, "up.echo"),
+      rate(viaProxy, "echo"),
+    );
+    rows.push(
+      ratioRow(
+        "mcp tools/call via a bare SDK proxy (no Tessera), c=1",
+        proxied,
+        { name: "same call straight to the upstream", value: straight },
+        "SDK-only proxy ops/s ÷ direct ops/s, same run: the most a gateway on the SDK's server and client can reach (informational)",
+      ),
+      ratioRow(
+        "mcp tools/call via gateway (memory stores) vs the bare SDK proxy, c=1",
+        gw,
+        { name: "same call through the bare SDK proxy", value: proxiedToo },
+        "gateway ops/s ÷ SDK-only proxy ops/s, same run: Tessera's own share of the gateway's cost (informational)",
+      ),
+    );
+    notes.push(
+      `bare SDK proxy: an SDK McpServer (Streamable HTTP server transport, JSON answers) whose tool forwards with an SDK Client over the gateway's own upstream fetch, in its own process; per call ~${Math.round(1e6 / proxied - 1e6 / straight)} µs more than direct, the gateway ~${Math.round(1e6 / gw - 1e6 / proxiedToo)} µs more than the proxy`,
+    );
+  } finally {
+    await viaProxy.close();
+    await proxy.close();
+  }
+}
+
 export async function run(): Promise<BenchSection> {
   const rows: BenchRow[] = [];
   const notes: string[] = [];
@@ -151,6 +201,7 @@ export async function run(): Promise<BenchSection> {
           { text: "overhead ≤ 1.5× (ratio ≥ 0.67)", minRatio: 1 / 1.5 },
         ),
       );
+      await proxyRows(rows, notes, upstream.url, direct, viaMemory);
     } finally {
       await viaMemory.close();
       await memory.close();

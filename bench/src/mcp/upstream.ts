@@ -14,8 +14,13 @@ export function echoServer(): McpServer {
   return server;
 }
 
-/** The echo server over the SDK's Streamable HTTP server transport, one session per client. */
-export async function startUpstream(): Promise<{ url: string; close(): Promise<void> }> {
+/**
+ * The echo server (or what `makeServer` builds) over the SDK's Streamable HTTP server
+ * transport, one session per client.
+ */
+export async function startUpstream(
+  makeServer: () => McpServer = echoServer,
+): Promise<{ url: string; close(): Promise<void> }> {
   const sessions = new Map<string, StreamableHTTPServerTransport>();
   const http: Server = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
@@ -24,7 +29,7 @@ export async function startUpstream(): Promise<{ url: string; close(): Promise<v
     const id = req.headers["mcp-session-id"];
     const known = typeof id === "string" ? sessions.get(id) : undefined;
     if (known !== undefined) return known.handleRequest(req, res, body);
-    const server = echoServer();
+    const server = makeServer();
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       enableJsonResponse: true,
