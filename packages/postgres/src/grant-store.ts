@@ -6,6 +6,7 @@ import {
   storageDigest,
 } from "@tessera/core/store-kit";
 import type { Database } from "./database.js";
+import { VersionReads } from "./version-reads.js";
 
 /** SQLSTATE of a unique-key violation: an ID that exists already. */
 const UNIQUE_VIOLATION = "23505";
@@ -22,13 +23,12 @@ interface GrantRow {
  */
 export class PostgresGrantStore implements GrantStore {
   readonly #db: Database;
-  readonly #sql: Record<
-    "add" | "addMany" | "revoke" | "bySubject" | "byNamespace" | "version",
-    string
-  >;
+  readonly #sql: Record<"add" | "addMany" | "revoke" | "bySubject" | "byNamespace", string>;
+  readonly #versions: VersionReads;
 
   constructor(db: Database) {
     this.#db = db;
+    this.#versions = new VersionReads(db);
     const grants = db.table("grants");
     this.#sql = {
       add: `INSERT INTO ${grants} (namespace_key, grant_key, subject_key, body, revoked_at)
@@ -38,8 +38,6 @@ export class PostgresGrantStore implements GrantStore {
       addMany: `INSERT INTO ${grants} (namespace_key, grant_key, subject_key, body, revoked_at)
         SELECT n, g, s, b, r FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
           WITH ORDINALITY AS batch (n, g, s, b, r, i) ORDER BY i`,
-      version: `SELECT salt, bumps FROM ${db.table("grant_versions")}
-        WHERE namespace_key = $1 AND subject_key = $2`,
       revoke: `UPDATE ${grants} SET revoked_at = COALESCE(revoked_at, $3)
         WHERE namespace_key = $1 AND grant_key = $2 RETURNING grant_key`,
       bySubject: `SELECT body, revoked_at FROM ${grants}
@@ -93,17 +91,22 @@ export class PostgresGrantStore implements GrantStore {
     return added;
   }
 
-  /** Kept by statement triggers (migration 3); "0" for a holder that never held a grant. */
-  async grantsVersion(namespaceId: string, subject: string): Promise<string> {
-    checkId(namespaceId, "namespaceId");
-    checkId(subject, "subject");
-    const { rows } = await this.#db.query<{ salt: string; bumps: string }>(
-      "grant_store_unavailable",
-      this.#sql.version,
-      [storageDigest(namespaceId), storageDigest(subject)],
-    );
-    const row = rows[0];
-    return row === undefined ? "0" : `${row.salt}.${row.bumps}`;
+  /**
+   * Kept by statement triggers (migration 3); "0" for a holder that never held a grant. Reads
+   * that arrive while others are in flight share one statement (`version-reads.ts`). Not
+   * `async`: the batch's own promise is returned, and a bad ID rejects this caller alone.
+   */
+  grantsVersion(namespaceId: string, subject: string): Promise<string> {
+    try {
+      checkId(namespaceId, "namespaceId");
+      checkId(subject, "subject");
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#versions.read({
+      namespaceKey: storageDigest(namespaceId),
+      subjectKey: storageDigest(subject),
+    });
   }
 
   async revoke(namespaceId: string, grantId: string, at: Date = new Date()): Promise<boolean> {
