@@ -121,20 +121,25 @@ export function buildApp(options: AppOptions): FastifyInstance {
     void reply.code(problem.status).headers(problem.headers).send(problem.body());
   });
 
-  app.addHook("onRequest", async (request, reply) => {
+  // A callback hook, not an async one: it answers within the request's own callback, so
+  // Fastify attaches the body reader before the parser pushes the body. Behind a promise the
+  // body was buffered in the stream and read on a later tick, and the promise itself cost
+  // an allocation and a microtask per request (measured on the denied send).
+  app.addHook("onRequest", (request, reply, done) => {
     rounds.enter();
     reply.header("x-request-id", request.id);
     const role = request.routeOptions.config.role;
-    if (role === undefined || role === "public") return;
+    if (role === undefined || role === "public") return done();
     const principal = authenticate(context.principals, request.headers.authorization);
     if (principal === undefined) {
       reply.header("www-authenticate", 'Bearer realm="tessera"');
-      throw new HttpProblem("unauthenticated", "a known bearer token is required");
+      return done(new HttpProblem("unauthenticated", "a known bearer token is required"));
     }
     if (principal.role !== role) {
-      throw new HttpProblem("forbidden", `this route is for ${role} tokens`);
+      return done(new HttpProblem("forbidden", `this route is for ${role} tokens`));
     }
     request.principal = principal;
+    done();
   });
 
   const ready = readinessProbe(stores);
