@@ -46,27 +46,16 @@ export class VersionReads {
   }
 
   async #read(batch: readonly VersionKey[]): Promise<Outcome<string>[]> {
+    // A lone read (every read at one turn in flight) skips the grouping.
+    if (batch.length === 1)
+      return [{ ok: true, value: await this.#readOne(batch[0] as VersionKey) }];
     const groups = groupBy(batch, (key) => `${key.namespaceKey} ${key.subjectKey}`);
-    const answers: string[] = new Array(groups.size).fill("0");
-    if (groups.size === 1) {
-      // A lone holder (the common case at low load) pays exactly the single-row statement.
-      const { namespaceKey, subjectKey } = batch[0] as VersionKey;
-      const { rows } = await this.#db.query<VersionRow>("grant_store_unavailable", this.#one, [
-        namespaceKey,
-        subjectKey,
-      ]);
-      const row = rows[0];
-      if (row !== undefined) answers[0] = versionOf(row);
-    } else {
-      const firsts = [...groups.values()].map((members) => batch[members[0] as number]);
-      const { rows } = await this.#db.query<VersionRow & { i: string }>(
-        "grant_store_unavailable",
-        this.#many,
-        [firsts.map((key) => key?.namespaceKey), firsts.map((key) => key?.subjectKey)],
-      );
-      // Ordinality counts from 1.
-      for (const row of rows) answers[Number(row.i) - 1] = versionOf(row);
-    }
+    const firsts = [...groups.values()].map((members) => batch[members[0] as number] as VersionKey);
+    // Many callers of one holder (one actor's turns) still pay only the single-row statement.
+    const answers =
+      firsts.length === 1
+        ? [await this.#readOne(firsts[0] as VersionKey)]
+        : await this.#readMany(firsts);
     const outcomes: Outcome<string>[] = new Array(batch.length);
     let g = 0;
     for (const members of groups.values()) {
@@ -74,6 +63,28 @@ export class VersionReads {
       for (const i of members) outcomes[i] = { ok: true, value };
     }
     return outcomes;
+  }
+
+  async #readOne({ namespaceKey, subjectKey }: VersionKey): Promise<string> {
+    const { rows } = await this.#db.query<VersionRow>("grant_store_unavailable", this.#one, [
+      namespaceKey,
+      subjectKey,
+    ]);
+    const row = rows[0];
+    return row === undefined ? "0" : versionOf(row);
+  }
+
+  /** Distinct keys in, their versions out in the same order. */
+  async #readMany(keys: readonly VersionKey[]): Promise<string[]> {
+    const { rows } = await this.#db.query<VersionRow & { i: string }>(
+      "grant_store_unavailable",
+      this.#many,
+      [keys.map((key) => key.namespaceKey), keys.map((key) => key.subjectKey)],
+    );
+    const answers: string[] = new Array(keys.length).fill("0");
+    // Ordinality counts from 1.
+    for (const row of rows) answers[Number(row.i) - 1] = versionOf(row);
+    return answers;
   }
 }
 
