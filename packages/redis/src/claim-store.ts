@@ -264,6 +264,8 @@ export class RedisClaimStore implements ClaimStore {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#claims.flush();
+    this.#settles.flush();
     await this.#onClose();
   }
 

@@ -18,8 +18,14 @@ export class TickBatch<Item> {
     if (this.#pending.push(item) === 1) process.nextTick(this.#flush);
   }
 
+  /** Sends what is gathered now (before closing: it was issued while the store was open). */
+  flush(): void {
+    this.#flush();
+  }
+
   readonly #flush = (): void => {
     const all = this.#pending;
+    if (all.length === 0) return;
     this.#pending = [];
     if (all.length <= this.#limit) {
       this.#send(all);

@@ -142,6 +142,27 @@ suite("redis: claims issued in one tick", () => {
     }
   });
 
+  it("claims and settles issued in the tick that closes the store are still sent", async () => {
+    const { claims: reader, connection } = await open();
+    expect(await reader.claim(key("held"), { bodyHash: "h", claimedAt: 1 })).toEqual({
+      status: "claimed",
+    });
+    const closing = new RedisClaimStore(connection, 60_000, () => connection.close());
+    const issued = [
+      closing.claim(key("late-1"), { bodyHash: "h", claimedAt: 1 }),
+      closing.claim(key("late-2"), { bodyHash: "h", claimedAt: 1 }),
+      closing.settle(key("held"), { status: "dispatched", settledAt: 2 }),
+    ];
+    await closing.close();
+    expect(await Promise.all(issued)).toEqual([
+      { status: "claimed" },
+      { status: "claimed" },
+      undefined,
+    ]);
+    const held = await admin(url as string, (redis) => redis.get(reader.keyOf(key("held"))));
+    expect(held).toContain('"status":"dispatched"');
+  });
+
   it("a connection failure fails every caller of the batch with claim_store_unavailable", async () => {
     const { claims, connection } = await open();
     connection.redis.disconnect();
