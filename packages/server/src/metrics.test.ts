@@ -62,3 +62,22 @@ describe("store latency histogram", () => {
     expect(await metrics.registry.metrics()).not.toContain('op="grantsVersion"');
   });
 });
+
+describe("decision counter", () => {
+  it("shows every decision at each scrape, counts kept across scrapes", async () => {
+    const metrics = new Metrics();
+    const count = async (labels: string) => {
+      const text = await metrics.registry.metrics();
+      const line = text.split("\n").find((l) => l.startsWith(`tessera_decisions_total{${labels}}`));
+      return line === undefined ? 0 : Number(line.split(" ").at(-1));
+    };
+    const denied = 'route="send",outcome="denied",code="no_matching_grant"';
+    for (let i = 0; i < 5; i++) metrics.decided("send", "denied", "no_matching_grant");
+    metrics.decided("authorize", "allowed", "");
+    expect(await count(denied)).toBe(5);
+    expect(await count('route="authorize",outcome="allowed",code=""')).toBe(1);
+    metrics.decided("send", "denied", "no_matching_grant");
+    expect(await count(denied)).toBe(6);
+    expect(await count(denied)).toBe(6);
+  });
+});

@@ -2,16 +2,28 @@ import { performance } from "node:perf_hooks";
 import { Counter, Registry } from "prom-client";
 import type { ServiceStores } from "./service.js";
 
+type DecisionLabels = { route: string; outcome: string; code: string };
+
 const STORE_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
 /** The service's Prometheus metrics, in a registry of its own (two services never mix). */
 export class Metrics {
   readonly registry = new Registry();
+  /** Decisions counted by `decided` since the counter was last read, keyed by label values. */
+  readonly #tally = new Map<string, { labels: DecisionLabels; n: number }>();
   readonly decisions = new Counter({
     name: "tessera_decisions_total",
     help: "Decisions taken, by route, outcome (allowed, delivered, denied) and caller code.",
     labelNames: ["route", "outcome", "code"] as const,
     registers: [this.registry],
+    // Added when the counter is read (a scrape), not per decision: see `decided`.
+    collect: () => {
+      for (const entry of this.#tally.values()) {
+        if (entry.n === 0) continue;
+        this.decisions.inc(entry.labels, entry.n);
+        entry.n = 0;
+      }
+    },
   });
   readonly claims = new Counter({
     name: "tessera_claims_total",
@@ -27,6 +39,19 @@ export class Metrics {
 
   constructor() {
     this.registry.registerMetric(this.store as never);
+  }
+
+  /**
+   * Counts one decision into `tessera_decisions_total`. prom-client's `inc` checks and hashes
+   * the labels on every call (pre-bound children too); a tally keyed by the label values is
+   * a map lookup, and a scrape adds what it holds. The set of keys is bounded: routes, outcomes
+   * and caller codes are fixed vocabularies.
+   */
+  decided(route: string, outcome: string, code: string): void {
+    const key = `${route}\u0000${outcome}\u0000${code}`;
+    const entry = this.#tally.get(key);
+    if (entry === undefined) this.#tally.set(key, { labels: { route, outcome, code }, n: 1 });
+    else entry.n++;
   }
 
   /** The stores, each call timed into `tessera_store_seconds`. */

@@ -45,11 +45,7 @@ export function decisionRoutes(app: FastifyInstance, context: ServiceContext): v
         const answer: AuthorizeResponse = await withTurn(opened, (turn) =>
           turn.authorize(callId === undefined ? body : { ...body, callId }),
         );
-        metrics.decisions.inc({
-          route: "authorize",
-          outcome: answer.status,
-          code: answer.status === "denied" ? answer.code : "",
-        });
+        metrics.decided("authorize", answer.status, answer.status === "denied" ? answer.code : "");
         const settled: Settled = answer.status === "allowed" ? "dispatched" : "denied";
         return { answer, settled };
       };
@@ -77,11 +73,7 @@ export function decisionRoutes(app: FastifyInstance, context: ServiceContext): v
                 ...(result.reply === undefined ? {} : { reply: result.reply }),
               }
             : { status: "denied", code: result.code };
-        metrics.decisions.inc({
-          route: "send",
-          outcome: answer.status,
-          code: answer.status === "denied" ? answer.code : "",
-        });
+        metrics.decided("send", answer.status, answer.status === "denied" ? answer.code : "");
         const settled: Settled =
           answer.status === "delivered"
             ? "dispatched"
