@@ -87,16 +87,12 @@ export class Metrics {
             throw error;
           }
           if (result instanceof Promise) {
-            return result.then(
-              (answer: unknown) => {
-                series.since(start);
-                return answer;
-              },
-              (error: unknown) => {
-                series.since(start);
-                throw error;
-              },
-            );
+            // Observed on a branch of its own, the store's promise handed back as is: chaining
+            // (`finally`) put one more promise and microtask between every store answer and
+            // the kernel awaiting it. The branch settles either way, so it is never unhandled.
+            const observe = () => series.since(start);
+            result.then(observe, observe);
+            return result;
           }
           series.since(start);
           return result;
