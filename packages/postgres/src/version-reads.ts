@@ -28,7 +28,11 @@ export class VersionReads {
   readonly #db: Database;
   readonly #one: string;
   readonly #many: string;
-  readonly #batches = new Batcher<VersionKey, string>((batch) => this.#read(batch));
+  // One statement out at a time, not two as for writes: everything asked during a read's
+  // round trip then leaves as the next one. In the service bench (c=10, one actor) that is
+  // 0.48 version statements per request against 0.65 with two out (1.05 before batching), at
+  // no throughput cost that the same runs could resolve.
+  readonly #batches = new Batcher<VersionKey, string>((batch) => this.#read(batch), 1);
 
   constructor(db: Database) {
     this.#db = db;
