@@ -5,7 +5,6 @@ import BetterSqlite3 from "better-sqlite3";
 import type { SqliteConfig } from "./config.js";
 import { GroupCommit } from "./group-commit.js";
 import { refuseSecondName, SHARE_THE_DIRECTORY } from "./single-name.js";
-import { WalSync } from "./wal-sync.js";
 
 /** The `*_unavailable` code a port reports when SQLite cannot answer. */
 export type UnavailableCode =
@@ -46,8 +45,6 @@ export class SqliteDatabase {
   readonly #statements = new Map<string, BetterSqlite3.Statement>();
   readonly #identity: FileIdentity | undefined;
   readonly #group: GroupCommit;
-  /** Syncs the WAL off the thread for batches (on disk at FULL only; see `group-commit.ts`). */
-  readonly #wal: WalSync | undefined;
   /** `synchronous` is below the configured level after an unflushed commit failed to restore it. */
   #lowered = false;
   /** `performance.now()` of the last file check that passed; -Infinity after one failed. */
@@ -73,13 +70,10 @@ export class SqliteDatabase {
       this.noted = Number(value);
       return 1;
     });
-    const wal = lowerable ? new WalSync(config.path) : undefined;
-    this.#wal = wal;
     this.#group = new GroupCommit(
       (work) => this.run("store_unavailable", work),
       (work) => this.run("store_unavailable", () => this.#batch(work)),
       lowerable ? (commit) => this.#unflushed(commit) : undefined,
-      wal === undefined ? undefined : () => wal.afterCommit(),
     );
   }
 
@@ -169,7 +163,6 @@ export class SqliteDatabase {
 
   close(): void {
     if (this.#db.open) this.#db.close();
-    this.#wal?.close();
   }
 
   /**

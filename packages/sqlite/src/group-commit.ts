@@ -40,23 +40,11 @@ type Outcome =
  * through `unflushed`, which skips the commit's fsync: in WAL its frames reach the disk with
  * the next flushed commit, and a receipt lost meanwhile reads `in_doubt`, which is the truth.
  * One write needing the flush makes the whole batch flushed.
- *
- * A queued batch that needs its flush, on a file at FULL, commits the same unflushed way and
- * is then synced from the thread pool (`syncLater`, see `wal-sync.ts`); its callers are
- * answered once that sync returned. The commit's fsync is the longest step of a batch, and
- * inline it held the thread: no request could be read, decided or answered meanwhile. While
- * a sync runs, new writes wait in the queue and go as the next batch when it returns, so
- * writes arriving in different ticks share a commit too. A write alone (nothing queued,
- * nothing syncing) still commits with its own inline fsync: at c=1 nothing waits behind it.
- * Other connections may read a batch's rows between its commit and its sync; a row lost
- * with the machine in that gap was answered to nobody (its caller failed closed or never
- * heard), and anything written after it in the log is lost with it.
  */
 export class GroupCommit {
   readonly #alone: (work: () => unknown) => unknown;
   readonly #transaction: (work: () => void) => void;
   readonly #unflushed: ((commit: () => unknown) => unknown) | undefined;
-  readonly #syncLater: (() => Promise<void>) | undefined;
   #queue: Pending[] = [];
   #scheduled = false;
   /** One bound function for every flush: no closure per write. */
@@ -68,35 +56,21 @@ export class GroupCommit {
   readonly #closeTick = () => {
     this.#tickOpen = false;
   };
-  /** A sync from the thread pool is running: writes queue behind it (see `#syncNow`). */
-  #syncing = false;
-  /** Writes are queued for when the running sync returns, not for a microtask. */
-  #held = false;
-  readonly #synced = () => {
-    this.#syncing = false;
-    if (!this.#held) return;
-    this.#held = false;
-    this.#flush();
-  };
 
   /**
    * `alone` runs a batch of one as it is (its statement commits on its own); `transaction`
    * runs its argument inside BEGIN IMMEDIATE … COMMIT. Either throws on failure.
    * `unflushed`, when given, runs a commit (one of the two) without its own fsync; without
-   * it every batch is flushed as configured. `syncLater`, given with `unflushed`, resolves
-   * once every commit made before the call is on disk, without holding the thread: a batch
-   * of several writes then commits unflushed and its callers are answered after it.
+   * it every batch is flushed as configured.
    */
   constructor(
     alone: (work: () => unknown) => unknown,
     transaction: (work: () => void) => void,
     unflushed?: (commit: () => unknown) => unknown,
-    syncLater?: () => Promise<void>,
   ) {
     this.#alone = alone;
     this.#transaction = transaction;
     this.#unflushed = unflushed;
-    this.#syncLater = unflushed === undefined ? undefined : syncLater;
   }
 
   /**
@@ -104,14 +78,12 @@ export class GroupCommit {
    * `flush = false` the commit may skip its fsync when nothing else in its batch needs one.
    */
   submit<T>(code: UnavailableCode, work: () => T, flush = true): Promise<T> {
-    if (this.#solo && !this.#scheduled && !this.#tickOpen && !this.#syncing) {
+    if (this.#solo && !this.#scheduled && !this.#tickOpen) {
       // Nothing queued, and the last batch was one write: most likely a caller alone (c=1).
       // It runs now, as its own autocommit statement, and is answered once that returned
       // (the queue's promise and microtask cost about 7% of a c=1 consume at NORMAL). A
       // write that follows in the same tick is queued behind it and batched as usual, and
       // from then on, while batches hold more than one write, every write is queued.
-      // Its fsync stays inline: with nothing else to serve, handing it to the thread pool
-      // only adds the hop.
       this.#tickOpen = true;
       queueMicrotask(this.#closeTick);
       try {
@@ -126,26 +98,10 @@ export class GroupCommit {
       this.#queue.push({ code, work, flush, resolve: resolve as (value: unknown) => void, reject });
       if (this.#scheduled) return;
       this.#scheduled = true;
-      if (this.#syncing) {
-        this.#held = true;
-        return;
-      }
       // A microtask, not setImmediate: a caller alone waits for no turn of the event loop,
       // and callers issuing together in one tick still land in the same batch.
       queueMicrotask(this.#flushNow);
     });
-  }
-
-  /**
-   * Starts a sync of everything committed so far. Until it returns, new writes wait in the
-   * queue and then commit as one batch with one sync of their own: the writes that arrive
-   * during a sync share the next commit and the next sync, whatever tick they came in.
-   */
-  #syncNow(): Promise<void> {
-    const sync = (this.#syncLater as () => Promise<void>)();
-    this.#syncing = true;
-    sync.then(this.#synced, this.#synced);
-    return sync;
   }
 
   #flush(): void {
@@ -165,10 +121,7 @@ export class GroupCommit {
       return;
     }
     const outcomes: Outcome[] = [];
-    const flushed = batch.some(needsFlush);
-    // A batch that needs its fsync gets it from the thread pool when it can (see `syncLater`).
-    const later = flushed ? this.#syncLater : undefined;
-    const unflushed = !flushed || later ? this.#unflushed : undefined;
+    const unflushed = this.#unflushed && !batch.some(needsFlush) ? this.#unflushed : undefined;
     const commit = () =>
       this.#transaction(() => {
         outcomes.length = 0;
@@ -181,46 +134,25 @@ export class GroupCommit {
       for (const pending of batch) pending.reject(recode(pending.code, error));
       return;
     }
-    if (later === undefined) {
-      answer(batch, outcomes);
-      return;
-    }
-    // Committed, not yet durable: nobody hears before the sync. A sync that fails leaves
-    // every caller unanswered as to durability, so each fails closed with its port's code.
-    this.#syncNow().then(
-      () => answer(batch, outcomes),
-      (error: unknown) => {
-        for (const pending of batch) pending.reject(recode(pending.code, error));
-      },
-    );
+    batch.forEach((pending, i) => {
+      const outcome = outcomes[i] as Outcome;
+      if (outcome.ok) pending.resolve(outcome.value);
+      else pending.reject(outcome.error);
+    });
   }
 
   /** A write alone: its own statement's commit is the batch's, as before batching. */
   #flushOne(pending: Pending): void {
     let value: unknown;
-    const later = pending.flush ? this.#syncLater : undefined;
-    const unflushed = pending.flush && !later ? undefined : this.#unflushed;
+    const unflushed = pending.flush ? undefined : this.#unflushed;
     try {
       value = unflushed ? unflushed(() => this.#alone(pending.work)) : this.#alone(pending.work);
     } catch (error) {
       pending.reject(ownOrRecoded(pending.code, error));
       return;
     }
-    if (later === undefined) pending.resolve(value);
-    else
-      this.#syncNow().then(
-        () => pending.resolve(value),
-        (error: unknown) => pending.reject(recode(pending.code, error)),
-      );
+    pending.resolve(value);
   }
-}
-
-function answer(batch: readonly Pending[], outcomes: readonly Outcome[]): void {
-  batch.forEach((pending, i) => {
-    const outcome = outcomes[i] as Outcome;
-    if (outcome.ok) pending.resolve(outcome.value);
-    else pending.reject(outcome.error);
-  });
 }
 
 function needsFlush(pending: Pending): boolean {
