@@ -16,28 +16,8 @@ import {
   uniqueStorageDigest,
 } from "@tessera/core/store-kit";
 import { type Connection, scanKeys, script } from "./connection.js";
-import { TickBatch, type Waiting } from "./tick-batch.js";
 
 const CODE = "claim_store_unavailable";
-
-/**
- * Claims issued in one tick, in order: `SET key record PX ttl NX GET` per key (ARGV[1] the
- * TTL, ARGV[i + 1] key i's record). Per key: 0 this caller set it, the holder's value when
- * it was held (a key given twice: the second reads the first's record, as two SETs would),
- * -1 any other reply (the key holds another type, or a server that ignores GET): that
- * caller fails closed and the others keep their answers. Never nil: it would cut the table.
- * Keys may hash to different slots: the package serves standalone Redis only (docs).
- */
-const CLAIM = script(`
-local out = {}
-for i, key in ipairs(KEYS) do
-  local old = redis.pcall('SET', key, ARGV[i + 1], 'PX', ARGV[1], 'NX', 'GET')
-  if old == false then out[i] = 0
-  elseif type(old) == 'string' then out[i] = old
-  else out[i] = -1 end
-end
-return out
-`);
 
 /**
  * Settles each key with its receipt, in order: only ever appends to an existing, unsettled
@@ -58,17 +38,13 @@ end
 return out
 `);
 
-/** Bounded so one script never holds the server for long. */
-const PER_SCRIPT = 256;
+const SETTLES_PER_SCRIPT = 256;
 
-interface PendingClaim extends Waiting<ClaimResult> {
-  readonly name: string;
-  readonly stored: string;
-}
-
-interface PendingSettle extends Waiting<void> {
+interface PendingSettle {
   readonly name: string;
   readonly receipt: string;
+  readonly resolve: () => void;
+  readonly reject: (error: unknown) => void;
 }
 
 /**
@@ -79,9 +55,6 @@ interface PendingSettle extends Waiting<void> {
  * The claim is one command, `SET key record NX PX ttl GET` (Redis 7.0 or later): nil means
  * this caller set the key; a string is the holder's record, read in the same atomic step, so
  * it cannot expire or be deleted in between. Any other reply fails closed, never "claimed".
- * Claims issued in the same tick (the calls in flight) go as one script running that SET per
- * key in order, each caller answered from its own key's result: one command and one reply
- * for the batch instead of one each, on the client and on the server.
  * There is no index to keep beside it: a claim's key names its session, so `endSession` and
  * `listInDoubt` find claims with SCAN. They are operator and recovery operations that walk
  * the keyspace; the claim on every call's path stays a single write.
@@ -90,8 +63,7 @@ export class RedisClaimStore implements ClaimStore {
   readonly #connection: Connection;
   readonly #ttlMs: number;
   readonly #onClose: () => Promise<void>;
-  readonly #claims = new TickBatch<PendingClaim>(PER_SCRIPT, (batch) => this.#sendClaims(batch));
-  readonly #settles = new TickBatch<PendingSettle>(PER_SCRIPT, (batch) => this.#sendSettles(batch));
+  #settles: PendingSettle[] = [];
   #closed = false;
 
   constructor(
@@ -126,52 +98,11 @@ export class RedisClaimStore implements ClaimStore {
       worker: record.worker,
     } satisfies StoredClaim);
     const name = this.keyOf(key);
-    return new Promise<ClaimResult>((resolve, reject) => {
-      this.#claims.add({ name, stored, resolve, reject });
-    });
-  }
-
-  #sendClaims(batch: readonly PendingClaim[]): void {
-    if (batch.length === 1) {
-      // Alone in its tick: the plain command, no script to run.
-      const { name, stored, resolve, reject } = batch[0] as PendingClaim;
-      this.#connection
-        .send(
-          CODE,
-          (redis): Promise<unknown> => redis.set(name, stored, "PX", this.#ttlMs, "NX", "GET"),
-          toClaimResult,
-        )
-        .then(resolve, reject);
-      return;
-    }
-    const args: (string | number)[] = [this.#ttlMs];
-    for (const claim of batch) args.push(claim.stored);
-    this.#connection
-      .eval(
-        CODE,
-        CLAIM,
-        batch.map((claim) => claim.name),
-        args,
-      )
-      .then(
-        (replies) => {
-          const whole = Array.isArray(replies) && replies.length === batch.length;
-          batch.forEach((claim, i) => {
-            const reply: unknown = whole ? replies[i] : undefined;
-            try {
-              // Only the script's own 0 means "set by this caller"; undefined fails closed.
-              claim.resolve(
-                toClaimResult(reply === 0 ? null : typeof reply === "string" ? reply : undefined),
-              );
-            } catch (error) {
-              claim.reject(error);
-            }
-          });
-        },
-        (error: unknown) => {
-          for (const claim of batch) claim.reject(error);
-        },
-      );
+    return this.#connection.send(
+      CODE,
+      (redis): Promise<unknown> => redis.set(name, stored, "PX", this.#ttlMs, "NX", "GET"),
+      toClaimResult,
+    );
   }
 
   /**
@@ -189,11 +120,22 @@ export class RedisClaimStore implements ClaimStore {
     const name = this.keyOf(key);
     const value = JSON.stringify({ status: receipt.status, settledAt: receipt.settledAt });
     return new Promise<void>((resolve, reject) => {
-      this.#settles.add({ name, receipt: value, resolve, reject });
+      if (this.#settles.push({ name, receipt: value, resolve, reject }) === 1) {
+        process.nextTick(() => this.#sendSettles());
+      }
     });
   }
 
-  #sendSettles(batch: readonly PendingSettle[]): void {
+  #sendSettles(): void {
+    const all = this.#settles;
+    this.#settles = [];
+    // Bounded so one script never holds the server for long.
+    for (let start = 0; start < all.length; start += SETTLES_PER_SCRIPT) {
+      this.#sendSettleBatch(all.slice(start, start + SETTLES_PER_SCRIPT));
+    }
+  }
+
+  #sendSettleBatch(batch: readonly PendingSettle[]): void {
     this.#connection
       .eval(
         CODE,
@@ -264,8 +206,6 @@ export class RedisClaimStore implements ClaimStore {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#claims.flush();
-    this.#settles.flush();
     await this.#onClose();
   }
 

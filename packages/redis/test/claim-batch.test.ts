@@ -3,8 +3,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { openTestStores } from "./support/redis-test-stores.js";
 
 /**
- * Settles and claims issued in one tick each leave as one script call: each caller must
- * still get exactly its own answer, as if sent one by one (same-tick.test.ts counts the calls).
+ * Settles issued in one tick leave as one script call, and claims in one tick as one socket
+ * write: each caller must still get exactly its own answer, as if sent one by one.
  */
 const url = serviceUrl("TESSERA_REDIS_URL");
 const suite = url ? describe : describe.skip;
