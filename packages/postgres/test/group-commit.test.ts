@@ -6,12 +6,11 @@
 import { claimKeyDigest, storageDigest } from "@tessera/core/store-kit";
 import { serviceUrl } from "@tessera/testkit";
 import pg from "pg";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { Database } from "../src/database.js";
 import {
   codeOf,
-  openTestStores,
-  type TestStores,
+  storesPerTest,
   terminateOwnBackends,
   waitUntilAnswering,
 } from "./support/pg-test-stores.js";
@@ -19,17 +18,7 @@ import {
 const url = serviceUrl("TESSERA_PG_URL");
 const suite = url ? describe : describe.skip;
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  vi.restoreAllMocks();
-  for (const cleanup of cleanups.splice(0)) await cleanup();
-});
-
-async function opened(): Promise<TestStores> {
-  const stores = await openTestStores(url as string);
-  cleanups.push(() => stores.close());
-  return stores;
-}
+const opened = storesPerTest(url);
 
 /** A second, direct connection that holds a row lock, so a batch waits on it (in flight). */
 async function holdLock(schema: string, sql: string, values: unknown[]): Promise<pg.Client> {

@@ -5,23 +5,18 @@
  */
 import type { GrantInput } from "@tessera/core";
 import { serviceUrl } from "@tessera/testkit";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { Database } from "../src/database.js";
 import type { PostgresGrantStore } from "../src/grant-store.js";
-import { codeOf, openTestStores, type TestStores } from "./support/pg-test-stores.js";
+import { codeOf, storesPerTest, type TestStores } from "./support/pg-test-stores.js";
 
 const url = serviceUrl("TESSERA_PG_URL");
 const suite = url ? describe : describe.skip;
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  vi.restoreAllMocks();
-  for (const cleanup of cleanups.splice(0)) await cleanup();
-});
+const openStores = storesPerTest(url);
 
 async function opened(): Promise<TestStores & { grants: PostgresGrantStore }> {
-  const stores = await openTestStores(url as string);
-  cleanups.push(() => stores.close());
+  const stores = await openStores();
   return { ...stores, grants: stores.stores.grants as PostgresGrantStore };
 }
 

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { ErrorCode } from "@tessera/core";
 import { startTcpProxy, type TcpProxy } from "@tessera/testkit";
 import pg from "pg";
+import { afterEach, vi } from "vitest";
 import { openStores, type PostgresStores } from "../../src/index.js";
 
 /**
@@ -126,4 +127,21 @@ export function codeOf(error: unknown): ErrorCode | undefined {
   return typeof error === "object" && error !== null && "code" in error
     ? (error.code as ErrorCode)
     : undefined;
+}
+
+/**
+ * Stores opened by a test and closed after it, mocks restored: registers the `afterEach` and
+ * returns the opener. Call it once at the top of a test file.
+ */
+export function storesPerTest(baseUrl: string | undefined): () => Promise<TestStores> {
+  const cleanups: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    vi.restoreAllMocks();
+    for (const cleanup of cleanups.splice(0)) await cleanup();
+  });
+  return async () => {
+    const stores = await openTestStores(baseUrl as string);
+    cleanups.push(() => stores.close());
+    return stores;
+  };
 }
