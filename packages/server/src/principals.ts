@@ -78,18 +78,18 @@ function checked(value: unknown, mismatch: string): readonly Principal[] {
   return Object.freeze(parsed.data.principals.map((p) => Object.freeze(p)));
 }
 
-export function tokenDigest(token: string): string {
-  return crypto.createHash("sha256").update(token).digest("hex");
-}
-
 /**
- * A presented token's SHA-256: one-shot where Node has `crypto.hash` (20.12+), which skips the
- * Hash object and its stream machinery a `createHash` chain builds on every request.
+ * A token's SHA-256: one-shot where Node has `crypto.hash` (20.12+), which skips the Hash
+ * object and its stream machinery a `createHash` chain builds on every request.
  */
 const sha256: (token: string) => Buffer =
   typeof crypto.hash === "function"
     ? (token) => crypto.hash("sha256", token, "buffer")
     : (token) => crypto.createHash("sha256").update(token).digest();
+
+export function tokenDigest(token: string): string {
+  return sha256(token).toString("hex");
+}
 
 /** The principal whose token this is, compared in constant time; undefined when none. */
 export function authenticate(
