@@ -8,6 +8,7 @@ import {
   serviceFiles,
   startReceiver,
 } from "./support/processes.js";
+import { deletePrefix, dropSchema } from "./support/scratch-stores.js";
 import { a2uiCall, CATALOG, call, principal, ticket } from "./support/service.js";
 
 /**
@@ -27,11 +28,17 @@ const backends = [
     "PostgreSQL",
     serviceUrl("TESSERA_PG_URL"),
     (url: string, run: string) => `${url}?schema=${run}`,
+    dropSchema,
   ],
-  ["Redis", serviceUrl("TESSERA_REDIS_URL"), (url: string, run: string) => `${url}?prefix=${run}:`],
+  [
+    "Redis",
+    serviceUrl("TESSERA_REDIS_URL"),
+    (url: string, run: string) => `${url}?prefix=${run}:`,
+    deletePrefix,
+  ],
 ] as const;
 
-for (const [name, url, scoped] of backends) {
+for (const [name, url, scoped, clear] of backends) {
   describe.skipIf(url === undefined)(`two tessera serve processes sharing ${name}`, () => {
     const run = `serve_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
     const storeUrl = scoped(url ?? "", run);
@@ -53,9 +60,14 @@ for (const [name, url, scoped] of backends) {
     }, 30_000);
 
     afterAll(async () => {
-      await Promise.all(served.map((p) => p.stop(2000)));
-      await receiver?.close();
-      await stores?.close();
+      try {
+        await Promise.all(served.map((p) => p.stop(2000)));
+        await receiver?.close();
+        await stores?.close();
+      } finally {
+        // The run's schema or keys (audit streams never expire); a failure here fails the file.
+        await clear(url ?? "", run);
+      }
     });
 
     const send = (base: string, recipient: string, callId: string) =>
