@@ -5,7 +5,7 @@
  * carry the target; receipts written before it are measured for comparison. Every gate slice
  * ends with `gate.drain()` inside its timing, so the receipts it deferred are paid for.
  */
-import type { ClaimStore, SettleTiming } from "@tessera/a2ui";
+import type { ClaimResult, ClaimStore, SettleTiming } from "@tessera/a2ui";
 import { BATCH, gateOver, MESSAGES } from "../a2ui/fixtures.js";
 import { concurrent, medianRatesAbba } from "../measure.js";
 import { type BenchRow, ratioRow } from "../report.js";
@@ -84,4 +84,67 @@ export async function gateHandleRows(
     }
   }
   return rows;
+}
+
+const CLAIMED: ClaimResult = Object.freeze({ status: "claimed" });
+
+/**
+ * A claim port that is the raw primitive and nothing else: `claim` sends `rawClaim(i)` (no key
+ * digests, no record JSON, no reply check) and `settle` writes nothing. No store can do less
+ * per call, so the gate over it bounds the gate over any store of the backend from above.
+ */
+function rawClaimPort(rawClaim: (i: number) => Promise<unknown>, first: number): ClaimStore {
+  let i = first;
+  const nothing = async () => undefined;
+  return {
+    claim: () => rawClaim(i++).then(() => CLAIMED),
+    settle: nothing,
+    get: nothing,
+    listInDoubt: async () => [],
+    endSession: nothing,
+    close: nothing,
+  };
+}
+
+/**
+ * Information beside the target rows: `gate.handle` over `rawClaimPort` at `inFlight`, against
+ * the raw primitive alone at the same concurrency (ABBA, median slices). Its ratio is the most
+ * a gate over this backend can reach here whatever its store does, since the gate's own work
+ * (parsing, validation, catalog, body hash, callback) is all it adds.
+ */
+export async function gateCeilingRow(
+  backend: string,
+  rawClaim: (i: number) => Promise<unknown>,
+  rawName: string,
+  inFlight: number,
+  ops: number,
+): Promise<BenchRow> {
+  // Key ranges apart from each other and from the target rows' raw keys.
+  const gate = gateOver(rawClaimPort(rawClaim, 1 << 28), "after-reply");
+  let raw = 1 << 29;
+  let call = 0;
+  const session = `gate-ceiling-${process.pid}-${Date.now()}`;
+  const gateSlice = async () => {
+    const start = performance.now();
+    await concurrent(inFlight, ops, async () => {
+      const i = call++;
+      await gate.handle(`${session}-${Math.floor(i / BATCH)}`, MESSAGES[i % BATCH]);
+    });
+    await gate.drain();
+    return (ops / (performance.now() - start)) * 1000;
+  };
+  const rawSlice = async () => (await concurrent(inFlight, ops, () => rawClaim(raw++))).opsPerSec;
+  try {
+    await gateSlice();
+    await rawSlice();
+    const [value, baseline] = await medianRatesAbba(SLICES, gateSlice, rawSlice);
+    return ratioRow(
+      `${backend} gate.handle/s over the bare ${rawName} itself (no store, no receipts: the ceiling), c=${inFlight}`,
+      value,
+      { name: `${rawName}, c=${inFlight}`, value: baseline },
+      "gate over the raw primitive ÷ raw primitive, same concurrency, same run (informational: bounds every store of this backend)",
+    );
+  } finally {
+    await gate.close();
+  }
 }

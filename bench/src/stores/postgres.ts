@@ -14,7 +14,7 @@ import { type ClaimStore, type GrantUsageStore, openStores, type StoreBundle } f
 import pg from "pg";
 import { concurrent, medianRatesAbba } from "../measure.js";
 import { type BenchRow, ratioRow } from "../report.js";
-import { gateCases, gateHandleRows } from "./gate-e2e.js";
+import { gateCases, gateCeilingRow, gateHandleRows } from "./gate-e2e.js";
 import { RAW_SESSION_DIGEST, rawDigest, rawRecordJson } from "./raw-claim.js";
 import { GRANTS, turnOver } from "./turn.js";
 
@@ -70,7 +70,8 @@ export async function interleaved(
  * End to end on a backend (shared with the Redis bench): `gate.handle` over its claim store
  * (gate-e2e.ts: receipts after and before the reply, c=1 and c=8, each beside the raw claim
  * at the same concurrency) and, at concurrency 1, `sendMessage` spending a bounded ticket in
- * its usage store (grants, audit and transport in memory) beside the raw consume.
+ * its usage store (grants, audit and transport in memory) beside the raw consume; and at c=8
+ * the gate over the raw claim primitive itself (`gateCeilingRow`), the most any store could give.
  */
 export async function endToEndRows(
   backend: string,
@@ -88,6 +89,7 @@ export async function endToEndRows(
     "raw claim primitive",
     gateCases(perSlice, 4 * perSlice),
   );
+  gateRows.push(await gateCeilingRow(backend, rawClaim, "raw claim primitive", 8, 4 * perSlice));
   const turn = await turnOver(usage);
   try {
     // One send per ticket first, so the measured sends find their counters in place.
