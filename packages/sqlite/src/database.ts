@@ -105,6 +105,11 @@ export class SqliteDatabase {
     return this.#db.open;
   }
 
+  /** Inside a BEGIN … COMMIT (a group-commit batch, or `immediate`). */
+  get inTransaction(): boolean {
+    return this.#db.inTransaction;
+  }
+
   /** Runs `work`; a driver error becomes `TesseraError(code)`, Tessera's own errors pass. */
   run<T>(code: UnavailableCode, work: () => T): T {
     try {
