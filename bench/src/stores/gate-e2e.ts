@@ -5,7 +5,7 @@
  * carry the target; receipts written before it are measured for comparison. Every gate slice
  * ends with `gate.drain()` inside its timing, so the receipts it deferred are paid for.
  */
-import type { ClaimResult, ClaimStore, SettleTiming } from "@tessera/a2ui";
+import type { ClaimResult, ClaimStore, FunctionCallGate, SettleTiming } from "@tessera/a2ui";
 import { BATCH, gateOver, MESSAGES } from "../a2ui/fixtures.js";
 import { concurrent, medianRatesAbba } from "../measure.js";
 import { type BenchRow, ratioRow } from "../report.js";
@@ -46,28 +46,17 @@ export async function gateHandleRows(
 ): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
   let raw = 0;
+  const nextRaw = () => rawClaim(raw++);
   for (const [index, { inFlight, settle, ops }] of cases.entries()) {
     const gate = gateOver(claims, settle);
-    const session = `gate-e2e-${process.pid}-${Date.now()}-${index}`;
-    let call = 0;
-    const gateSlice = async () => {
-      const start = performance.now();
-      await concurrent(inFlight, ops, async () => {
-        const i = call++;
-        const { receipt } = await gate.handle(
-          `${session}-${Math.floor(i / BATCH)}`,
-          MESSAGES[i % BATCH],
-        );
-        if (receipt.status !== "dispatched") throw new Error("bench: call not dispatched");
-      });
-      await gate.drain();
-      return (ops / (performance.now() - start)) * 1000;
-    };
-    const rawSlice = async () => (await concurrent(inFlight, ops, () => rawClaim(raw++))).opsPerSec;
     try {
-      await gateSlice();
-      await rawSlice();
-      const [value, baseline] = await medianRatesAbba(SLICES, gateSlice, rawSlice);
+      const [value, baseline] = await gateBesideRaw(
+        gate,
+        `gate-e2e-${process.pid}-${Date.now()}-${index}`,
+        inFlight,
+        ops,
+        nextRaw,
+      );
       const when =
         settle === "after-reply" ? "receipt after the reply" : "receipt before the reply";
       rows.push(
@@ -122,22 +111,14 @@ export async function gateCeilingRow(
   // Key ranges apart from each other and from the target rows' raw keys.
   const gate = gateOver(rawClaimPort(rawClaim, 1 << 28), "after-reply");
   let raw = 1 << 29;
-  let call = 0;
-  const session = `gate-ceiling-${process.pid}-${Date.now()}`;
-  const gateSlice = async () => {
-    const start = performance.now();
-    await concurrent(inFlight, ops, async () => {
-      const i = call++;
-      await gate.handle(`${session}-${Math.floor(i / BATCH)}`, MESSAGES[i % BATCH]);
-    });
-    await gate.drain();
-    return (ops / (performance.now() - start)) * 1000;
-  };
-  const rawSlice = async () => (await concurrent(inFlight, ops, () => rawClaim(raw++))).opsPerSec;
   try {
-    await gateSlice();
-    await rawSlice();
-    const [value, baseline] = await medianRatesAbba(SLICES, gateSlice, rawSlice);
+    const [value, baseline] = await gateBesideRaw(
+      gate,
+      `gate-ceiling-${process.pid}-${Date.now()}`,
+      inFlight,
+      ops,
+      () => rawClaim(raw++),
+    );
     return ratioRow(
       `${backend} gate.handle/s over the bare ${rawName} itself (no store, no receipts: the ceiling), c=${inFlight}`,
       value,
@@ -147,4 +128,36 @@ export async function gateCeilingRow(
   } finally {
     await gate.close();
   }
+}
+
+/**
+ * `gate.handle` (every call dispatched, its receipts drained inside the slice) and the raw claim
+ * (`nextRaw`, a fresh row each time) at `inFlight`: one warm-up slice each, then `SLICES`
+ * alternated (ABBA); the median slice rate of each.
+ */
+async function gateBesideRaw(
+  gate: FunctionCallGate,
+  session: string,
+  inFlight: number,
+  ops: number,
+  nextRaw: () => Promise<unknown>,
+): Promise<[number, number]> {
+  let call = 0;
+  const gateSlice = async () => {
+    const start = performance.now();
+    await concurrent(inFlight, ops, async () => {
+      const i = call++;
+      const { receipt } = await gate.handle(
+        `${session}-${Math.floor(i / BATCH)}`,
+        MESSAGES[i % BATCH],
+      );
+      if (receipt.status !== "dispatched") throw new Error("bench: call not dispatched");
+    });
+    await gate.drain();
+    return (ops / (performance.now() - start)) * 1000;
+  };
+  const rawSlice = async () => (await concurrent(inFlight, ops, nextRaw)).opsPerSec;
+  await gateSlice();
+  await rawSlice();
+  return medianRatesAbba(SLICES, gateSlice, rawSlice);
 }
