@@ -19,7 +19,11 @@ async function twoConnections() {
   const file = freshFile();
   const first = await openStores(`sqlite:${file.path}`);
   const second = await openStores(`sqlite:${file.path}`);
-  cleanups.push(file.dispose, () => first.close(), () => second.close());
+  cleanups.push(
+    file.dispose,
+    () => first.close(),
+    () => second.close(),
+  );
   return { path: file.path, first, second };
 }
 
