@@ -72,6 +72,11 @@ function racer(command: readonly string[], url: string): Racer {
   child.stderr.on("data", (chunk) => {
     err += chunk;
   });
+  // A racer the store refused exits right after saying so; "go" then meets a closed pipe.
+  // That EPIPE is expected; any other failure to write shows in the racer's error text.
+  child.stdin.on("error", (error: NodeJS.ErrnoException) => {
+    if (error.code !== "EPIPE") err += `stdin: ${error.message}`;
+  });
   const result = new Promise<Result>((resolve, reject) => {
     child.stdout.on("data", (chunk) => {
       out += chunk;
