@@ -16,6 +16,16 @@ const alice = principal("token-alice", {
   owner: "alice",
 });
 const empty = principal("token-empty", { namespaceId: "team", actor: "nobody", authority: "host" });
+/**
+ * Holds only the in-doubt claims its test puts there: alice's retry-safe calls settle after
+ * their replies, so a call of an earlier test can still read in doubt under her name.
+ */
+const stalled = principal("token-stalled", {
+  namespaceId: "team",
+  actor: "stalled",
+  authority: "host",
+  owner: "alice",
+});
 const issuer = principal("token-issuer", {
   namespaceId: "team",
   actor: "issuer",
@@ -35,7 +45,7 @@ beforeAll(async () => {
   for (let i = 0; i < 8; i++) await stores.grants.add(ticket(`t-${i}`, `colleague-${i}`));
   server = await listen({
     stores,
-    principals: [alice.config, empty.config, issuer.config],
+    principals: [alice.config, empty.config, issuer.config, stalled.config],
     transport,
     port: 0,
     log: false,
@@ -114,25 +124,28 @@ describe("routes, allowed and denied", () => {
   });
 
   it("lists the principal's in-doubt A2UI claims, and only its own", async () => {
-    const session = gateSession(alice.config);
+    const session = gateSession(stalled.config);
     await stores.claims.claim(
       { session, functionCallId: "fc-stuck" },
       { bodyHash: "h", claimedAt: 1 },
     );
     // A retry-safe send whose instance stopped between claim and answer is in doubt too.
     await stores.claims.claim(
-      { session: `tessera.service:${principalKey(alice.config)}`, functionCallId: "c-stuck" },
+      { session: `tessera.service:${principalKey(stalled.config)}`, functionCallId: "c-stuck" },
       { bodyHash: "h", claimedAt: 2, worker: "host:1" },
     );
-    const mine = await call(base, "GET", "/v1/claims/in-doubt", { token: alice.token });
-    expect(mine.body).toEqual({
-      claims: [
-        { functionCallId: "fc-stuck", claimedAt: 1 },
-        { functionCallId: "c-stuck", claimedAt: 2, worker: "host:1" },
-      ],
-    });
+    const stuck = [
+      { functionCallId: "fc-stuck", claimedAt: 1 },
+      { functionCallId: "c-stuck", claimedAt: 2, worker: "host:1" },
+    ];
+    const mine = await call(base, "GET", "/v1/claims/in-doubt", { token: stalled.token });
+    expect(mine.body).toEqual({ claims: stuck });
     const other = await call(base, "GET", "/v1/claims/in-doubt", { token: empty.token });
     expect(other.body).toEqual({ claims: [] });
+    // Same namespace and owner, another actor: none of them.
+    const alices = await call(base, "GET", "/v1/claims/in-doubt", { token: alice.token });
+    expect(alices.status).toBe(200);
+    for (const claim of stuck) expect(alices.body.claims).not.toContainEqual(claim);
   });
 
   it("issues, lists with usage counts and revokes grants, for issuer tokens only", async () => {
