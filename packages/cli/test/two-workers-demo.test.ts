@@ -1,9 +1,11 @@
+import { randomUUID } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { DirectoryClaimStore } from "@tessera/a2ui";
 import { serviceUrl } from "@tessera/testkit";
 import { afterAll, describe, expect, it } from "vitest";
+import { deletePrefix, dropSchema } from "../../../test/support/scratch-stores.js";
 import { quoteCall } from "../dist/demos/two-workers/catalog.js";
 import {
   CASE_KEYS,
@@ -88,15 +90,22 @@ describe("two-workers demo, real OS processes", () => {
 
 /** The shared database stores, when their URLs are set (CI sets them; locally they skip). */
 describe.each([
-  ["PostgreSQL", "TESSERA_PG_URL"],
-  ["Redis", "TESSERA_REDIS_URL"],
-] as const)("--store with %s", (_label, variable) => {
-  const url = serviceUrl(variable);
-  it.runIf(url !== undefined)(
+  ["PostgreSQL", "TESSERA_PG_URL", "schema", dropSchema],
+  ["Redis", "TESSERA_REDIS_URL", "prefix", deletePrefix],
+] as const)("--store with %s", (_label, variable, option, clear) => {
+  const base = serviceUrl(variable);
+  // A schema or key prefix of this run's own, removed afterwards (a failure fails the file).
+  const run = `cli_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
+  afterAll(async () => {
+    if (base !== undefined) await clear(base, run);
+  });
+  it.runIf(base !== undefined)(
     "a duplicate is refused across processes; sessions stay independent",
     async () => {
+      const url = new URL(base as string);
+      url.searchParams.set(option, option === "prefix" ? `${run}:` : run);
       const only = ["two-workers-one-id", "two-trusted-sessions"] as const;
-      const report = await runTwoWorkersDemo({ store: url, only });
+      const report = await runTwoWorkersDemo({ store: url.toString(), only });
       for (const key of only) expect(report[key]).toEqual(SEED_VERDICTS[key]);
     },
   );

@@ -7,6 +7,7 @@ import type { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { openStores, type StoreBundle } from "@tessera/core";
 import { serviceUrl } from "@tessera/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { deletePrefix, dropSchema } from "../../../test/support/scratch-stores.js";
 import { type GatewayProcess, spawnGateway, writeConfig } from "./processes.js";
 import { ALICE_TOKEN, connectClient, readCounts, textOf, toolGrant } from "./support.js";
 
@@ -17,8 +18,14 @@ const backends = [
     "PostgreSQL",
     serviceUrl("TESSERA_PG_URL"),
     (url: string, run: string) => `${url}?schema=${run}`,
+    dropSchema,
   ],
-  ["Redis", serviceUrl("TESSERA_REDIS_URL"), (url: string, run: string) => `${url}?prefix=${run}:`],
+  [
+    "Redis",
+    serviceUrl("TESSERA_REDIS_URL"),
+    (url: string, run: string) => `${url}?prefix=${run}:`,
+    deletePrefix,
+  ],
 ] as const;
 
 async function waitFor(check: () => boolean, ms: number): Promise<void> {
@@ -47,7 +54,7 @@ async function recordedAnswer(client: Client, call: Parameters<Client["callTool"
   }
 }
 
-for (const [name, url, scoped] of backends) {
+for (const [name, url, scoped, clear] of backends) {
   describe.skipIf(url === undefined)(`tessera mcp processes sharing ${name}`, () => {
     const run = `mcp_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
     const storeUrl = scoped(url ?? "", run);
@@ -77,10 +84,15 @@ for (const [name, url, scoped] of backends) {
     }, 30_000);
 
     afterAll(async () => {
-      await Promise.allSettled(clients.map((c) => c.close()));
-      await Promise.allSettled(gateways.map((g) => g.stop()));
-      await stores?.close();
-      rmSync(dir, { recursive: true, force: true });
+      try {
+        await Promise.allSettled(clients.map((c) => c.close()));
+        await Promise.allSettled(gateways.map((g) => g.stop()));
+        await stores?.close();
+        rmSync(dir, { recursive: true, force: true });
+      } finally {
+        // The run's schema or keys (audit streams never expire); a failure here fails the file.
+        await clear(url ?? "", run);
+      }
     });
 
     it("the same call sent to two gateway processes at once reaches the upstream once", async () => {

@@ -2,13 +2,13 @@ import { randomUUID } from "node:crypto";
 import { openStores, type StoreBundle } from "@tessera/core";
 import { serviceUrl } from "@tessera/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { deletePrefix, dropSchema } from "../../../test/support/scratch-stores.js";
 import {
   type ServeProcess,
   serveProcess,
   serviceFiles,
   startReceiver,
 } from "./support/processes.js";
-import { deletePrefix, dropSchema } from "./support/scratch-stores.js";
 import { a2uiCall, CATALOG, call, principal, ticket } from "./support/service.js";
 
 /**

@@ -3,9 +3,11 @@ import pg from "pg";
 
 /**
  * Removes what a test run left in a shared PostgreSQL or Redis: the run's schema, or every key
- * under the run's prefix. Only names of the form `serve_<12 hex>` are touched. A failure throws.
+ * under the run's prefix. Shared by the packages whose process tests run over a store of their
+ * own per run (`@tessera/server`'s `serve_…`, `@tessera/mcp`'s `mcp_…`, the CLI demo's `cli_…`).
+ * Only names of the form `<serve|mcp|cli>_<12 hex>` are touched. A failure throws.
  */
-const RUN = /^serve_[0-9a-f]{12}$/;
+const RUN = /^(serve|mcp|cli)_[0-9a-f]{12}$/;
 
 function checked(run: string): string {
   if (!RUN.test(run)) throw new Error(`refusing to remove a non-test run: ${run}`);
