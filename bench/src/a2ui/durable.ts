@@ -18,8 +18,12 @@ import { BATCH, gateOver, MESSAGES } from "./fixtures.js";
  * is kept) so that a noisy neighbour hurts both alike.
  */
 
-export const CLAIMS_PER_ROUND = 250;
-export const ROUNDS = 5;
+/**
+ * A round of 250 lasted about 80 ms, and the sequential gate row of the same code measured
+ * 0.79 and 0.94 in two runs of one morning; 500 claims and 7 rounds steady the best rounds.
+ */
+export const CLAIMS_PER_ROUND = 500;
+export const ROUNDS = 7;
 
 export type DurableVariant =
   | { readonly kind: "primitive" }
