@@ -5,7 +5,7 @@ import path from "node:path";
 import { DirectoryClaimStore } from "@tessera/a2ui";
 import { serviceUrl } from "@tessera/testkit";
 import { afterAll, describe, expect, it } from "vitest";
-import { deletePrefix, dropSchema } from "../../../test/support/scratch-stores.js";
+import { removeRun } from "../../../test/support/scratch-stores.js";
 import { quoteCall } from "../dist/demos/two-workers/catalog.js";
 import {
   CASE_KEYS,
@@ -90,14 +90,14 @@ describe("two-workers demo, real OS processes", () => {
 
 /** The shared database stores, when their URLs are set (CI sets them; locally they skip). */
 describe.each([
-  ["PostgreSQL", "TESSERA_PG_URL", "schema", dropSchema],
-  ["Redis", "TESSERA_REDIS_URL", "prefix", deletePrefix],
-] as const)("--store with %s", (_label, variable, option, clear) => {
+  ["PostgreSQL", "TESSERA_PG_URL", "schema"],
+  ["Redis", "TESSERA_REDIS_URL", "prefix"],
+] as const)("--store with %s", (_label, variable, option) => {
   const base = serviceUrl(variable);
   // A schema or key prefix of this run's own, removed afterwards (a failure fails the file).
   const run = `cli_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
   afterAll(async () => {
-    if (base !== undefined) await clear(base, run);
+    if (base !== undefined) await removeRun(option, base, run);
   });
   it.runIf(base !== undefined)(
     "a duplicate is refused across processes; sessions stay independent",

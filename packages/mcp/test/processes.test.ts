@@ -7,7 +7,7 @@ import type { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { openStores, type StoreBundle } from "@tessera/core";
 import { serviceUrl } from "@tessera/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { deletePrefix, dropSchema } from "../../../test/support/scratch-stores.js";
+import { removeRun } from "../../../test/support/scratch-stores.js";
 import { type GatewayProcess, spawnGateway, writeConfig } from "./processes.js";
 import { ALICE_TOKEN, connectClient, readCounts, textOf, toolGrant } from "./support.js";
 
@@ -18,13 +18,13 @@ const backends = [
     "PostgreSQL",
     serviceUrl("TESSERA_PG_URL"),
     (url: string, run: string) => `${url}?schema=${run}`,
-    dropSchema,
+    "schema",
   ],
   [
     "Redis",
     serviceUrl("TESSERA_REDIS_URL"),
     (url: string, run: string) => `${url}?prefix=${run}:`,
-    deletePrefix,
+    "prefix",
   ],
 ] as const;
 
@@ -54,7 +54,7 @@ async function recordedAnswer(client: Client, call: Parameters<Client["callTool"
   }
 }
 
-for (const [name, url, scoped, clear] of backends) {
+for (const [name, url, scoped, kind] of backends) {
   describe.skipIf(url === undefined)(`tessera mcp processes sharing ${name}`, () => {
     const run = `mcp_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
     const storeUrl = scoped(url ?? "", run);
@@ -91,7 +91,7 @@ for (const [name, url, scoped, clear] of backends) {
         rmSync(dir, { recursive: true, force: true });
       } finally {
         // The run's schema or keys (audit streams never expire); a failure here fails the file.
-        await clear(url ?? "", run);
+        await removeRun(kind, url ?? "", run);
       }
     });
 

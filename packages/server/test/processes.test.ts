@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { openStores, type StoreBundle } from "@tessera/core";
 import { serviceUrl } from "@tessera/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { deletePrefix, dropSchema } from "../../../test/support/scratch-stores.js";
+import { removeRun } from "../../../test/support/scratch-stores.js";
 import {
   type ServeProcess,
   serveProcess,
@@ -28,17 +28,17 @@ const backends = [
     "PostgreSQL",
     serviceUrl("TESSERA_PG_URL"),
     (url: string, run: string) => `${url}?schema=${run}`,
-    dropSchema,
+    "schema",
   ],
   [
     "Redis",
     serviceUrl("TESSERA_REDIS_URL"),
     (url: string, run: string) => `${url}?prefix=${run}:`,
-    deletePrefix,
+    "prefix",
   ],
 ] as const;
 
-for (const [name, url, scoped, clear] of backends) {
+for (const [name, url, scoped, kind] of backends) {
   describe.skipIf(url === undefined)(`two tessera serve processes sharing ${name}`, () => {
     const run = `serve_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
     const storeUrl = scoped(url ?? "", run);
@@ -66,7 +66,7 @@ for (const [name, url, scoped, clear] of backends) {
         await stores?.close();
       } finally {
         // The run's schema or keys (audit streams never expire); a failure here fails the file.
-        await clear(url ?? "", run);
+        await removeRun(kind, url ?? "", run);
       }
     });
 

@@ -3,7 +3,10 @@ import type { ErrorCode } from "@tessera/core";
 import { startTcpProxy, type TcpProxy } from "@tessera/testkit";
 import pg from "pg";
 import { afterEach, vi } from "vitest";
+import { dropSchema } from "../../../../test/support/scratch-stores.js";
 import { openStores, type PostgresStores } from "../../src/index.js";
+
+export { dropSchema };
 
 /**
  * Per-test PostgreSQL stores, each in its own schema (`tessera_test_<pid>_<random>`, dropped
@@ -83,11 +86,6 @@ export async function admin<T extends pg.QueryResultRow>(
   } finally {
     await client.end();
   }
-}
-
-export async function dropSchema(baseUrl: string, schema: string): Promise<void> {
-  if (!/^tessera_test_\w+$/.test(schema)) throw new Error("refusing to drop a non-test schema");
-  await admin(baseUrl, `DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
 }
 
 /** Terminates this test's own server sessions, found by their unique application_name. */

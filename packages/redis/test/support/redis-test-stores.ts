@@ -1,7 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { startTcpProxy, type TcpProxy } from "@tessera/testkit";
 import { Redis } from "ioredis";
+import { deletePrefix } from "../../../../test/support/scratch-stores.js";
 import { openStores, type RedisStores } from "../../src/index.js";
+
+export { deletePrefix };
 
 /**
  * Per-test Redis stores, each under its own key prefix (`tessera_test:<pid>:<random>:`,
@@ -70,19 +73,6 @@ export async function admin<T>(baseUrl: string, work: (redis: Redis) => Promise<
   } finally {
     redis.disconnect();
   }
-}
-
-/** Deletes every key of one test's prefix (SCAN is fine here: tests only). */
-export async function deletePrefix(baseUrl: string, prefix: string): Promise<void> {
-  if (!prefix.startsWith("tessera_test:")) throw new Error("refusing to delete a non-test prefix");
-  await admin(baseUrl, async (redis) => {
-    let cursor = "0";
-    do {
-      const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.unlink(...keys);
-    } while (cursor !== "0");
-  });
 }
 
 /** `CLIENT KILL`s this test's own connections, found by their unique name. */
