@@ -4,6 +4,7 @@
  * row (the store's primitive, same file settings or same server) per request. Beside them, the
  * raw write called in-process with no HTTP at all, kept as information.
  */
+import { randomUUID } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import Database from "better-sqlite3";
 import Fastify, { type FastifyInstance } from "fastify";
@@ -98,6 +99,70 @@ export function rawWriteRoute(primitive: RawPrimitive, size: number): Promise<Ru
   // Offset from the in-process rows' keys: the two never write the same row.
   let i = 1 << 30;
   app.post("/v1/messages", async () => {
+    await primitive.write(i++);
+    return answer;
+  });
+  return serve(app, () => primitive.close());
+}
+
+/**
+ * The least a durable denial can cost behind the bare route: one audit-sized row per request
+ * (random call and trace IDs, both indexed, as the audit table), the rows of every request
+ * that arrived in one turn of the event loop committed together in one BEGIN IMMEDIATE …
+ * COMMIT at the store's settings (WAL, synchronous=FULL). No kernel, no authentication, no
+ * hash chain: any service that records its denial durably before answering pays at least this.
+ */
+export function groupCommitRoute(path: string, size: number): Promise<Running> {
+  const db = new Database(path);
+  db.pragma("busy_timeout = 5000");
+  db.pragma("journal_mode = WAL");
+  db.pragma("synchronous = FULL");
+  db.exec(`CREATE TABLE IF NOT EXISTS raw_audit (
+    seq INTEGER PRIMARY KEY, call_id TEXT NOT NULL, trace_id TEXT NOT NULL, event TEXT NOT NULL);
+    CREATE INDEX IF NOT EXISTS raw_audit_call ON raw_audit (call_id);
+    CREATE INDEX IF NOT EXISTS raw_audit_trace ON raw_audit (trace_id)`);
+  const insert = db.prepare("INSERT INTO raw_audit (call_id, trace_id, event) VALUES (?, ?, ?)");
+  const begin = db.prepare("BEGIN IMMEDIATE");
+  const commit = db.prepare("COMMIT");
+  const event = JSON.stringify({ reason: "no_matching_grant", pad: "e".repeat(300) });
+  let waiting: { resolve: () => void; reject: (error: unknown) => void }[] = [];
+  const flush = () => {
+    const batch = waiting;
+    waiting = [];
+    try {
+      begin.run();
+      for (let n = 0; n < batch.length; n++) insert.run(randomUUID(), randomUUID(), event);
+      commit.run();
+    } catch (error) {
+      if (db.inTransaction) db.exec("ROLLBACK");
+      for (const pending of batch) pending.reject(error);
+      return;
+    }
+    for (const pending of batch) pending.resolve();
+  };
+  const app = Fastify({ logger: false });
+  const answer = answerOf("denied", size);
+  app.post("/v1/messages", async () => {
+    await new Promise<void>((resolve, reject) => {
+      if (waiting.push({ resolve, reject }) === 1) setImmediate(flush);
+    });
+    return answer;
+  });
+  return serve(app, async () => {
+    db.close();
+  });
+}
+
+/**
+ * The raw-write route doing two raw writes one after the other, each its own statement and
+ * commit: the issue's model of a decision at its cheapest ("about two durable writes").
+ */
+export function twoWritesRoute(primitive: RawPrimitive, size: number): Promise<Running> {
+  const app = Fastify({ logger: false });
+  const answer = answerOf("delivered", size);
+  let i = 1 << 29;
+  app.post("/v1/messages", async () => {
+    await primitive.write(i++);
     await primitive.write(i++);
     return answer;
   });

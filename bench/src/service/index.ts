@@ -20,10 +20,12 @@ import { median, throughput } from "../measure.js";
 import { type BenchRow, type BenchSection, ratioRow } from "../report.js";
 import {
   bareRoute,
+  groupCommitRoute,
   type RawPrimitive,
   rawPostgres,
   rawSqlite,
   rawWriteRoute,
+  twoWritesRoute,
 } from "./baselines.js";
 import { LoadClient, type LoadSpec } from "./load.js";
 import { answerSize, service } from "./service.js";
@@ -108,6 +110,7 @@ async function deniedRows(
   const memory = await service("memory");
   const size = await answerSize(sqlite.url, "denied");
   const bare = await bareRoute(size);
+  const ceiling = await groupCommitRoute(join(scratch, "ceiling.db"), size);
   const baseline = `bare Fastify POST route, ${size}-byte JSON answer`;
   const meaning = "requests/s ÷ bare route requests/s, same body and answer size, same run";
   try {
@@ -120,8 +123,13 @@ async function deniedRows(
           connections: c,
         }),
         http(client, "bare route", { url: bare.url, shape: "denied", connections: c }),
+        http(client, "bare route + one group-committed SQLite row", {
+          url: ceiling.url,
+          shape: "denied",
+          connections: c,
+        }),
       ];
-      const [ours, mem, bareRate] = await alternate(sides);
+      const [ours, mem, bareRate, floor] = await alternate(sides);
       const base = { name: baseline, value: bareRate?.rate ?? 0 };
       rows.push(
         c === MANY
@@ -141,11 +149,18 @@ async function deniedRows(
           base,
           `${meaning} (information: no durable write)`,
         ),
+        ratioRow(
+          `ceiling: bare route + one group-committed SQLite audit-sized row, c=${c}`,
+          floor?.rate ?? 0,
+          base,
+          `${meaning} (information: no kernel, no authentication; the rows of one event-loop turn share one commit at synchronous=FULL: what any durable denial costs at least)`,
+        ),
       );
-      notes.push(...latencies(sides, [ours, mem, bareRate] as Measured[], c));
+      notes.push(...latencies(sides, [ours, mem, bareRate, floor] as Measured[], c));
     }
   } finally {
     await bare.close();
+    await ceiling.close();
     await memory.close();
     await sqlite.close();
   }
@@ -164,6 +179,7 @@ async function durableRows(
   const size = await answerSize(running.url, "allowed");
   const primitive = raw();
   const route = await rawWriteRoute(raw(), size);
+  const twoWrites = await twoWritesRoute(raw(), size);
   const rawName = `${backend} ${primitive.name}`;
   try {
     const many = [
@@ -182,8 +198,13 @@ async function durableRows(
         shape: "a2ui",
         connections: MANY,
       }),
+      http(client, `two-writes route (${backend})`, {
+        url: twoWrites.url,
+        shape: "allowed",
+        connections: MANY,
+      }),
     ];
-    const [send, routed, a2ui] = await alternate(many);
+    const [send, routed, a2ui, two] = await alternate(many);
     const routeBase = {
       name: `bare Fastify route doing one ${rawName}, ${size}-byte answer`,
       value: routed?.rate ?? 0,
@@ -203,8 +224,14 @@ async function durableRows(
         routeBase,
         "calls/s (2 requests each) ÷ raw-write route requests/s, same run (information: no target)",
       ),
+      ratioRow(
+        `ceiling: bare route doing two raw writes in turn (${backend}), c=${MANY}`,
+        two?.rate ?? 0,
+        routeBase,
+        "requests/s ÷ raw-write route requests/s, same run (information: the issue's cheapest decision, two durable writes and nothing else)",
+      ),
     );
-    notes.push(...latencies(many, [send, routed, a2ui] as Measured[], MANY));
+    notes.push(...latencies(many, [send, routed, a2ui, two] as Measured[], MANY));
 
     const one = [
       http(client, `allowed send (${backend})`, {
@@ -237,6 +264,7 @@ async function durableRows(
     notes.push(...latencies(one, [sendOne, routedOne, inProc] as Measured[], ONE));
   } finally {
     await route.close();
+    await twoWrites.close();
     await primitive.close();
     await running.close();
   }
