@@ -5,6 +5,7 @@
  * raw write called in-process with no HTTP at all, kept as information.
  */
 import { randomUUID } from "node:crypto";
+import { closeSync, fsync, openSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import Database from "better-sqlite3";
 import Fastify, { type FastifyInstance } from "fastify";
@@ -106,51 +107,91 @@ export function rawWriteRoute(primitive: RawPrimitive, size: number): Promise<Ru
 }
 
 /**
- * The least a durable denial can cost behind the bare route: one audit-sized row per request
- * (random call and trace IDs, both indexed, as the audit table), the rows of every request
- * that arrived in one turn of the event loop committed together in one BEGIN IMMEDIATE …
- * COMMIT at the store's settings (WAL, synchronous=FULL). No kernel, no authentication, no
- * hash chain: any service that records its denial durably before answering pays at least this.
+ * The cheapest durable record this bench knows: one audit-sized row per call (random call
+ * and trace IDs, both indexed, as the audit table), the rows of every call made in one turn
+ * of the event loop inserted in one BEGIN IMMEDIATE … COMMIT at synchronous=NORMAL, then the
+ * WAL file fsynced on the thread pool before any of them is answered: as durable as the
+ * store's synchronous=FULL commit, with the fsync off the event loop (a commit at FULL on the
+ * loop measured about 0.30× of the bare route at c=10 here, against about 0.52× for this).
+ * No chain, no heads, no validation.
  */
-export function groupCommitRoute(path: string, size: number): Promise<Running> {
-  const db = new Database(path);
-  db.pragma("busy_timeout = 5000");
-  db.pragma("journal_mode = WAL");
-  db.pragma("synchronous = FULL");
-  db.exec(`CREATE TABLE IF NOT EXISTS raw_audit (
-    seq INTEGER PRIMARY KEY, call_id TEXT NOT NULL, trace_id TEXT NOT NULL, event TEXT NOT NULL);
-    CREATE INDEX IF NOT EXISTS raw_audit_call ON raw_audit (call_id);
-    CREATE INDEX IF NOT EXISTS raw_audit_trace ON raw_audit (trace_id)`);
-  const insert = db.prepare("INSERT INTO raw_audit (call_id, trace_id, event) VALUES (?, ?, ?)");
-  const begin = db.prepare("BEGIN IMMEDIATE");
-  const commit = db.prepare("COMMIT");
-  const event = JSON.stringify({ reason: "no_matching_grant", pad: "e".repeat(300) });
-  let waiting: { resolve: () => void; reject: (error: unknown) => void }[] = [];
-  const flush = () => {
-    const batch = waiting;
-    waiting = [];
+export class DurableRows {
+  readonly #db: Database.Database;
+  readonly #wal: number;
+  readonly #insert: Database.Statement;
+  readonly #begin: Database.Statement;
+  readonly #commit: Database.Statement;
+  readonly #event = JSON.stringify({ reason: "no_matching_grant", pad: "e".repeat(300) });
+  #waiting: { resolve: () => void; reject: (error: unknown) => void }[] = [];
+
+  constructor(path: string) {
+    this.#db = new Database(path);
+    this.#db.pragma("busy_timeout = 5000");
+    this.#db.pragma("journal_mode = WAL");
+    this.#db.pragma("synchronous = NORMAL");
+    this.#db.exec(`CREATE TABLE IF NOT EXISTS raw_audit (
+      seq INTEGER PRIMARY KEY, call_id TEXT NOT NULL, trace_id TEXT NOT NULL, event TEXT NOT NULL);
+      CREATE INDEX IF NOT EXISTS raw_audit_call ON raw_audit (call_id);
+      CREATE INDEX IF NOT EXISTS raw_audit_trace ON raw_audit (trace_id)`);
+    this.#insert = this.#db.prepare(
+      "INSERT INTO raw_audit (call_id, trace_id, event) VALUES (?, ?, ?)",
+    );
+    this.#begin = this.#db.prepare("BEGIN IMMEDIATE");
+    this.#commit = this.#db.prepare("COMMIT");
+    // The WAL exists from the first commit on; an fsync through any descriptor flushes the file.
+    this.#insert.run("genesis", "genesis", this.#event);
+    this.#wal = openSync(`${path}-wal`, "r");
+  }
+
+  /** Resolves once this call's row is committed and on disk. */
+  write(): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      if (this.#waiting.push({ resolve, reject }) === 1) setImmediate(this.#flush);
+    });
+  }
+
+  readonly #flush = () => {
+    const batch = this.#waiting;
+    this.#waiting = [];
     try {
-      begin.run();
-      for (let n = 0; n < batch.length; n++) insert.run(randomUUID(), randomUUID(), event);
-      commit.run();
+      this.#begin.run();
+      for (let n = 0; n < batch.length; n++) {
+        this.#insert.run(randomUUID(), randomUUID(), this.#event);
+      }
+      this.#commit.run();
     } catch (error) {
-      if (db.inTransaction) db.exec("ROLLBACK");
+      if (this.#db.inTransaction) this.#db.exec("ROLLBACK");
       for (const pending of batch) pending.reject(error);
       return;
     }
-    for (const pending of batch) pending.resolve();
+    fsync(this.#wal, (error) => {
+      for (const pending of batch) {
+        if (error) pending.reject(error);
+        else pending.resolve();
+      }
+    });
   };
+
+  close(): void {
+    closeSync(this.#wal);
+    this.#db.close();
+  }
+}
+
+/**
+ * The least a durable denial costs behind the bare route: one `DurableRows` row per request
+ * before it answers. No kernel, no token: a service that records its denial durably before
+ * answering pays at least this.
+ */
+export function durableRowRoute(path: string, size: number): Promise<Running> {
+  const rows = new DurableRows(path);
   const app = Fastify({ logger: false });
   const answer = answerOf("denied", size);
   app.post("/v1/messages", async () => {
-    await new Promise<void>((resolve, reject) => {
-      if (waiting.push({ resolve, reject }) === 1) setImmediate(flush);
-    });
+    await rows.write();
     return answer;
   });
-  return serve(app, async () => {
-    db.close();
-  });
+  return serve(app, async () => rows.close());
 }
 
 /**

@@ -10,7 +10,7 @@ import {
 } from "@tessera/core";
 import { listen, type ServiceStores, tokenDigest } from "@tessera/server";
 import { CATALOG } from "../a2ui/fixtures.js";
-import type { Running } from "./baselines.js";
+import type { DurableRows, Running } from "./baselines.js";
 
 /** The token `client.ts` sends. */
 const TOKEN = "bench-service-token";
@@ -33,9 +33,37 @@ function memoryStores(): ServiceStores & { close(): Promise<void> } {
   };
 }
 
-/** The service over `storeUrl` (or memory), holding one bounded ticket for `colleague`. */
-export async function service(storeUrl: string | "memory"): Promise<Running> {
-  const stores = storeUrl === "memory" ? memoryStores() : await openStores(storeUrl);
+/**
+ * Every port in memory, but each audit event also waits for one `DurableRows` row: the
+ * service's own work plus the cheapest durable record, a ceiling for any durable audit sink.
+ */
+function memoryStoresRecordingTo(rows: DurableRows): ServiceStores & { close(): Promise<void> } {
+  const stores = memoryStores();
+  const audit = stores.audit;
+  return {
+    ...stores,
+    // A plain object: the kernel finds no synchronous twin on it and awaits `append`.
+    audit: {
+      append: async (event) => {
+        await audit.append(event);
+        await rows.write();
+      },
+      read: (filter) => audit.read(filter),
+    },
+  };
+}
+
+/**
+ * The service over `storeUrl` (or memory; or memory with a `DurableRows` row per audit event),
+ * holding one bounded ticket for `colleague`.
+ */
+export async function service(storeUrl: string | "memory" | DurableRows): Promise<Running> {
+  const stores =
+    storeUrl === "memory"
+      ? memoryStores()
+      : typeof storeUrl === "string"
+        ? await openStores(storeUrl)
+        : memoryStoresRecordingTo(storeUrl);
   await stores.grants.add({
     id: `bench-ticket-${randomBytes(4).toString("hex")}`,
     namespaceId: "bench",
