@@ -26,7 +26,6 @@ import {
   rawPostgres,
   rawSqlite,
   rawWriteRoute,
-  twoWritesRoute,
 } from "./baselines.js";
 import { LoadClient, type LoadSpec } from "./load.js";
 import { answerSize, service } from "./service.js";
@@ -110,7 +109,7 @@ async function deniedRows(
   const sqlite = await service(`sqlite:${join(scratch, "service.db")}`);
   const memory = await service("memory");
   const recording = new DurableRows(join(scratch, "service-rows.db"));
-  const recorded = await service(recording);
+  const recorded = await service("memory", recording);
   const size = await answerSize(sqlite.url, "denied");
   const bare = await bareRoute(size);
   const ceiling = await durableRowRoute(join(scratch, "route-rows.db"), size);
@@ -195,7 +194,7 @@ async function durableRows(
   const size = await answerSize(running.url, "allowed");
   const primitive = raw();
   const route = await rawWriteRoute(raw(), size);
-  const twoWrites = await twoWritesRoute(raw(), size);
+  const twoWrites = await rawWriteRoute(raw(), size, 2);
   const rawName = `${backend} ${primitive.name}`;
   try {
     const many = [

@@ -54,16 +54,19 @@ function memoryStoresRecordingTo(rows: DurableRows): ServiceStores & { close(): 
 }
 
 /**
- * The service over `storeUrl` (or memory; or memory with a `DurableRows` row per audit event),
- * holding one bounded ticket for `colleague`.
+ * The service over `storeUrl` (or memory, where `recordTo` adds a `DurableRows` row to each
+ * audit event), holding one bounded ticket for `colleague`.
  */
-export async function service(storeUrl: string | "memory" | DurableRows): Promise<Running> {
+export async function service(
+  storeUrl: string | "memory",
+  recordTo?: DurableRows,
+): Promise<Running> {
   const stores =
-    storeUrl === "memory"
-      ? memoryStores()
-      : typeof storeUrl === "string"
-        ? await openStores(storeUrl)
-        : memoryStoresRecordingTo(storeUrl);
+    storeUrl !== "memory"
+      ? await openStores(storeUrl)
+      : recordTo === undefined
+        ? memoryStores()
+        : memoryStoresRecordingTo(recordTo);
   await stores.grants.add({
     id: `bench-ticket-${randomBytes(4).toString("hex")}`,
     namespaceId: "bench",
