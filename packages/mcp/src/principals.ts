@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { AccessContext, ExplainPrincipal } from "@tessera/core";
+import { bearerToken } from "@tessera/core/http";
 import { uniqueStorageDigest } from "@tessera/core/store-kit";
 import type { Principal } from "./config.js";
 
@@ -8,13 +9,13 @@ export function tokenDigest(token: string): string {
   return createHash("sha256").update(token).digest("hex");
 }
 
-/** The principal whose token this is (`Bearer …` header or a bare token), in constant time. */
+/** The principal whose token this is (`Bearer …` in any case, or a bare token), in constant time. */
 export function authenticate(
   principals: readonly Principal[],
   presented: string | undefined,
   bare = false,
 ): Principal | undefined {
-  const token = bare ? presented : /^Bearer (\S{1,4096})$/.exec(presented ?? "")?.[1];
+  const token = bare ? presented : bearerToken(presented);
   if (token === undefined || token.length === 0 || token.length > 4096) return undefined;
   const digest = Buffer.from(tokenDigest(token), "hex");
   return principals.find((p) => timingSafeEqual(Buffer.from(p.tokenSha256, "hex"), digest));

@@ -1,6 +1,7 @@
 import * as crypto from "node:crypto";
 import { readFileSync } from "node:fs";
 import { type ExplainPrincipal, TesseraError } from "@tessera/core";
+import { bearerToken } from "@tessera/core/http";
 import { uniqueStorageDigest } from "@tessera/core/store-kit";
 import { z } from "zod";
 
@@ -96,7 +97,7 @@ export function authenticate(
   principals: readonly Principal[],
   authorization: string | undefined,
 ): Principal | undefined {
-  const token = /^Bearer (\S{1,4096})$/.exec(authorization ?? "")?.[1];
+  const token = bearerToken(authorization);
   if (token === undefined) return undefined;
   const presented = sha256(token);
   return principals.find((p) => crypto.timingSafeEqual(storedDigest(p), presented));
