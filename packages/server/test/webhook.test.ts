@@ -22,6 +22,9 @@ const behaviour: Record<string, (req: IncomingMessage, res: ServerResponse, body
     "/boom": (_req, res) => res.writeHead(503).end("down"),
     "/nope": (_req, res) => res.writeHead(401).end(),
     "/text": (_req, res) => res.writeHead(200).end("not json"),
+    "/moved": (_req, res) => res.writeHead(302, { location: "/ok" }).end(),
+    "/moved-for-good": (_req, res) => res.writeHead(308, { location: `${base}/ok` }).end(),
+    "/not-modified": (_req, res) => res.writeHead(304).end(),
   };
 
 beforeAll(async () => {
@@ -102,6 +105,18 @@ describe("webhook transport", () => {
       status: "failed",
       code: "invalid_reply",
     });
+  });
+
+  it("answers receiver_error to a 3xx: the receiver answered, and a redirect is never followed", async () => {
+    for (const path of ["/moved", "/moved-for-good", "/not-modified"]) {
+      const before = received.length;
+      expect(await transportTo(path).deliver(envelope("bob")), path).toEqual({
+        status: "failed",
+        code: "receiver_error",
+      });
+      // One POST, to the receiver's own URL: the signed body went nowhere else.
+      expect(received.length - before, path).toBe(1);
+    }
   });
 
   it("fails with unreachable on a refused connection, and no_route for an unknown recipient", async () => {

@@ -17,8 +17,10 @@ export function sign(secret: string, timestamp: string, body: string): string {
 /**
  * POSTs `payload` as JSON to `target.url`, signed in the `tessera-signature` header as
  * `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">` with the target's own secret.
- * Bounded by `timeoutMs` from connection to the last byte; redirects are refused (a signed
- * body must not be replayed to another host). A 2xx answers its JSON body (undefined if empty).
+ * Bounded by `timeoutMs` from connection to the last byte. A redirect is never followed (a
+ * signed body must not be replayed to another host): a 3xx is the receiver's answer, so it is
+ * `receiver_error` like a 5xx, not `unreachable` — the request did reach it. A 2xx answers its
+ * JSON body (undefined if empty).
  */
 export async function signedPost(
   target: { readonly url: string; readonly secret: string },
@@ -42,7 +44,8 @@ export async function signedPost(
         ...options.headers,
       },
       body,
-      redirect: "error",
+      // "manual" hands the 3xx back as it came; "error" threw, and read as unreachable.
+      redirect: "manual",
       signal: AbortSignal.timeout(options.timeoutMs),
     });
     text = await response.text();
