@@ -1,8 +1,9 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadGatewayConfig, parseGatewayConfig } from "./config.js";
+import { type GatewayConfig, loadGatewayConfig, parseGatewayConfig } from "./config.js";
+import { existingStore } from "./config-paths.js";
 
 const principal = {
   tokenSha256: "a".repeat(64),
@@ -76,6 +77,71 @@ describe("the gateway config", () => {
     expect(loadGatewayConfig(join(dir, "ok.json")).upstreams.mail).toEqual({
       command: "node",
       args: ["mail.js"],
+      cwd: dir,
     });
+  });
+
+  it("resolves the file's paths against its folder, not the working directory", () => {
+    const dir = mkdtempSync(join(tmpdir(), "mcp-config-"));
+    const write = (stores: string | undefined, cwd?: string): GatewayConfig => {
+      const file = join(dir, "gateway.json");
+      const mail = { command: "node", args: ["mail.js"], ...(cwd === undefined ? {} : { cwd }) };
+      writeFileSync(
+        file,
+        JSON.stringify({ ...valid, upstreams: { ...valid.upstreams, mail }, stores }),
+      );
+      return loadGatewayConfig(file);
+    };
+    // A stdio upstream runs in the folder, so `node mail.js` finds the folder's mail.js.
+    expect(write(undefined).upstreams.mail).toMatchObject({ cwd: dir });
+    expect(write(undefined, "servers").upstreams.mail).toMatchObject({ cwd: join(dir, "servers") });
+    expect(write(undefined, "/srv/mail").upstreams.mail).toMatchObject({ cwd: "/srv/mail" });
+    expect(write(undefined).upstreams.web).toEqual({ url: "http://127.0.0.1:9/mcp" });
+    expect(write("sqlite:./mcp.db").stores).toBe(`sqlite:${join(dir, "mcp.db")}`);
+    expect(write("sqlite:data/mcp.db?synchronous=normal").stores).toBe(
+      `sqlite:${join(dir, "data", "mcp.db")}?synchronous=normal`,
+    );
+    expect(write("sqlite:/var/mcp.db").stores).toBe("sqlite:/var/mcp.db");
+    expect(write("sqlite:///var/mcp.db").stores).toBe("sqlite:///var/mcp.db");
+    expect(write("sqlite::memory:").stores).toBe("sqlite::memory:");
+    expect(write("postgres://db/t").stores).toBe("postgres://db/t");
+    // Data given to parseGatewayConfig has no folder: the host's working directory applies.
+    expect(parseGatewayConfig(valid).upstreams.mail).toEqual({
+      command: "node",
+      args: ["mail.js"],
+    });
+  });
+
+  it("a folder whose name holds % or ? stays one path in the store URL", () => {
+    const dir = mkdtempSync(join(tmpdir(), "mcp-config-%41?x-"));
+    const file = join(dir, "gateway.json");
+    writeFileSync(file, JSON.stringify({ ...valid, stores: "sqlite:mcp.db?create=false" }));
+    const stores = loadGatewayConfig(file).stores as string;
+    const location = stores.slice("sqlite:".length, stores.lastIndexOf("?"));
+    expect(decodeURIComponent(location)).toBe(join(dir, "mcp.db"));
+    expect(stores.endsWith("?create=false")).toBe(true);
+  });
+});
+
+describe("the store a config opens", () => {
+  it("a missing sqlite file is refused with its path and tessera init; an existing one opens without create", () => {
+    const dir = mkdtempSync(join(tmpdir(), "mcp-store-"));
+    const missing = join(dir, "mcp.db");
+    expect(() => existingStore(`sqlite:${missing}`)).toThrow(
+      expect.objectContaining({
+        code: "store_unavailable",
+        message: expect.stringMatching(new RegExp(`${missing}.*tessera init`)),
+      }),
+    );
+    expect(existsSync(missing)).toBe(false);
+    // Creating it is the URL's own decision, said in words.
+    expect(existingStore(`sqlite:${missing}?create=true`)).toBe(`sqlite:${missing}?create=true`);
+    writeFileSync(missing, "");
+    expect(existingStore(`sqlite:${missing}`)).toBe(`sqlite:${missing}?create=false`);
+    expect(existingStore(`sqlite:${missing}?synchronous=normal`)).toBe(
+      `sqlite:${missing}?synchronous=normal&create=false`,
+    );
+    expect(existingStore("sqlite::memory:")).toBe("sqlite::memory:");
+    expect(existingStore("redis://127.0.0.1:6379")).toBe("redis://127.0.0.1:6379");
   });
 });

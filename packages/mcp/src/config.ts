@@ -1,6 +1,8 @@
 import { readFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import { TesseraError } from "@tessera/core";
 import { z } from "zod";
+import { storeInFolder } from "./config-paths.js";
 
 /**
  * The gateway's configuration file: which upstream MCP servers it fronts, which tool arguments
@@ -115,7 +117,11 @@ export function parseGatewayConfig(value: unknown, source = "the gateway config"
   return parsed.data;
 }
 
-/** Reads and checks a configuration file: missing is `file_not_found`, the rest `invalid_config`. */
+/**
+ * Reads and checks a configuration file: missing is `file_not_found`, the rest `invalid_config`.
+ * Its paths (a stdio upstream's `cwd`, a `sqlite:` store file) are resolved against the file's
+ * folder, whatever the working directory (see config-paths.ts).
+ */
 export function loadGatewayConfig(path: string): GatewayConfig {
   let text: string;
   try {
@@ -137,5 +143,23 @@ export function loadGatewayConfig(path: string): GatewayConfig {
       cause: error,
     });
   }
-  return parseGatewayConfig(raw, `the gateway config at ${path}`);
+  const config = parseGatewayConfig(raw, `the gateway config at ${path}`);
+  return resolveConfigPaths(config, dirname(resolve(path)));
+}
+
+/**
+ * The config with its paths resolved against `baseDir` (the config file's folder): a stdio
+ * upstream runs there unless its `cwd` says otherwise (a relative `cwd` is the folder's), so its
+ * relative command and arguments are the folder's; a relative `sqlite:` file is the folder's.
+ * A desktop app starts MCP servers from `/`: read against that, the upstream is not found and
+ * the store is another (empty) database, with none of the claims that refuse replays.
+ */
+function resolveConfigPaths(config: GatewayConfig, baseDir: string): GatewayConfig {
+  const upstreams: GatewayConfig["upstreams"] = {};
+  for (const [name, spec] of Object.entries(config.upstreams)) {
+    upstreams[name] =
+      "command" in spec ? { ...spec, cwd: resolve(baseDir, spec.cwd ?? ".") } : spec;
+  }
+  const stores = config.stores === undefined ? undefined : storeInFolder(config.stores, baseDir);
+  return { ...config, upstreams, ...(stores === undefined ? {} : { stores }) };
 }

@@ -14,6 +14,7 @@ import {
   TesseraError,
 } from "@tessera/core";
 import type { GatewayConfig } from "./config.js";
+import { existingStore } from "./config-paths.js";
 import { createMcpGateway, type McpGateway } from "./gateway.js";
 
 export interface ListeningGateway {
@@ -72,6 +73,10 @@ export interface OpenedGateway {
   close(): Promise<void>;
 }
 
+/**
+ * Opens the config's stores and connects its upstreams. A `sqlite:` store file must exist (or
+ * the URL say `create=true`): a gateway never starts an empty claim history by accident.
+ */
 export async function openMcpGateway(config: GatewayConfig): Promise<OpenedGateway> {
   const bundle =
     config.stores === undefined
@@ -82,7 +87,7 @@ export async function openMcpGateway(config: GatewayConfig): Promise<OpenedGatew
           audit: new InMemoryAuditSink(),
           close: async () => {},
         }
-      : await openStores(config.stores);
+      : await openStores(existingStore(config.stores));
   let gateway: McpGateway;
   try {
     gateway = await createMcpGateway({

@@ -78,8 +78,11 @@ export function spawnGateway(config: string): Promise<GatewayProcess> {
   });
 }
 
-/** The official client over stdio to `tessera mcp --stdio` as the principal of `token`. */
-export async function stdioClient(config: string, token: string): Promise<Client> {
+/**
+ * The official client over stdio to `tessera mcp --stdio` as the principal of `token`, started
+ * in `cwd` (as a desktop app starts it, from wherever it runs) when given.
+ */
+export async function stdioClient(config: string, token: string, cwd?: string): Promise<Client> {
   const client = new Client({ name: "stdio-test", version: "1.0.0" });
   await client.connect(
     new StdioClientTransport({
@@ -87,6 +90,7 @@ export async function stdioClient(config: string, token: string): Promise<Client
       args: [CLI, "mcp", "--config", config, "--stdio"],
       env: { PATH: process.env.PATH ?? "", TESSERA_MCP_TOKEN: token },
       stderr: "pipe",
+      ...(cwd === undefined ? {} : { cwd }),
     }),
   );
   return client;
