@@ -31,6 +31,7 @@ export type {
   ClaimRecord,
   ClaimResult,
   ClaimStore,
+  JsonValue,
   StoredClaim,
 } from "./contracts/claims.js";
 export { isTesseraError, TesseraError } from "./contracts/errors.js";
@@ -119,6 +120,13 @@ export { InProcessTransport, type ReplyHandler } from "./memory/transport.js";
 export { InMemoryGrantUsageStore } from "./memory/usage-store.js";
 export { type FanoutTicketOptions, issueFanoutTickets } from "./messaging/fanout.js";
 export { findSharedBudgets, type SharedBudgetWarning } from "./messaging/shared-budget.js";
+export type {
+  Act,
+  ActLedger,
+  ActResult,
+  ActSpend,
+  DeniedAnswer,
+} from "./ports/act-ledger.js";
 export type { AuditSink, ReadableAuditSink } from "./ports/audit-sink.js";
 export type { Clock } from "./ports/clock.js";
 export { systemClock } from "./ports/clock.js";

@@ -5,7 +5,11 @@
  */
 export { AuditAppendQueue, type AuditAppendQueueOptions } from "./audit/append-queue.js";
 export {
+  AUDIT_LINK_DOMAIN,
+  auditContentDigest,
   auditEventHash,
+  auditHashMatches,
+  auditLinkHash,
   auditStreamOf,
   type ChainHead,
   type ChainLink,
@@ -13,6 +17,7 @@ export {
   GENESIS_HASH,
   linkAuditEvent,
 } from "./audit/chain.js";
+export { checkAct, deniedAnswerOf } from "./contracts/act-input.js";
 export { claimKeyDigest } from "./contracts/claims.js";
 export { storageDigest, uniqueStorageDigest } from "./contracts/digest.js";
 export { redact } from "./contracts/errors.js";
@@ -27,8 +32,10 @@ export {
   checkRevocationInstant,
   checkSession,
   flagOption,
+  MAX_ANSWER_BYTES,
   parseAuditEvent,
   parseGrantInput,
+  serializeAnswer,
 } from "./contracts/store-input.js";
 export type { AuditFilter } from "./ports/audit-sink.js";
 export {
@@ -38,4 +45,5 @@ export {
   type StoreOpeners,
   storeOpeners,
 } from "./stores/backend.js";
+export { type ComposedActPorts, composeActLedger } from "./stores/composed-act-ledger.js";
 export { WriteWindow } from "./stores/write-window.js";

@@ -1,3 +1,9 @@
+export {
+  type ActLedgerPorts,
+  actEvent,
+  describeActLedgerConformance,
+  spendingAct,
+} from "./act-ledger-suite.js";
 export { auditEvent, describeAuditSinkConformance } from "./audit-suite.js";
 export { describeAuditTamperCases, type TamperableTrail } from "./audit-tamper-suite.js";
 export {

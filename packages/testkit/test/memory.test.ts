@@ -6,7 +6,9 @@
  */
 import { InMemoryClaimStore } from "@tessera/a2ui";
 import { InMemoryAuditSink, InMemoryGrantStore, InMemoryGrantUsageStore } from "@tessera/core";
+import { composeActLedger } from "@tessera/core/store-kit";
 import {
+  describeActLedgerConformance,
   describeAuditSinkConformance,
   describeClaimStoreConformance,
   describeGrantStoreConformance,
@@ -29,5 +31,15 @@ describeClaimStoreConformance("InMemoryClaimStore", {
   open: async () => {
     const store = new InMemoryClaimStore();
     return { store, close: () => store.close() };
+  },
+});
+
+describeActLedgerConformance("composeActLedger over the in-memory ports", {
+  open: async () => {
+    const claims = new InMemoryClaimStore();
+    const usage = new InMemoryGrantUsageStore();
+    const audit = new InMemoryAuditSink();
+    const acts = composeActLedger({ claims, usage, audit });
+    return { store: { acts, claims, usage, audit }, close: () => claims.close() };
   },
 });

@@ -12,7 +12,14 @@ import type { AuditEvent } from "../contracts/schemas.js";
  * A linked event carries three fields beside its content:
  * - `seq`: its position in the stream, from 1;
  * - `prev`: the `hash` of the event before it, `GENESIS_HASH` for the first;
- * - `hash`: `auditEventHash` of the event with `seq` and `prev` set and `hash` left out.
+ * - `hash`: the link, `auditLinkHash(seq, prev, auditContentDigest(event))`.
+ *
+ * The link hashes a short text of three parts (the position, the previous hash and the
+ * digest of the event's content), so a store can compute it itself, under its own head lock,
+ * from a digest the writer sent: PostgreSQL links a whole batch inside one statement, with no
+ * ordering on the client (`sha256()` in SQL). Trails written before this rule (v1: the hash
+ * over the whole event with `seq` and `prev`, `auditEventHash`) stay verifiable: `verify`
+ * accepts an event whose hash matches either rule, and both are collision-resistant.
  */
 
 /** The `prev` of a stream's first event. */
@@ -20,6 +27,9 @@ export const GENESIS_HASH = "0".repeat(64);
 
 /** Bumped if the preimage ever changes, so an old trail is never read with the wrong rule. */
 const DOMAIN = "tessera-audit-chain-v1\n";
+/** The link rule's domain (v2), written out in every store that links in its own language. */
+export const AUDIT_LINK_DOMAIN = "tessera-audit-chain-v2";
+const CHAIN_FIELDS: ReadonlySet<string> = new Set(["seq", "prev", "hash"]);
 
 /** The chain fields a sink adds to an event. */
 export interface ChainLink {
@@ -43,7 +53,8 @@ export function auditStreamOf(event: Pick<AuditEvent, "namespaceId">): string {
 }
 
 /**
- * SHA-256 hex over the domain tag and the canonical JSON of the event without its `hash`
+ * The v1 rule, kept to verify trails written before the link rule: SHA-256 hex over the
+ * domain tag and the canonical JSON of the event without its `hash`
  * (keys sorted at every level, `undefined` members left out). Events are flat but for
  * `chain`, an array of strings, so sorting the top level is enough to be canonical.
  * `JSON.stringify` with the sorted key list writes exactly that in one native call (a list
@@ -74,6 +85,36 @@ const sha256Hex: (text: string) => string =
  */
 export function linkAuditEvent(event: AuditEvent, head: ChainHead): AuditEvent & ChainLink {
   const { seq: _seq, prev: _prev, hash: _hash, ...content } = event;
-  const unhashed = { ...content, seq: head.seq + 1, prev: head.hash } as AuditEvent;
-  return Object.freeze({ ...unhashed, hash: auditEventHash(unhashed) }) as AuditEvent & ChainLink;
+  const seq = head.seq + 1;
+  const hash = auditLinkHash(seq, head.hash, auditContentDigest(content as AuditEvent));
+  return Object.freeze({ ...content, seq, prev: head.hash, hash }) as AuditEvent & ChainLink;
+}
+
+/**
+ * SHA-256 hex over the canonical JSON of the event's content: every member but `seq`, `prev`
+ * and `hash`, keys sorted (see `auditEventHash` on why sorting the top level is canonical).
+ * A writer computes it; the store links it.
+ */
+export function auditContentDigest(event: AuditEvent): string {
+  const keys = Object.keys(event)
+    .filter((key) => !CHAIN_FIELDS.has(key))
+    .sort();
+  return sha256Hex(`${AUDIT_LINK_DOMAIN}-content\n${JSON.stringify(event, keys)}`);
+}
+
+/**
+ * The link of an event at `seq` after the hash `prev`, over its content digest:
+ * SHA-256 hex of `tessera-audit-chain-v2 \n seq \n prev \n digest` (no spaces; `seq` in
+ * decimal). Short and fixed in shape, so SQL computes the same.
+ */
+export function auditLinkHash(seq: number, prev: string, contentDigest: string): string {
+  return sha256Hex(`${AUDIT_LINK_DOMAIN}\n${seq}\n${prev}\n${contentDigest}`);
+}
+
+/** Whether a linked event's `hash` matches its content, under the current rule or v1. */
+export function auditHashMatches(event: AuditEvent & ChainLink): boolean {
+  return (
+    auditLinkHash(event.seq, event.prev, auditContentDigest(event)) === event.hash ||
+    auditEventHash(event) === event.hash
+  );
 }

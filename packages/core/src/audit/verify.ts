@@ -1,5 +1,5 @@
 import type { AuditEvent } from "../contracts/schemas.js";
-import { auditEventHash, auditStreamOf, type ChainHead, EMPTY_HEAD } from "./chain.js";
+import { auditHashMatches, auditStreamOf, type ChainHead, EMPTY_HEAD } from "./chain.js";
 
 /**
  * How a stream's chain broke, as the first event that does not fit shows it:
@@ -154,7 +154,7 @@ function verifyStream(stream: string, entries: readonly Entry[]): AuditStreamRep
           : "an event with only some of its chain fields",
       );
     }
-    if (auditEventHash(event) !== event.hash) {
+    if (!auditHashMatches(event)) {
       return at("edited", "the event's content does not match its hash");
     }
     if (event.seq > expectedSeq) {

@@ -29,9 +29,24 @@ export interface ClaimReceipt {
   readonly settledAt: number;
 }
 
+/** A JSON-safe value: what a claim keeps as its answer. */
+export type JsonValue =
+  | null
+  | boolean
+  | number
+  | string
+  | readonly JsonValue[]
+  | { readonly [key: string]: JsonValue };
+
 /** A claim as stored. Without a settled receipt the claim is in doubt. */
 export interface StoredClaim extends ClaimKey, ClaimRecord {
   readonly receipt?: ClaimReceipt;
+  /**
+   * What the act answered (a reply, a message ID, a tool result), kept with its receipt so a
+   * retry reads the answer back from the claim it collided with: a field of its own, never a
+   * second record. Absent until settled with one.
+   */
+  readonly answer?: JsonValue;
 }
 
 export type ClaimResult =
@@ -42,10 +57,12 @@ export interface ClaimStore {
   /** Atomic insert-if-absent. Throws `TesseraError("claim_store_unavailable")` when it cannot tell. */
   claim(key: ClaimKey, record: ClaimRecord): Promise<ClaimResult>;
   /**
-   * Records the outcome of a claimed call. The first outcome stands (an outcome is a fact,
-   * not a setting): settling again changes nothing. A key with no claim is `invalid_input`.
+   * Records the outcome of a claimed call, and its answer when given (JSON-safe, at most
+   * `MAX_ANSWER_BYTES` as JSON; `invalid_input` otherwise). The first outcome stands (an
+   * outcome is a fact, not a setting): settling again changes neither receipt nor answer. A
+   * key with no claim is `invalid_input`.
    */
-  settle(key: ClaimKey, receipt: ClaimReceipt): Promise<void>;
+  settle(key: ClaimKey, receipt: ClaimReceipt, answer?: JsonValue): Promise<void>;
   get(key: ClaimKey): Promise<StoredClaim | undefined>;
   /** Claims never settled (their worker died between claim and outcome), oldest first. */
   listInDoubt(session?: string): Promise<StoredClaim[]>;

@@ -1,6 +1,6 @@
 import { isSealedGrant } from "../kernel/validated-grants.js";
 import type { AuditFilter } from "../ports/audit-sink.js";
-import type { ClaimKey, ClaimReceipt, ClaimRecord } from "./claims.js";
+import type { ClaimKey, ClaimReceipt, ClaimRecord, JsonValue } from "./claims.js";
 import { TesseraError } from "./errors.js";
 import { type AuditEvent, AuditEventSchema, type Grant, GrantSchema } from "./schemas.js";
 
@@ -55,6 +55,33 @@ export function checkReceipt(receipt: ClaimReceipt): void {
       "a receipt is { status: dispatched | denied | failed, settledAt: integer ms }",
     );
   }
+}
+
+/** The largest answer a claim keeps, as JSON text (UTF-16 code units, a bound not a budget). */
+export const MAX_ANSWER_BYTES = 1 << 20;
+
+/**
+ * A claim's answer, serialised: JSON text of at most `MAX_ANSWER_BYTES`, or `undefined` when
+ * there is none. One serialisation for every store, so what a store keeps is what it checked.
+ * A value `JSON.stringify` cannot write (a cycle, a BigInt, nesting too deep) is
+ * `invalid_input`, never a thrown TypeError or RangeError.
+ */
+export function serializeAnswer(answer: JsonValue | undefined): string | undefined {
+  if (answer === undefined) return undefined;
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(answer);
+  } catch {
+    throw new TesseraError("invalid_input", "a claim's answer is not JSON-safe");
+  }
+  if (text === undefined) throw new TesseraError("invalid_input", "a claim's answer is not JSON");
+  if (text.length > MAX_ANSWER_BYTES) {
+    throw new TesseraError(
+      "invalid_input",
+      `a claim's answer is over ${MAX_ANSWER_BYTES} bytes as JSON`,
+    );
+  }
+  return text;
 }
 
 /** A session of `listInDoubt` (optional there) or `endSession`. */

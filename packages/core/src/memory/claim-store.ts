@@ -4,6 +4,7 @@ import type {
   ClaimRecord,
   ClaimResult,
   ClaimStore,
+  JsonValue,
   StoredClaim,
 } from "../contracts/claims.js";
 import { TesseraError } from "../contracts/errors.js";
@@ -12,6 +13,7 @@ import {
   checkReceipt,
   checkRecord,
   checkSession,
+  serializeAnswer,
 } from "../contracts/store-input.js";
 
 /**
@@ -38,15 +40,18 @@ export class InMemoryClaimStore implements ClaimStore {
     return CLAIMED;
   }
 
-  async settle(key: ClaimKey, receipt: ClaimReceipt): Promise<void> {
+  async settle(key: ClaimKey, receipt: ClaimReceipt, answer?: JsonValue): Promise<void> {
     checkClaimKey(key);
     checkReceipt(receipt);
+    const text = serializeAnswer(answer);
     const claims = this.#sessions.get(key.session);
     const existing = claims?.get(key.functionCallId);
     if (!claims || !existing) throw new TesseraError("invalid_input", "settle: no such claim");
     if (existing.receipt) return; // the first outcome stands
     const settled = Object.freeze({ status: receipt.status, settledAt: receipt.settledAt });
-    claims.set(key.functionCallId, Object.freeze({ ...existing, receipt: settled }));
+    // A copy of the answer as it was checked: the caller's object may change after the settle.
+    const kept = text === undefined ? {} : { answer: deepFreeze(JSON.parse(text) as JsonValue) };
+    claims.set(key.functionCallId, Object.freeze({ ...existing, receipt: settled, ...kept }));
   }
 
   async get(key: ClaimKey): Promise<StoredClaim | undefined> {
@@ -73,6 +78,14 @@ export class InMemoryClaimStore implements ClaimStore {
   async close(): Promise<void> {
     this.#sessions.clear();
   }
+}
+
+function deepFreeze(value: JsonValue): JsonValue {
+  if (typeof value === "object" && value !== null) {
+    for (const member of Object.values(value)) deepFreeze(member as JsonValue);
+    Object.freeze(value);
+  }
+  return value;
 }
 
 const CLAIMED: ClaimResult = Object.freeze({ status: "claimed" });

@@ -1,4 +1,5 @@
 import type { ClaimStore } from "../contracts/claims.js";
+import type { ActLedger } from "./act-ledger.js";
 import type { ReadableAuditSink } from "./audit-sink.js";
 import type { GrantStore } from "./grant-source.js";
 import type { GrantUsageStore } from "./usage-store.js";
@@ -15,6 +16,11 @@ export interface StoreBundle {
   readonly claims: ClaimStore;
   readonly grants: GrantStore;
   readonly audit: ReadableAuditSink;
+  /**
+   * The act ledger over the same connection: claim, spend and event of one act in one
+   * transaction where the backend has one (`composeActLedger` of the ports above where not).
+   */
+  readonly acts: ActLedger;
   /**
    * Closes the connection; every port refuses afterwards with its `*_unavailable` code. A
    * port's own `close()` (the claim store's) closes that port only: the bundle owns the

@@ -1,9 +1,11 @@
 import type { ClaimStore } from "../contracts/claims.js";
 import { isTesseraError, TesseraError } from "../contracts/errors.js";
+import type { ActLedger } from "../ports/act-ledger.js";
 import type { ReadableAuditSink } from "../ports/audit-sink.js";
 import type { GrantStore } from "../ports/grant-source.js";
 import type { Closable, StoreBundle } from "../ports/stores.js";
 import type { GrantUsageStore } from "../ports/usage-store.js";
+import { composeActLedger } from "./composed-act-ledger.js";
 
 /** The code an opener fails with when its backend cannot be reached: one per port, and the bundle's. */
 export type OpenFailCode =
@@ -31,6 +33,11 @@ export interface StoreBackend<Connection> {
   audit(connection: Connection): ReadableAuditSink;
   /** `release`, when given, is called by the claim store's `close()`: it owns the connection. */
   claims(connection: Connection, release?: () => Promise<void>): ClaimStore;
+  /**
+   * The act ledger over the connection, recording an act in one transaction. Without it the
+   * bundle composes the ports above (`composeActLedger`), one write after another.
+   */
+  acts?(connection: Connection): ActLedger;
 }
 
 /** The openers every backend exports, the bundle and each port alone. */
@@ -75,11 +82,15 @@ export function storeOpeners<Connection>(backend: StoreBackend<Connection>): Sto
   return Object.freeze({
     async openStores(url: string): Promise<StoreBundle> {
       const connection = await open(url, "store_unavailable");
+      const usage = backend.usage(connection);
+      const claims = backend.claims(connection);
+      const audit = backend.audit(connection);
       return Object.freeze({
-        usage: backend.usage(connection),
-        claims: backend.claims(connection),
+        usage,
+        claims,
         grants: backend.grants(connection),
-        audit: backend.audit(connection),
+        audit,
+        acts: backend.acts?.(connection) ?? composeActLedger({ claims, usage, audit }),
         close: closer(connection),
       });
     },
