@@ -6,6 +6,7 @@ import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import { WriteRounds } from "./coalesce.js";
 import type { ServiceContext } from "./context.js";
 import { HttpProblem, handleError } from "./errors.js";
+import { redactCredentials } from "./log-redaction.js";
 import { Metrics } from "./metrics.js";
 import { openApiDocument } from "./openapi.js";
 import { authenticate, type Principal } from "./principals.js";
@@ -87,7 +88,18 @@ export function buildApp(options: AppOptions): FastifyInstance {
         : {
             level: log.level ?? "info",
             ...(log.stream === undefined ? {} : { stream: log.stream }),
-            redact: { paths: ["req.headers.authorization"], censor: "[redacted]" },
+            // Credentials a client sends in headers are never written; in the target, see
+            // redactCredentials, which sees every line whichever part of Fastify wrote it.
+            redact: {
+              paths: [
+                "req.headers.authorization",
+                'req.headers["proxy-authorization"]',
+                "req.headers.cookie",
+                'req.headers["x-api-key"]',
+              ],
+              censor: "[redacted]",
+            },
+            hooks: { streamWrite: redactCredentials },
             serializers: {
               req: (req) => ({
                 method: req.method,
