@@ -29,6 +29,8 @@ describe("the entry points", () => {
     const host = Object.keys(main).filter((name) => !(name in DEPRECATED));
     expect(host.sort()).toEqual(
       [
+        "A2UI_CALL_ACTION",
+        "A2UI_NAMESPACE",
         "AUDIT_REASONS",
         "AccessContextSchema",
         "AuditEventSchema",
@@ -49,6 +51,8 @@ describe("the entry points", () => {
         "RECEIPT_STATUSES",
         "TesseraError",
         "TurnExecutor",
+        "a2uiFunctionCapability",
+        "a2uiFunctionResource",
         "carveDelegatedUses",
         "createKernel",
         "deriveGrant",
@@ -90,6 +94,9 @@ describe("the entry points", () => {
         "auditHashMatches",
         "auditLinkHash",
         "auditStreamOf",
+        "boundedCanonicalJson",
+        "MAX_JSON_DEPTH",
+        "withinJsonDepth",
         "MAX_ANSWER_BYTES",
         "checkAct",
         "checkAuditFilter",

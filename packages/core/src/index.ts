@@ -25,6 +25,12 @@ export {
   type AuditVerification,
   verifyAuditChain,
 } from "./audit/verify.js";
+export {
+  A2UI_CALL_ACTION,
+  A2UI_NAMESPACE,
+  a2uiFunctionCapability,
+  a2uiFunctionResource,
+} from "./contracts/a2ui-calls.js";
 export type {
   ClaimKey,
   ClaimReceipt,

@@ -16,7 +16,7 @@ import {
   type Kernel,
   type TurnAuthority,
 } from "@tessera/core";
-import { redact } from "@tessera/core/store-kit";
+import { boundedCanonicalJson, MAX_JSON_DEPTH, redact } from "@tessera/core/store-kit";
 import { audit, gateEvent, type Trail } from "./call-audit.js";
 import type { Limits, Principal } from "./config.js";
 import { gatewayError } from "./errors.js";
@@ -88,15 +88,26 @@ export async function callTool(
   const started = performance.now();
   const args = params.arguments ?? {};
   // One canonical text serves the size check, the audit's digest and the replay body hash.
-  const argsText = canonical(args);
+  // Bounded: arguments nested past MAX_JSON_DEPTH are refused, not hashed (a walk per level
+  // overflows the stack at a few thousand levels, ten kilobytes of brackets).
+  const argsText = boundedCanonicalJson(args);
   const trail: Trail = {
     caller,
     started,
-    argsDigest: sha256Hex(argsText),
+    argsDigest: argsText === undefined ? "(too deep to hash)" : sha256Hex(argsText),
     callId: `${caller.session ?? "stateless"}:${String(caller.requestId)}`,
     traceId: randomUUID(),
     tool: undefined,
   };
+  if (argsText === undefined) {
+    await audit(parts, trail, gateEvent("invalid_request", "invalid_request"), [
+      `arguments nested deeper than ${MAX_JSON_DEPTH} levels`,
+    ]);
+    throw gatewayError(
+      "invalid_request",
+      `the arguments nest deeper than ${MAX_JSON_DEPTH} levels`,
+    );
+  }
   const size = Buffer.byteLength(argsText);
   if (size > parts.limits.maxArgumentBytes) {
     await audit(parts, trail, gateEvent("invalid_request", "invalid_request"), [

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { hostname } from "node:os";
 import type { ClaimKey, ClaimStore } from "@tessera/core";
-import { WriteWindow } from "@tessera/core/store-kit";
+import { boundedCanonicalJson, MAX_JSON_DEPTH, WriteWindow } from "@tessera/core/store-kit";
 import { HttpProblem } from "./errors.js";
 
 /** Who claimed, for an operator reading an in-doubt call. */
@@ -100,6 +100,13 @@ export async function once<A>(
     functionCallId: callId,
   };
   const bodyHash = digest(body);
+  if (bodyHash === undefined) {
+    // Nested past MAX_JSON_DEPTH: no hash, so no claim. Nothing is at stake in deciding it
+    // unclaimed: the only unbounded field of a retry-safe body is a message payload, and the
+    // kernel refuses one that deep (`invalid_request`, its one audit event) before it spends
+    // or delivers anything, so a retry meets the same refusal and nothing runs twice.
+    return { ...(await decide()), replayed: false };
+  }
   const claimed = await claims.claim(key, { bodyHash, claimedAt: Date.now(), worker: WORKER });
   if (claimed.status === "already_claimed") {
     if (claimed.existing.bodyHash !== bodyHash) {
@@ -147,18 +154,14 @@ async function recorded<A>(claims: ClaimStore, key: ClaimKey, waitMs: number): P
   );
 }
 
-/** SHA-256 of the body as canonical JSON (keys sorted): key order does not make a new body. */
-export function digest(value: unknown): string {
-  return createHash("sha256").update(canonical(value)).digest("hex");
-}
-
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
-  if (typeof value === "object" && value !== null) {
-    const entries = Object.keys(value)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`);
-    return `{${entries.join(",")}}`;
-  }
-  return JSON.stringify(value) ?? "null";
+/**
+ * SHA-256 of the body as canonical JSON (keys sorted): key order does not make a new body.
+ * Undefined for a body nested past MAX_JSON_DEPTH, which is not walked further (a recursive
+ * walk of ten thousand levels overflowed the stack: a 500).
+ */
+export function digest(value: unknown): string | undefined {
+  // Two levels over the kernel's bound: a message payload sits at { route, body: { payload } },
+  // and every payload the kernel would deliver must be claimed (hashed) first.
+  const text = boundedCanonicalJson(value, MAX_JSON_DEPTH + 2);
+  return text === undefined ? undefined : createHash("sha256").update(text).digest("hex");
 }

@@ -3,11 +3,11 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openStores, type StoreBundle } from "@tessera/core";
+import { a2uiFunctionCapability, openStores, type StoreBundle } from "@tessera/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listen, type RunningServer } from "../src/listen.js";
 import { verifyWebhookSignature } from "../src/transport/webhook.js";
-import { a2uiCall, CATALOG, call, principal } from "./support/service.js";
+import { a2uiCall, CATALOG, CATALOG_ID, call, principal } from "./support/service.js";
 
 /** The A2UI gate over HTTP: claim + settle, and the one-step mode through a function endpoint. */
 const alice = principal("token-alice", { namespaceId: "team", actor: "a", authority: "host" });
@@ -41,6 +41,17 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => endpoint.listen(0, "127.0.0.1", resolve));
   const { port } = endpoint.address() as AddressInfo;
   stores = await openStores(`sqlite:${join(mkdtempSync(join(tmpdir(), "a2ui-")), "t.db")}`);
+  // Each may call `add`, without bound: the kernel decides every call (a2ui-authority.test.ts).
+  for (const actor of ["a", "b"]) {
+    await stores.grants.add({
+      id: `add-${actor}`,
+      namespaceId: "team",
+      issuer: "host",
+      subject: actor,
+      capabilities: [a2uiFunctionCapability(CATALOG_ID, "add")],
+      issuedAt: new Date(Date.now() - 60_000).toISOString(),
+    });
+  }
   server = await listen({
     stores,
     principals: [alice.config, bob.config],

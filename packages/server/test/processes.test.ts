@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { openStores, type StoreBundle } from "@tessera/core";
+import { a2uiFunctionCapability, openStores, type StoreBundle } from "@tessera/core";
 import { serviceUrl } from "@tessera/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { removeRun } from "../../../test/support/scratch-stores.js";
@@ -9,7 +9,7 @@ import {
   serviceFiles,
   startReceiver,
 } from "./support/processes.js";
-import { a2uiCall, CATALOG, call, principal, ticket } from "./support/service.js";
+import { a2uiCall, CATALOG, CATALOG_ID, call, principal, ticket } from "./support/service.js";
 
 /**
  * Two `tessera serve` processes sharing one store (PostgreSQL, then Redis): one delivery per
@@ -55,6 +55,15 @@ for (const [name, url, scoped, kind] of backends) {
     beforeAll(async () => {
       stores = await openStores(storeUrl);
       for (const r of RECIPIENTS) await stores.grants.add(ticket(`t-${r}`, r));
+      // The A2UI calls below are decided too: alice may call `add`, without bound.
+      await stores.grants.add({
+        id: "a2ui-add",
+        namespaceId: "team",
+        issuer: "host",
+        subject: "asker",
+        capabilities: [a2uiFunctionCapability(CATALOG_ID, "add")],
+        issuedAt: new Date(Date.now() - 60_000).toISOString(),
+      });
       receiver = await startReceiver();
       files = serviceFiles(receiver.base, [alice.config], RECIPIENTS, CATALOG);
     }, 30_000);

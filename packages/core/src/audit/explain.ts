@@ -20,6 +20,7 @@ export type ExplainVerdict =
   | "turn_closed"
   | "invalid_request"
   | "delivery_failed"
+  | "no_transport"
   | "refused"
   | "unknown";
 
@@ -67,6 +68,7 @@ const VERDICTS: Record<AuditReason, ExplainVerdict> = {
   turn_closed: "turn_closed",
   invalid_request: "invalid_request",
   delivery_failed: "delivery_failed",
+  no_transport: "no_transport",
   // The gate's refusals: its receipt tells them apart; explain reports that nothing ran.
   invalid_message: "refused",
   unknown_catalog: "refused",
@@ -98,6 +100,7 @@ const SUMMARIES: Record<ExplainVerdict, string> = {
   turn_closed: "refused: the turn's authority lease was already closed",
   invalid_request: "refused: the request was malformed",
   delivery_failed: "authorized and spent, but the transport failed to deliver",
+  no_transport: "refused before any grant was used: no transport is configured to deliver messages",
   refused: "refused",
   unknown: "no decision is recorded for this call",
 };
@@ -131,7 +134,8 @@ export async function explain(
       events,
     });
   }
-  const verdict = VERDICTS[last.reason];
+  const deciding = decidingEvent(events, last);
+  const verdict = VERDICTS[deciding.reason];
   const granted = events.findLast((event) => event.grantId !== undefined);
   const grantId = granted?.grantId;
   const chain = granted?.chain;
@@ -146,12 +150,24 @@ export async function explain(
     callId,
     verdict,
     code: last.code,
-    reason: last.reason,
+    reason: deciding.reason,
     ...(grantId === undefined ? {} : { grantId }),
     ...(chain === undefined ? {} : { chain: Object.freeze([...chain]) }),
     summary: `${SUMMARIES[verdict]}${grantPart}`,
     events,
   });
+}
+
+/**
+ * The event whose reason explains the call: the last one, except where the gate's approval was
+ * the kernel's decision (the service's A2UI routes). There the gate's `policy_denied` follows
+ * the kernel's refusal of the same call, and the kernel's reason (spent, never granted, …) is
+ * the one the owner needs; the caller's code stays the gate's.
+ */
+function decidingEvent(events: readonly AuditEvent[], last: AuditEvent): AuditEvent {
+  if (last.source !== "gate" || last.reason !== "policy_denied") return last;
+  const before = events[events.length - 2];
+  return before?.source === "kernel" && before.outcome === "denied" ? before : last;
 }
 
 function isOf(event: AuditEvent, principal: ExplainPrincipal): boolean {

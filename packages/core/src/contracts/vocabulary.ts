@@ -72,6 +72,8 @@ export const KERNEL_REASONS = {
   turn_closed: "lease",
   invalid_request: "validation",
   delivery_failed: "transport",
+  // No transport is configured: a send is refused before any grant is looked at, nothing spent.
+  no_transport: "transport",
 } as const satisfies Record<string, DecisionStage>;
 export type KernelReason = keyof typeof KERNEL_REASONS;
 

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { withinJsonDepth } from "../contracts/canonical-json.js";
 import { redact } from "../contracts/errors.js";
 import { MESSAGE_SEND_ACTION, messageResource } from "../contracts/messages.js";
 import type { AccessContext } from "../contracts/schemas.js";
@@ -72,7 +73,8 @@ type Precheck = { readonly code: CallerCode; readonly reason: KernelReason };
 const CLOSED: Precheck = { code: "turn_closed", reason: "turn_closed" };
 const NO_AUTHORITY: Precheck = { code: "authority_unavailable", reason: "authority_unavailable" };
 const INVALID: Precheck = { code: "invalid_request", reason: "invalid_request" };
-const NO_TRANSPORT: Precheck = { code: "tool_unavailable", reason: "delivery_failed" };
+// Not `delivery_failed`: nothing was authorized or spent, and the tool is not listed either.
+const NO_TRANSPORT: Precheck = { code: "tool_unavailable", reason: "no_transport" };
 // Refused whatever the grants say, so the code tells the caller nothing it did not send.
 const OTHER_OWNER: Precheck = { code: "no_matching_grant", reason: "owner_mismatch" };
 
@@ -131,6 +133,8 @@ export class Lease implements TurnAuthority {
     const tools: string[] = [];
     for (const [action, entry] of scope.index) {
       if ((await discover(scope, entry, now)) === "visible") tools.push(action);
+      // With nowhere to deliver, the send tool is not offered: every send would be refused.
+      if (action === MESSAGE_SEND_ACTION && this.#transport === undefined) continue;
     }
     return Object.freeze(tools.sort());
   }
@@ -319,6 +323,9 @@ export class Lease implements TurnAuthority {
       return isId(fields.action) && isResourceRef(fields.resource) ? undefined : INVALID;
     }
     if (!isSegment(fields.recipient)) return INVALID;
+    // A payload nested past the bound would overflow the stack of whatever hashes or
+    // serializes it next (a transport's JSON.stringify): refused here, recorded, nothing spent.
+    if (!withinJsonDepth(fields.payload)) return INVALID;
     // Refused before any use is spent: there is nowhere to deliver.
     if (this.#transport === undefined) return NO_TRANSPORT;
     return undefined;

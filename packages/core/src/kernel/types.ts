@@ -16,7 +16,10 @@ export interface KernelOptions {
   readonly usage?: GrantUsageStore;
   /** Receives one event per decision. Without it, events are dropped (not recommended). */
   readonly audit?: AuditSink;
-  /** Delivers authorized messages. Without it, every send is refused `delivery_failed`. */
+  /**
+   * Delivers authorized messages. Without it, `messages.send` is not listed and every send is
+   * refused `tool_unavailable` before any grant is used (audit reason `no_transport`).
+   */
   readonly transport?: MessageTransport;
   readonly clock?: Clock;
   /**

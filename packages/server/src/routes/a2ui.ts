@@ -1,6 +1,12 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
-import { FunctionCallGate, type FunctionInvocation, type GateResult } from "@tessera/a2ui";
+import {
+  FunctionCallGate,
+  type FunctionInvocation,
+  type GateResult,
+  kernelApproval,
+} from "@tessera/a2ui";
+import type { AuditSink } from "@tessera/core";
 import {
   A2uiClaimRequestSchema,
   type A2uiClaimResponse,
@@ -10,8 +16,9 @@ import {
 import type { FastifyInstance } from "fastify";
 import type { ServiceContext } from "../context.js";
 import { HttpProblem, parse } from "../errors.js";
-import { gateSession, principalKey } from "../principals.js";
+import { explainPrincipal, gateSession, type Principal, principalKey } from "../principals.js";
 import { signedPost } from "../transport/signed-post.js";
+import { turnContext } from "./decisions.js";
 
 export interface A2uiOptions {
   /** The A2UI v1.0 catalogs the host serves (see `@tessera/a2ui`). */
@@ -27,6 +34,17 @@ export interface A2uiOptions {
   readonly callTimeoutMs?: number;
 }
 
+/**
+ * What one gate call runs under. The gates are shared by every principal, and the gate hands
+ * its hooks only the call, so the principal travels beside it: the approval decides for it,
+ * and every event the gate writes for the call is stamped with it.
+ */
+interface CallScope {
+  readonly principal: Principal;
+  /** Two-step mode: hands the approved call to the claim request that waits for it. */
+  readonly dispatch?: (invocation: FunctionInvocation) => Promise<unknown>;
+}
+
 interface Pending {
   readonly principal: string;
   readonly result: Promise<GateResult>;
@@ -35,7 +53,8 @@ interface Pending {
 
 /**
  * The A2UI gate for hosts whose functions run elsewhere. `claim` runs the gate up to the
- * dispatch (validate, catalog, exclusive claim in the shared store, audit) and either answers
+ * dispatch (validate, catalog, exclusive claim in the shared store, the kernel's decision on
+ * `a2ui.call` for that catalog function, audit) and either answers
  * the refusal reply or hands out a dispatch handle; `settle` gives the function's value or error
  * and answers the reply to send. The gate's own rules hold: a call ID is claimed once per
  * session across every instance sharing the store; a retry gets `INVALID_FUNCTION_CALL`.
@@ -58,13 +77,14 @@ export function a2uiRoutes(app: FastifyInstance, context: ServiceContext, option
     return;
   }
   const { stores, metrics } = context;
-  const dispatching = new AsyncLocalStorage<(invocation: FunctionInvocation) => Promise<unknown>>();
+  const calls = new AsyncLocalStorage<CallScope>();
+  const decided = { approve: approval(context, calls), audit: stampedAudit(stores, calls) };
   const twoStep = new FunctionCallGate({
     claims: stores.claims,
     catalogs: options.catalogs,
-    audit: stores.audit,
+    ...decided,
     invoke: (invocation) => {
-      const dispatch = dispatching.getStore();
+      const dispatch = calls.getStore()?.dispatch;
       if (dispatch === undefined) throw new Error("dispatched outside a claim request");
       return dispatch(invocation);
     },
@@ -85,27 +105,27 @@ export function a2uiRoutes(app: FastifyInstance, context: ServiceContext, option
         onDispatch = resolve;
       });
       const handle = randomUUID();
-      const result = dispatching.run(
-        (invocation) =>
-          new Promise<unknown>((resolve, reject) => {
-            const timer = setTimeout(() => {
+      const dispatch = (invocation: FunctionInvocation) =>
+        new Promise<unknown>((resolve, reject) => {
+          const timer = setTimeout(() => {
+            pending.delete(handle);
+            reject(new Error("the call was not settled in time"));
+          }, settleTimeoutMs);
+          timer.unref();
+          pending.set(handle, {
+            principal: principalKey(principal),
+            result,
+            settle: (outcome) => {
+              clearTimeout(timer);
               pending.delete(handle);
-              reject(new Error("the call was not settled in time"));
-            }, settleTimeoutMs);
-            timer.unref();
-            pending.set(handle, {
-              principal: principalKey(principal),
-              result,
-              settle: (outcome) => {
-                clearTimeout(timer);
-                pending.delete(handle);
-                if ("error" in outcome) reject(outcome.error);
-                else resolve(outcome.value);
-              },
-            });
-            onDispatch(invocation);
-          }),
-        () => twoStep.handle(gateSession(principal), message),
+              if ("error" in outcome) reject(outcome.error);
+              else resolve(outcome.value);
+            },
+          });
+          onDispatch(invocation);
+        });
+      const result = calls.run({ principal, dispatch }, () =>
+        twoStep.handle(gateSession(principal), message),
       );
       void result.then(count, () => undefined);
       const first = await Promise.race([result, dispatched.then((call) => ({ call }))]);
@@ -152,7 +172,7 @@ export function a2uiRoutes(app: FastifyInstance, context: ServiceContext, option
   const oneStep = new FunctionCallGate({
     claims: stores.claims,
     catalogs: options.catalogs,
-    audit: stores.audit,
+    ...decided,
     invoke: async ({ functionCallId, catalogId, call, args }) => {
       const answer = await signedPost(
         endpoint,
@@ -169,11 +189,58 @@ export function a2uiRoutes(app: FastifyInstance, context: ServiceContext, option
     ...route("a2uiCall"),
     handler: async (request) => {
       const { message } = parse(A2uiClaimRequestSchema, request.body, "body");
-      if (request.principal === undefined) throw new Error("route served without authentication");
-      const result = await oneStep.handle(gateSession(request.principal), message);
+      const principal = request.principal;
+      if (principal === undefined) throw new Error("route served without authentication");
+      const result = await calls.run({ principal }, () =>
+        oneStep.handle(gateSession(principal), message),
+      );
       count(result);
       return { reply: { ...result.reply }, receipt: result.receipt.status };
     },
   });
   app.addHook("onClose", () => oneStep.drain());
+}
+
+/**
+ * The gate's approval as the kernel's decision for the call's principal (`kernelApproval`):
+ * `a2ui.call` on that catalog function, a bounded grant consumed like any act, the kernel's
+ * own audit event; a refusal is the gate's `denied`. The turn's trace is the call ID, as the
+ * gate's own events have it, so `?traceId=` finds both.
+ */
+function approval(context: ServiceContext, calls: AsyncLocalStorage<CallScope>) {
+  return kernelApproval(
+    context.kernel,
+    (invocation) => {
+      const principal = calls.getStore()?.principal;
+      // Fail closed: a call that reached the gate outside a request has nobody to decide for.
+      return principal === undefined
+        ? undefined
+        : turnContext(principal, invocation.functionCallId);
+    },
+    (answer) =>
+      context.metrics.decided("a2ui", answer.status, answer.status === "denied" ? answer.code : ""),
+  );
+}
+
+/**
+ * The store's audit sink as the gate sees it: each event stamped with the principal of the call
+ * it belongs to, as the kernel stamps its own, so the principal's explain and audit routes find
+ * them. The gate itself knows only the host session.
+ */
+function stampedAudit(
+  stores: ServiceContext["stores"],
+  calls: AsyncLocalStorage<CallScope>,
+): AuditSink {
+  return {
+    append: (event) => {
+      const principal = calls.getStore()?.principal;
+      if (principal === undefined) return stores.audit.append(event);
+      const purpose = principal.purpose;
+      return stores.audit.append({
+        ...event,
+        ...explainPrincipal(principal),
+        ...(purpose === undefined ? {} : { purpose }),
+      });
+    },
+  };
 }

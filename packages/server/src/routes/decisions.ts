@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { explain, type TurnAuthority } from "@tessera/core";
+import { type AccessContext, explain, type TurnAuthority } from "@tessera/core";
 import {
   AuditQuerySchema,
   AuthorizeRequestSchema,
@@ -188,16 +188,21 @@ async function retrySafe<A>(
   return result.answer;
 }
 
-function openTurn(context: ServiceContext, principal: Principal): Promise<TurnAuthority> {
+/** The turn identity of a principal: all of it, purpose included; never the body's. */
+export function turnContext(principal: Principal, traceId: string): AccessContext {
   const { namespaceId, actor, authority, owner, purpose } = principal;
-  const opened = context.kernel.openTurnAuthority({
+  return {
     namespaceId,
     actor,
     authority,
     ...(owner === undefined ? {} : { owner }),
     ...(purpose === undefined ? {} : { purpose }),
-    traceId: randomUUID(),
-  });
+    traceId,
+  };
+}
+
+function openTurn(context: ServiceContext, principal: Principal): Promise<TurnAuthority> {
+  const opened = context.kernel.openTurnAuthority(turnContext(principal, randomUUID()));
   // Awaited only once the claim is won: a failure meanwhile must not read as unhandled.
   opened.catch(noop);
   return opened;
