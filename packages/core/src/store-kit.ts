@@ -18,6 +18,11 @@ export {
   linkAuditEvent,
 } from "./audit/chain.js";
 export { checkAct, deniedAnswerOf } from "./contracts/act-input.js";
+export {
+  boundedCanonicalJson,
+  MAX_JSON_DEPTH,
+  withinJsonDepth,
+} from "./contracts/canonical-json.js";
 export { claimKeyDigest } from "./contracts/claims.js";
 export { storageDigest, uniqueStorageDigest } from "./contracts/digest.js";
 export { redact } from "./contracts/errors.js";
