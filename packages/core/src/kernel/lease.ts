@@ -132,9 +132,9 @@ export class Lease implements TurnAuthority {
     const now = this.#now();
     const tools: string[] = [];
     for (const [action, entry] of scope.index) {
-      if ((await discover(scope, entry, now)) === "visible") tools.push(action);
       // With nowhere to deliver, the send tool is not offered: every send would be refused.
       if (action === MESSAGE_SEND_ACTION && this.#transport === undefined) continue;
+      if ((await discover(scope, entry, now)) === "visible") tools.push(action);
     }
     return Object.freeze(tools.sort());
   }
