@@ -217,7 +217,7 @@ describe("the bind address", () => {
       "0",
     ];
     expect(await serveStderr(args(), {})).toContain("warning: listening on 0.0.0.0 without TLS");
-    expect(await serveStderr(args(), { TESSERA_TLS: "proxy" })).not.toContain("warning");
+    expect(await serveStderr(args(), { TESSERA_TLS: "proxy" })).not.toContain("without TLS");
   });
 
   it("announces listening and stopped as JSON lines with --json", async () => {
@@ -263,6 +263,23 @@ describe("the bind address", () => {
       "--port",
       "0",
     ];
-    expect(await serveStderr(args, {})).not.toContain("warning");
+    expect(await serveStderr(args, {})).not.toContain("without TLS");
+  });
+
+  it("warns when no webhooks are configured (no send is offered), and not when they are", async () => {
+    const args = ["--store", `sqlite:${join(scratch(), "s.db")}`, "--principals", principals()];
+    expect(await serveStderr([...args, "--port", "0"], {})).toContain(
+      "warning: no webhooks configured: messages.send is not offered",
+    );
+    const hooks = join(scratch(), "hooks.json");
+    writeFileSync(
+      hooks,
+      JSON.stringify({
+        recipients: { bob: { url: "http://127.0.0.1:9/in", secret: "0123456789abcdef" } },
+      }),
+      { mode: 0o600 },
+    );
+    const stderr = await serveStderr([...args, "--webhooks", hooks, "--port", "0"], {});
+    expect(stderr).not.toContain("warning");
   });
 });

@@ -77,6 +77,7 @@ export function serveCommand(): Command {
       });
       // Warned once it listens: a bind that fails says only why it failed.
       warnIfExposed(config);
+      if (transport === undefined) warnNoTransport();
       announce(options.json, { event: "listening", url: server.url }, `listening on ${server.url}`);
       await new Promise<void>((resolve) => {
         const stop = () => resolve();
@@ -101,6 +102,17 @@ function warnIfExposed(config: ServeConfig): void {
   if (config.tls !== undefined || isLoopback(config.host)) return;
   process.stderr.write(
     `tessera serve: warning: listening on ${config.host} without TLS: bearer tokens cross the network in clear text; put a TLS-terminating proxy in front and say so (tls: "proxy" in tessera.json, or TESSERA_TLS=proxy)\n`,
+  );
+}
+
+/**
+ * Without webhooks the service has nowhere to deliver: `messages.send` is not listed and every
+ * send is refused `tool_unavailable`, nothing spent. Legitimate (a host that only authorizes),
+ * but an operator who forgot the file should hear it before an agent does.
+ */
+function warnNoTransport(): void {
+  process.stderr.write(
+    "tessera serve: warning: no webhooks configured: messages.send is not offered and every send is refused tool_unavailable (nothing is spent); give --webhooks, TESSERA_WEBHOOKS or webhooks in tessera.json\n",
   );
 }
 
