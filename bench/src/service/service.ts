@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { InMemoryClaimStore } from "@tessera/a2ui";
 import {
+  a2uiFunctionCapability,
   InMemoryAuditSink,
   InMemoryGrantStore,
   InMemoryGrantUsageStore,
@@ -9,7 +10,7 @@ import {
   openStores,
 } from "@tessera/core";
 import { listen, type ServiceStores, tokenDigest } from "@tessera/server";
-import { CATALOG } from "../a2ui/fixtures.js";
+import { CATALOG, CATALOG_ID } from "../a2ui/fixtures.js";
 import type { DurableRows, Running } from "./baselines.js";
 
 /** The token `client.ts` sends. */
@@ -74,6 +75,16 @@ export async function service(
     subject: "asker",
     capabilities: [messageSendCapability("colleague", "alice")],
     constraints: { maxUses: Number.MAX_SAFE_INTEGER },
+    issuedAt: new Date(Date.now() - 60_000).toISOString(),
+  });
+  // The service decides every A2UI call against the caller's grants: one unbounded grant for
+  // `add`, so the a2ui shape measures an allowed call (a kernel decision and its audit event).
+  await stores.grants.add({
+    id: `bench-a2ui-${randomBytes(4).toString("hex")}`,
+    namespaceId: "bench",
+    issuer: "host",
+    subject: "asker",
+    capabilities: [a2uiFunctionCapability(CATALOG_ID, "add")],
     issuedAt: new Date(Date.now() - 60_000).toISOString(),
   });
   const server = await listen({
