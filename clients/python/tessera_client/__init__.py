@@ -38,6 +38,8 @@ from .models import (
     JsonValue,
     Resource,
     SendResult,
+    a2ui_function_capability,
+    a2ui_function_resource,
     message_send_capability,
 )
 from .webhook import SIGNATURE_HEADER, signature_header, verify_webhook, webhook_signature
@@ -77,6 +79,8 @@ __all__ = [
     "TesseraError",
     "UnavailableError",
     "__version__",
+    "a2ui_function_capability",
+    "a2ui_function_resource",
     "message_send_capability",
     "signature_header",
     "verify_webhook",

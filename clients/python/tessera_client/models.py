@@ -6,6 +6,8 @@ them from the JSON strictly.
 
 from __future__ import annotations
 
+import urllib.parse
+
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
@@ -200,6 +202,33 @@ def message_send_capability(recipient: str, owner: str) -> Capability:
         actions=(MESSAGE_SEND_ACTION,),
         scope="exact",
     )
+
+
+A2UI_CALL_ACTION = "a2ui.call"
+A2UI_NAMESPACE = "a2ui"
+
+
+def _segment(part: str) -> str:
+    # JavaScript's encodeURIComponent, as the service encodes a catalog ID (usually a URL) or a
+    # function name into one path segment; "." and ".." survive it, so they are escaped by hand.
+    encoded = urllib.parse.quote(part, safe="!*'()")
+    return "%2E" if encoded == "." else "%2E%2E" if encoded == ".." else encoded
+
+
+def a2ui_function_resource(catalog_id: str, function: str, owner: str | None = None) -> Resource:
+    """The resource an A2UI call of ``function`` in ``catalog_id`` asks the kernel for."""
+    return Resource(A2UI_NAMESPACE, (_segment(catalog_id), _segment(function)), owner)
+
+
+def a2ui_function_capability(
+    catalog_id: str, function: str | None = None, owner: str | None = None
+) -> Capability:
+    """Authority to call one catalog function through the service's A2UI gate (``a2ui.call``);
+    with ``function=None``, every function of the catalog (descendants scope)."""
+    if function is None:
+        resource = Resource(A2UI_NAMESPACE, (_segment(catalog_id),), owner)
+        return Capability(resource, (A2UI_CALL_ACTION,), "descendants")
+    return Capability(a2ui_function_resource(catalog_id, function, owner), (A2UI_CALL_ACTION,), "exact")
 
 
 # ---- to the wire ----------------------------------------------------------------------------

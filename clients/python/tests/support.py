@@ -24,7 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from tessera_client import verify_webhook
+from tessera_client import TesseraClient, a2ui_function_capability, verify_webhook
 
 REPO = Path(__file__).resolve().parents[3]
 CLI = Path(os.environ.get("TESSERA_CLI", REPO / "packages" / "cli" / "dist" / "bin.js"))
@@ -173,7 +173,7 @@ class Service:
         self.issuer_token = json.loads(made.stdout)["issuerToken"]
         principals_file = self.data / "principals.json"
         principals = json.loads(principals_file.read_text())
-        for name, owner in (("asker", "alice"), ("other", "oscar")):
+        for name, owner in (("asker", "alice"), ("other", "oscar"), ("stranger", "sam")):
             agent = Agent(f"tsk_{secrets.token_urlsafe(24)}", name, owner, f"session-{name}")
             self.agents[name] = agent
             principals["principals"].append(
@@ -209,6 +209,11 @@ class Service:
             text=True,
         )
         self.url = wait_listening(self.process)
+        # A2UI calls are acts the kernel decides: asker and other may call the catalog's
+        # functions; stranger holds no grant, so its calls are refused by policy.
+        issuer = TesseraClient(self.url, self.issuer_token)
+        for name in ("asker", "other"):
+            issuer.issue_grant(name, [a2ui_function_capability(CATALOG_ID)])
         return self
 
     def stop(self) -> None:

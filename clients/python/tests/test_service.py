@@ -237,6 +237,18 @@ class A2uiTest(ServiceTest):
         self.asker.a2ui_settle(mine.handle, 1)
         self.other.a2ui_settle(theirs.handle, 1)
 
+    def test_a_principal_without_an_a2ui_grant_is_refused_by_policy(self) -> None:
+        stranger = TesseraClient(service.url, service.agents["stranger"].token)
+        fid = unique("fn")
+        refused = stranger.a2ui_claim(quote_call(fid, 1))
+        assert isinstance(refused, A2uiRefused)
+        self.assertEqual(refused.receipt, "denied")
+        self.assertEqual(
+            refused.reply["rendererFunctionResponse"]["error"]["code"], "EXECUTION_FAILED"
+        )
+        self.assertEqual(stranger.a2ui_call(quote_call(unique("fn"), 1)).receipt, "denied")
+        self.assertEqual(stranger.explain(fid).verdict, "never_granted")
+
     def test_a_call_outside_the_catalog_is_refused(self) -> None:
         message = quote_call(unique("fn"), 1)
         message["callRendererFunction"]["callFunction"]["call"] = "launch"
