@@ -23,7 +23,7 @@ export const MAX_BODY_BYTES = 64 * 1024;
 export interface AppOptions {
   readonly stores: ServiceStores;
   readonly principals: readonly Principal[];
-  /** Delivers authorized messages; without one every send is refused `delivery_failed`. */
+  /** Delivers authorized messages; without one, sends are unlisted and refused `tool_unavailable`. */
   readonly transport?: MessageTransport;
   /** JSON logs (pino): `false` for none; a stream to capture them. Default: stdout, info. */
   readonly log?:

@@ -12,7 +12,10 @@ export interface TesseraServiceOptions {
   readonly stores: ServiceStores;
   /** Who may call, and as whom (`loadPrincipals(path)` reads them from a file). */
   readonly principals: readonly (Principal | PrincipalInput)[];
-  /** Delivers authorized messages (`webhookTransport`, or core's `InProcessTransport`). */
+  /**
+   * Delivers authorized messages (`webhookTransport`, or core's `InProcessTransport`). Without
+   * one, `messages.send` is not listed and sends are refused `tool_unavailable`, nothing spent.
+   */
   readonly transport?: MessageTransport;
   /** JSON logs: `false` for none, or a level and a stream. Default: info to stdout. */
   readonly log?: AppOptions["log"];
