@@ -4,6 +4,7 @@ import {
   type ClaimRecord,
   type ClaimResult,
   type ClaimStore,
+  type JsonValue,
   type StoredClaim,
   TesseraError,
 } from "@tessera/core";
@@ -13,6 +14,7 @@ import {
   checkRecord,
   checkSession,
   claimKeyDigest,
+  serializeAnswer,
   storageDigest,
 } from "@tessera/core/store-kit";
 import { Batcher, groupBy, type Outcome, retryDeadlock } from "./batcher.js";
@@ -33,12 +35,16 @@ interface ClaimRequest {
 interface SettleRequest {
   readonly id: string;
   readonly receipt: ClaimReceipt;
+  /** The answer as JSON text, or null without one. */
+  readonly answer: string | null;
 }
 
+/** A claim's row as read: the record JSON, the receipt's columns and the answer's JSON. */
 interface ClaimRow {
   record: string;
   receipt_status: string | null;
   settled_at: string | null;
+  answer: string | null;
 }
 
 /**
@@ -75,7 +81,7 @@ export class PostgresClaimStore implements ClaimStore {
     this.#db = db;
     this.#onClose = onClose;
     const claims = db.table("claims");
-    const columns = "record, receipt_status, settled_at";
+    const columns = "record, receipt_status, settled_at, answer";
     this.#sql = {
       claim: `INSERT INTO ${claims} (key, session_key, record, claimed_at) VALUES ($1, $2, $3, $4)
         ON CONFLICT DO NOTHING RETURNING key`,
@@ -90,10 +96,12 @@ export class PostgresClaimStore implements ClaimStore {
       // which is the truth, and the next flushed commit on the WAL carries it to disk. So the
       // statement turns synchronous_commit off for its own (implicit) transaction only; the
       // setting is evaluated on every row it changes, so a commit that wrote anything has it.
-      settleMany: `UPDATE ${claims} AS c SET receipt_status = r.status, settled_at = r.at
-        FROM unnest($1::text[], $2::text[], $3::bigint[]) AS r(key, status, at)
+      // The answer rides with the receipt: the first settle stands, answer included.
+      settleMany: `UPDATE ${claims} AS c
+        SET receipt_status = r.status, settled_at = r.at, answer = r.answer
+        FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[]) AS r(key, status, at, answer)
         WHERE c.key = r.key AND c.receipt_status IS NULL AND ${RECEIPT_COMMIT} RETURNING c.key`,
-      settle: `UPDATE ${claims} SET receipt_status = $2, settled_at = $3
+      settle: `UPDATE ${claims} SET receipt_status = $2, settled_at = $3, answer = $4
         WHERE key = $1 AND receipt_status IS NULL AND ${RECEIPT_COMMIT} RETURNING key`,
       inDoubt: `SELECT ${columns} FROM ${claims}
         WHERE receipt_status IS NULL AND session_key = $1 ORDER BY claimed_at, key`,
@@ -125,11 +133,12 @@ export class PostgresClaimStore implements ClaimStore {
     });
   }
 
-  async settle(key: ClaimKey, receipt: ClaimReceipt): Promise<void> {
+  async settle(key: ClaimKey, receipt: ClaimReceipt, answer?: JsonValue): Promise<void> {
     this.#checkOpen();
     checkClaimKey(key);
     checkReceipt(receipt);
-    await this.#settles.submit({ id: claimKeyDigest(key), receipt });
+    const text = serializeAnswer(answer) ?? null;
+    await this.#settles.submit({ id: claimKeyDigest(key), receipt, answer: text });
   }
 
   async get(key: ClaimKey): Promise<StoredClaim | undefined> {
@@ -249,11 +258,12 @@ export class PostgresClaimStore implements ClaimStore {
     );
     let settled: Set<string>;
     if (firsts.length === 1) {
-      const [{ id, receipt }] = firsts as [SettleRequest];
+      const [{ id, receipt, answer }] = firsts as [SettleRequest];
       const updated = await this.#db.query(CODE, this.#sql.settle, [
         id,
         receipt.status,
         receipt.settledAt,
+        answer,
       ]);
       settled = new Set(updated.rowCount === 1 ? [id] : []);
     } else {
@@ -262,6 +272,7 @@ export class PostgresClaimStore implements ClaimStore {
           ids,
           firsts.map((request) => request.receipt.status),
           firsts.map((request) => request.receipt.settledAt),
+          firsts.map((request) => request.answer),
         ]),
       );
       settled = new Set(rows.map((row) => row.key));
@@ -297,7 +308,11 @@ export class PostgresClaimStore implements ClaimStore {
   }
 }
 
-function toStoredClaim(row: ClaimRow): StoredClaim {
+/**
+ * A claim as its row stands: the record, the receipt once settled, and the answer when it was
+ * settled with one (rows written before schema version 4 have none).
+ */
+export function toStoredClaim(row: ClaimRow): StoredClaim {
   const record = JSON.parse(row.record) as StoredClaim;
   if (row.receipt_status === null || row.settled_at === null) return record;
   return {
@@ -306,5 +321,6 @@ function toStoredClaim(row: ClaimRow): StoredClaim {
       status: row.receipt_status as ClaimReceipt["status"],
       settledAt: Number(row.settled_at),
     },
+    ...(row.answer === null ? {} : { answer: JSON.parse(row.answer) as JsonValue }),
   };
 }

@@ -1,4 +1,5 @@
 import { TesseraError } from "@tessera/core";
+import { recordActsFunction } from "./act-function.js";
 import type { Database } from "./database.js";
 
 /**
@@ -117,6 +118,13 @@ const MIGRATIONS: readonly {
       ];
     },
   },
+  {
+    // The act ledger: a claim keeps its answer in a column of its own (NULL until settled with
+    // one; claims written before stay as they were), and `record_acts` records a batch of acts
+    // (claim, spend, linked event, a denial's settle) inside the one statement that calls it.
+    version: 4,
+    statements: (t) => [`ALTER TABLE ${t("claims")} ADD COLUMN answer text`, recordActsFunction(t)],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
@@ -128,9 +136,10 @@ const LOCK_CLASS = 0x7e55e7a;
  * Brings the schema to `SCHEMA_VERSION`. Two processes opening at once serialise on a
  * transaction-scoped advisory lock taken before anything else (even `CREATE SCHEMA IF NOT
  * EXISTS` races without it), so the second one finds the work done and applies nothing.
- * A database migrated by a newer Tessera is refused rather than half understood.
+ * A database migrated by a newer Tessera is refused rather than half understood. `upTo` stops
+ * at an older version: the tests build a store as a previous release left it.
  */
-export async function migrate(db: Database): Promise<void> {
+export async function migrate(db: Database, upTo: number = SCHEMA_VERSION): Promise<void> {
   await db.transaction("store_unavailable", async (client) => {
     await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [LOCK_CLASS, db.schema]);
     await client.query(`CREATE SCHEMA IF NOT EXISTS "${db.schema}"`);
@@ -151,7 +160,7 @@ export async function migrate(db: Database): Promise<void> {
       );
     }
     for (const migration of MIGRATIONS) {
-      if (migration.version <= current) continue;
+      if (migration.version <= current || migration.version > upTo) continue;
       for (const statement of migration.statements((name) => db.table(name))) {
         await client.query(statement);
       }

@@ -7,6 +7,7 @@ import type {
   StoreBundle,
 } from "@tessera/core";
 import { storeOpeners } from "@tessera/core/store-kit";
+import { PostgresActLedger } from "./act-ledger.js";
 import { PostgresAuditSink } from "./audit-sink.js";
 import { PostgresClaimStore } from "./claim-store.js";
 import { type PostgresConfig, parsePostgresUrl } from "./config.js";
@@ -43,6 +44,8 @@ const openers = storeOpeners<Connected>({
   grants: ({ db }) => new PostgresGrantStore(db),
   audit: ({ db }) => new PostgresAuditSink(db),
   claims: ({ db }, release) => new PostgresClaimStore(db, release),
+  // One statement per batch of acts: claim, spend, linked event and a denial's settle.
+  acts: ({ db }) => new PostgresActLedger(db),
 });
 
 /**

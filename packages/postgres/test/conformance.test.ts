@@ -1,4 +1,5 @@
 import {
+  describeActLedgerConformance,
   describeAuditSinkConformance,
   describeClaimStoreConformance,
   describeGateWorkersConformance,
@@ -52,6 +53,19 @@ if (url) {
   describeGateWorkersConformance("postgres", factory("claims"));
   describeGrantStoreConformance("postgres", factory("grants"));
   describeAuditSinkConformance("postgres", factory("audit"));
+  describeActLedgerConformance("postgres", {
+    open: async () => {
+      const opened = await openTestStores(url as string);
+      return { store: opened.stores, opened, close: opened.close };
+    },
+    outage: ({ opened }) => ({
+      interrupt: async () => {
+        opened.proxy.interrupt();
+        await terminateOwnBackends(url as string, opened.applicationName);
+      },
+      restore: async () => opened.proxy.restore(),
+    }),
+  });
 } else {
   describe("postgres conformance", () => {
     it.skip("skipped: TESSERA_PG_URL is not set", () => {});

@@ -1,0 +1,231 @@
+import {
+  type Act,
+  type ActLedger,
+  type ActResult,
+  type AuditEvent,
+  isTesseraError,
+  TesseraError,
+} from "@tessera/core";
+import {
+  auditContentDigest,
+  auditStreamOf,
+  checkAct,
+  claimKeyDigest,
+  deniedAnswerOf,
+  serializeAnswer,
+  storageDigest,
+} from "@tessera/core/store-kit";
+import { Batcher, type Outcome, retryDeadlock } from "./batcher.js";
+import { toStoredClaim } from "./claim-store.js";
+import type { Database, UnavailableCode } from "./database.js";
+
+/** One event as `record_acts` takes it: keys by digest, content as JSON and its digest. */
+interface EventParams {
+  readonly streamKey: string;
+  readonly callKey: string;
+  readonly traceKey: string;
+  /** The event's content as JSON, without chain fields: the function prepends them. */
+  readonly body: string;
+  readonly digest: string;
+  /** A denial's answer for its claim (JSON), or null when the event allows. */
+  readonly answer: string | null;
+  readonly settledAt: number;
+}
+
+/** An act as one row of the batch's parallel arrays. */
+interface ActRequest {
+  readonly claimKey: string | null;
+  readonly sessionKey: string | null;
+  readonly record: string | null;
+  readonly claimedAt: number | null;
+  readonly usageKey: string | null;
+  readonly usageIds: string | null;
+  readonly maxUses: number | null;
+  readonly event: EventParams;
+  readonly exhausted: EventParams | null;
+  /** Whether a result carries `used` (the act spends). */
+  readonly spends: boolean;
+  /** The code a failure of this act's batch is reported under, for this act's caller. */
+  readonly failCode: UnavailableCode;
+}
+
+interface ResultRow {
+  a_n: number;
+  a_outcome: "event" | "exhausted" | "claimed";
+  a_used: string | null;
+  a_record: string | null;
+  a_status: string | null;
+  a_settled_at: string | null;
+  a_answer: string | null;
+}
+
+const NO_EVENT: Omit<EventParams, "settledAt"> & { settledAt: null } = {
+  streamKey: "",
+  callKey: "",
+  traceKey: "",
+  body: "{}",
+  digest: "",
+  answer: null,
+  settledAt: null,
+};
+
+/**
+ * The PostgreSQL act ledger: acts recorded all or nothing, one statement per batch.
+ *
+ * Acts that arrive while earlier batches are in flight leave together (`batcher.ts`, two
+ * batches out at most), and a batch is one call of the server-side function `record_acts`
+ * (`act-function.ts`): the claims, the spends, the events linked under their streams' head
+ * locks and the denials' settles, in the implicit transaction of that one statement. So an
+ * act costs one round trip and one commit, shared with every act of its batch, and a failure
+ * anywhere (a lock wait past `statementTimeoutMs`, a lost connection) rolls the whole batch
+ * back: no claim, no spend and no event of any of its acts is left, and a retry decides anew.
+ *
+ * The events are linked by the server (rule v2, from the content digest this side sends), so
+ * the batch needs no head on the client and no ordering between processes. The bundle's audit
+ * sink remembers heads of its own: after the ledger moved one, its next append finds it stale
+ * and takes the locked path (two statements) once.
+ *
+ * A batch that fails is reported to each caller under the code of the first port its act
+ * touches, as a composition of the ports would: `claim_store_unavailable` for an act with a
+ * claim, else `usage_store_unavailable` with a spend, else `audit_unavailable`.
+ */
+export class PostgresActLedger implements ActLedger {
+  readonly #db: Database;
+  readonly #sql: string;
+  readonly #batches = new Batcher<ActRequest, ActResult>((batch) => this.#send(batch));
+
+  constructor(db: Database) {
+    this.#db = db;
+    this.#sql = `SELECT * FROM ${db.table("record_acts")}(
+      $1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::bigint[],
+      $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bigint[])`;
+  }
+
+  /** Not `async`: the batch's own promise is returned, without a second one to adopt it. */
+  record(act: Act): Promise<ActResult> {
+    let request: ActRequest;
+    try {
+      request = toRequest(act);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#batches.submit(request);
+  }
+
+  async #send(batch: readonly ActRequest[]): Promise<Outcome<ActResult>[]> {
+    // Events at n (the decision's) and at N + n (the exhausted one, or a placeholder).
+    const events = [
+      ...batch.map((act) => act.event),
+      ...batch.map((act) => act.exhausted ?? NO_EVENT),
+    ];
+    const values = [
+      batch.map((act) => act.claimKey),
+      batch.map((act) => act.sessionKey),
+      batch.map((act) => act.record),
+      batch.map((act) => act.claimedAt),
+      batch.map((act) => act.usageKey),
+      batch.map((act) => act.usageIds),
+      batch.map((act) => act.maxUses),
+      events.map((event) => event.streamKey),
+      events.map((event) => event.callKey),
+      events.map((event) => event.traceKey),
+      events.map((event) => event.body),
+      events.map((event) => event.digest),
+      events.map((event) => event.answer),
+      events.map((event) => event.settledAt),
+    ];
+    let rows: ResultRow[];
+    try {
+      // The statement was rolled back whole on a deadlock, so sending it again is safe.
+      ({ rows } = await retryDeadlock(() =>
+        this.#db.query<ResultRow>((batch[0] as ActRequest).failCode, this.#sql, values),
+      ));
+    } catch (error) {
+      // Each caller hears the failure under its own act's code (same cause, same message).
+      return batch.map((act) => ({ ok: false, error: recode(error, act.failCode) }));
+    }
+    return batch.map((act, i) => {
+      const row = rows[i];
+      if (row === undefined || Number(row.a_n) !== i + 1) {
+        return { ok: false, error: new Error("record_acts answered out of order") };
+      }
+      return { ok: true, value: toResult(act, row) };
+    });
+  }
+}
+
+/** Checks the act (nothing is sent for a bad one) and lays it out for the batch's arrays. */
+function toRequest(act: Act): ActRequest {
+  const { event, exhausted } = checkAct(act);
+  const claim = act.claim;
+  const spend = act.spend;
+  return {
+    claimKey: claim === undefined ? null : claimKeyDigest(claim.key),
+    sessionKey: claim === undefined ? null : storageDigest(claim.key.session),
+    record:
+      claim === undefined
+        ? null
+        : JSON.stringify({
+            session: claim.key.session,
+            functionCallId: claim.key.functionCallId,
+            bodyHash: claim.record.bodyHash,
+            claimedAt: claim.record.claimedAt,
+            ...(claim.record.worker === undefined ? {} : { worker: claim.record.worker }),
+          }),
+    claimedAt: claim === undefined ? null : claim.record.claimedAt,
+    usageKey: spend === undefined ? null : storageDigest(spend.namespaceId, spend.grantId),
+    usageIds: spend === undefined ? null : JSON.stringify([spend.namespaceId, spend.grantId]),
+    maxUses: spend === undefined ? null : spend.maxUses,
+    event: eventParams(event),
+    exhausted: exhausted === undefined ? null : eventParams(exhausted),
+    spends: spend !== undefined,
+    failCode:
+      claim !== undefined
+        ? "claim_store_unavailable"
+        : spend !== undefined
+          ? "usage_store_unavailable"
+          : "audit_unavailable",
+  };
+}
+
+function eventParams(event: AuditEvent): EventParams {
+  // Only the store links: chain fields a writer passed are dropped, as `linkAuditEvent` does.
+  const { seq: _seq, prev: _prev, hash: _hash, ...content } = event;
+  const denied = deniedAnswerOf(event);
+  return {
+    streamKey: storageDigest(auditStreamOf(event)),
+    callKey: storageDigest(event.callId),
+    traceKey: storageDigest(event.traceId),
+    body: JSON.stringify(content),
+    digest: auditContentDigest(content as AuditEvent),
+    answer: denied === undefined ? null : (serializeAnswer(denied) ?? null),
+    settledAt: Date.parse(event.at),
+  };
+}
+
+function toResult(act: ActRequest, row: ResultRow): ActResult {
+  if (row.a_outcome === "claimed") {
+    return {
+      status: "already_claimed",
+      existing: toStoredClaim({
+        record: row.a_record as string,
+        receipt_status: row.a_status,
+        settled_at: row.a_settled_at,
+        answer: row.a_answer,
+      }),
+    };
+  }
+  return {
+    status: "recorded",
+    recorded: row.a_outcome,
+    ...(act.spends ? { used: Number(row.a_used) } : {}),
+  };
+}
+
+/** The batch's failure under another act's code: same message, same driver cause. */
+function recode(error: unknown, code: UnavailableCode): unknown {
+  if (!isTesseraError(error) || error.code === code || !error.code.endsWith("_unavailable")) {
+    return error;
+  }
+  return new TesseraError(code, error.message, { cause: error.cause });
+}
