@@ -1,5 +1,14 @@
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -60,6 +69,64 @@ function consumerProject(dir: string, dependencies: Record<string, string>): voi
   writeFileSync(path.join(dir, "package.json"), `${JSON.stringify(manifest, null, 2)}\n`);
 }
 
+/**
+ * `npm install` as a user runs it, except that install scripts wait: a package whose script
+ * builds a native module the workspace already built (better-sqlite3, from source here: no
+ * prebuilt binary can be downloaded) gets the workspace's build when the versions match, and
+ * every other package with an install script runs it (`npm rebuild`). Compiling SQLite again
+ * took about two minutes of every test run and checked nothing of Tessera's.
+ */
+function installReusingNativeBuilds(dir: string): void {
+  run("npm", ["install", "--ignore-scripts"], dir);
+  const rebuild: string[] = [];
+  for (const name of packagesWithInstallScripts(path.join(dir, "node_modules"))) {
+    if (!reuseWorkspaceBuild(dir, name)) rebuild.push(name);
+  }
+  if (rebuild.length > 0) run("npm", ["rebuild", ...rebuild], dir);
+}
+
+/** Names of installed packages that declare a preinstall, install or postinstall script. */
+function packagesWithInstallScripts(modules: string): string[] {
+  const names: string[] = [];
+  const visit = (folder: string, scope = "") => {
+    if (!existsSync(folder)) return;
+    for (const entry of readdirSync(folder)) {
+      if (entry.startsWith(".")) continue;
+      if (entry.startsWith("@") && scope === "") {
+        visit(path.join(folder, entry), entry);
+        continue;
+      }
+      const manifest = path.join(folder, entry, "package.json");
+      if (!existsSync(manifest)) continue;
+      const scripts = (JSON.parse(readFileSync(manifest, "utf8")) as { scripts?: object }).scripts;
+      if (scripts && ["preinstall", "install", "postinstall"].some((s) => s in scripts)) {
+        names.push(scope === "" ? entry : `${scope}/${entry}`);
+      }
+    }
+  };
+  visit(modules);
+  return names;
+}
+
+/** Copies the workspace's native build of `name` when the same version is installed. */
+function reuseWorkspaceBuild(dir: string, name: string): boolean {
+  const installed = path.join(dir, "node_modules", name);
+  const built = path.join(repoRoot, "node_modules", name);
+  const version = (folder: string) =>
+    existsSync(path.join(folder, "package.json"))
+      ? (JSON.parse(readFileSync(path.join(folder, "package.json"), "utf8")) as { version: string })
+          .version
+      : undefined;
+  if (!existsSync(path.join(built, "build", "Release")) || version(installed) !== version(built)) {
+    return false;
+  }
+  cpSync(path.join(built, "build", "Release"), path.join(installed, "build", "Release"), {
+    recursive: true,
+    filter: (source) => !/[/\\]obj(\.target)?([/\\]|$)/.test(source),
+  });
+  return true;
+}
+
 describe("packaging: manifests and built imports", () => {
   it("lists the publishable packages", () => {
     expect(publishable.map((pkg) => pkg.manifest.name)).toEqual(
@@ -118,7 +185,7 @@ describe("packaging: installed from the tarballs, outside the workspace", () => 
     };
     for (const [name, file] of tarballs) dependencies[name] = `file:${file}`;
     consumerProject(consumer, dependencies);
-    run("npm", ["install"], consumer);
+    installReusingNativeBuilds(consumer);
   }, 900_000);
 
   afterAll(() => {
@@ -203,13 +270,29 @@ describe("packaging: installed from the tarballs, outside the workspace", () => 
     expect(report.scenes.length).toBe(5);
   });
 
+  it("the installed SQLite backend loads its native module and records a claim", () => {
+    const script = [
+      'import { openStores } from "@tessera/sqlite";',
+      `const stores = await openStores(${JSON.stringify(`sqlite:${path.join(work, "installed.db")}`)});`,
+      'const key = { session: "s", functionCallId: "c" };',
+      "const first = await stores.claims.claim(key, { bodyHash: 'h', claimedAt: 1 });",
+      "const again = await stores.claims.claim(key, { bodyHash: 'h', claimedAt: 2 });",
+      "console.log(first.status, again.status);",
+      "await stores.close();",
+    ].join("\n");
+    writeFileSync(path.join(consumer, "sqlite-check.mjs"), script);
+    expect(run(process.execPath, ["sqlite-check.mjs"], consumer).trim()).toBe(
+      "claimed already_claimed",
+    );
+  });
+
   it("@tessera/core and @tessera/a2ui install into an empty project in under 20 MB", () => {
     const small = path.join(work, "core-and-a2ui");
     consumerProject(small, {
       "@tessera/core": `file:${tarballs.get("@tessera/core")}`,
       "@tessera/a2ui": `file:${tarballs.get("@tessera/a2ui")}`,
     });
-    run("npm", ["install"], small);
+    installReusingNativeBuilds(small);
     const bytes = treeBytes(path.join(small, "node_modules"));
     console.log(`packaging: core + a2ui node_modules = ${(bytes / 1e6).toFixed(1)} MB`);
     expect(bytes).toBeLessThan(20 * 1024 * 1024);

@@ -10,8 +10,9 @@ interface StoreBench {
  * separately; until one exists (or when its service is not reachable) the section says so
  * in a note instead of failing the whole bench.
  */
-// "one-shot" is not a backend: its module measures one-shot decisions on SQLite and PostgreSQL.
-const BACKENDS = ["sqlite", "postgres", "redis", "one-shot"] as const;
+// "one-shot" and "acts" are not backends: their modules measure one-shot decisions, and the
+// act ledger beside the old ports, on every backend set up.
+const BACKENDS = ["sqlite", "postgres", "redis", "one-shot", "acts"] as const;
 
 export async function run(): Promise<BenchSection> {
   const rows: BenchRow[] = [];
