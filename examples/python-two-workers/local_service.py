@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import tessera_client
 
@@ -86,7 +86,7 @@ class LocalService:
             if '"event":"listening"' in line:
                 self.url = json.loads(line)["url"]
                 # Keep reading its log lines, so a full pipe never stalls the service.
-                threading.Thread(target=lambda: [None for _ in stdout], daemon=True).start()
+                threading.Thread(target=_drain, args=(stdout,), daemon=True).start()
                 break
         else:
             stderr = self._process.stderr.read() if self._process.stderr else ""
@@ -110,6 +110,11 @@ class LocalService:
                 process.kill()
                 process.communicate()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _drain(stream: IO[str]) -> None:
+    for _ in stream:
+        pass
 
 
 def _write_private(path: Path, value: Any) -> None:

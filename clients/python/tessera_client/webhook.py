@@ -13,9 +13,16 @@ import hashlib
 import hmac
 import re
 import time
-from collections.abc import Mapping
+from typing import Protocol
 
 SIGNATURE_HEADER = "tessera-signature"
+
+
+class Headers(Protocol):
+    """Anything with ``get(name)``: a dict, ``http.server``'s ``self.headers`` (an
+    ``email.message.Message``), a framework's request headers."""
+
+    def get(self, name: str, /) -> object: ...
 
 # ASCII digits and lowercase hex only, the whole value: Python's \d would take any Unicode digit
 # and $ would accept a trailing newline.
@@ -37,7 +44,7 @@ def signature_header(secret: str, body: bytes | str, now: int | None = None) -> 
 
 def verify_webhook(
     secret: str,
-    headers: Mapping[str, str],
+    headers: Headers,
     body: bytes | str,
     tolerance_s: int = 300,
     *,
@@ -46,9 +53,8 @@ def verify_webhook(
     """Does the ``tessera-signature`` header sign this exact raw ``body`` with ``secret``, at a
     timestamp within ``tolerance_s`` seconds of now? Compared in constant time.
 
-    ``headers`` is any mapping of header names to values, looked up without regard to case (a
-    plain dict, ``http.server``'s ``self.headers``, a framework's request headers). Pass the
-    body's bytes as received: re-serialised JSON would not match.
+    ``headers`` is any object with ``get(name)`` (see ``Headers``); the name is looked up without
+    regard to case. Pass the body's bytes as received: re-serialised JSON would not match.
     """
     value = _header(headers, SIGNATURE_HEADER)
     if value is None:
@@ -64,11 +70,14 @@ def verify_webhook(
     return hmac.compare_digest(expected, signature)
 
 
-def _header(headers: Mapping[str, str], name: str) -> str | None:
+def _header(headers: Headers, name: str) -> str | None:
     direct = headers.get(name)
-    if direct is not None:
+    if isinstance(direct, str):
         return direct
-    for key, value in headers.items():
-        if key.lower() == name:
-            return value
+    # A plain dict is case-sensitive: scan it (Message and framework headers already are not).
+    items = getattr(headers, "items", None)
+    if callable(items):
+        for key, value in items():
+            if isinstance(key, str) and key.lower() == name and isinstance(value, str):
+                return value
     return None

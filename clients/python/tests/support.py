@@ -102,8 +102,7 @@ class Receiver:
     @property
     def url(self) -> str:
         assert self.server is not None
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}/"
+        return f"http://127.0.0.1:{self.server.server_port}/"
 
     def start(self) -> Receiver:
         receiver = self
@@ -258,7 +257,7 @@ class Proxy:
         self.connections = 0
         self.forwarded = 0
         self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url = "http://127.0.0.1:%d" % self.listener.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
         self._lock = threading.Lock()
         threading.Thread(target=self._accept, daemon=True).start()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import unittest
 import uuid
+from collections.abc import Callable
 
 from tessera_client import (
     A2uiDispatch,
@@ -86,12 +87,13 @@ class GrantsTest(ServiceTest):
 
     def test_an_agent_token_may_not_manage_grants(self) -> None:
         cap = [message_send_capability("bob", "alice")]
-        for attempt in (
+        attempts: list[Callable[[], object]] = [
             lambda: self.asker.issue_grant("asker", cap),
             lambda: self.asker.derive_grant("x", "asker", cap),
             lambda: self.asker.list_grants(),
             lambda: self.asker.revoke_grant("x"),
-        ):
+        ]
+        for attempt in attempts:
             with self.assertRaises(ForbiddenError) as caught:
                 attempt()
             self.assertEqual(caught.exception.code, "forbidden")

@@ -46,7 +46,7 @@ class TwoWorkersExampleTest(unittest.TestCase):
             sys.path.insert(0, str(EXAMPLE))
 
     def test_the_four_cases_measure_the_seed_verdicts(self) -> None:
-        import two_workers
+        import two_workers  # type: ignore[import]  # beside the example, put on sys.path above
 
         report = two_workers.run_demo()
         self.assertEqual(
