@@ -1,4 +1,4 @@
-import { type GrantInput, GrantSchema, type GrantStore } from "@tessera/core";
+import { createKernel, type GrantInput, GrantSchema, type GrantStore } from "@tessera/core";
 import { expect } from "vitest";
 import { expectCode, resultOrCode } from "./errors.js";
 import { type OpenedStore, type StoreFactory, suiteCases } from "./factory.js";
@@ -139,6 +139,62 @@ export function describeGrantVersionCases<H extends OpenedStore<GrantStore>>(
           for (const [i, version] of after.entries()) expect(version).not.toBe(before[i]);
         }
       }),
+  );
+
+  check("400 concurrent turns on a cold kernel read an 800-grant set once", () =>
+    use(async ({ store }) => {
+      if (!versioned(store) || !batching(store)) return;
+      await store.addMany(
+        Array.from({ length: 800 }, (_, i) =>
+          grantInput({
+            id: `cold-${i}`,
+            constraints: {},
+            capabilities: [
+              {
+                resource: { namespace: "files", path: [`r-${i}`], owner: "alice" },
+                actions: ["files.read"],
+                scope: "exact",
+              },
+            ],
+          }),
+        ),
+      );
+      // Counted at the store's own methods: every full read the kernel makes goes through here.
+      let reads = 0;
+      const source = {
+        listGrants: (ns: string, subject: string) => {
+          reads++;
+          return store.listGrants(ns, subject);
+        },
+        grantsVersion: (ns: string, subject: string) => store.grantsVersion(ns, subject),
+      };
+      const kernel = createKernel({ grants: source });
+      const turns = await Promise.all(
+        Array.from({ length: 400 }, (_, i) =>
+          kernel.openTurnAuthority({
+            namespaceId: "ns",
+            actor: "agent",
+            authority: "host",
+            owner: "alice",
+            traceId: `cold-${i}`,
+          }),
+        ),
+      );
+      expect(reads).toBe(1);
+      // Every turn holds the whole set: the shared read is the real one.
+      const tools = await Promise.all(turns.map((turn) => turn.listTools()));
+      expect(new Set(tools.map((t) => t.join()))).toEqual(new Set(["files.read"]));
+      await Promise.all(turns.map((turn) => turn.close()));
+      // A revocation is a new version: the next turn reads again.
+      await store.revoke("ns", "cold-0");
+      await kernel.openTurnAuthority({
+        namespaceId: "ns",
+        actor: "agent",
+        authority: "host",
+        traceId: "after",
+      });
+      expect(reads).toBe(2);
+    }),
   );
 
   check("64 concurrent writers and readers: one version never shows two grant sets", () =>

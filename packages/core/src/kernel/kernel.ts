@@ -115,6 +115,7 @@ async function holdersReadUnchanged(
 async function openIndex(
   options: KernelOptions,
   cache: TurnCache | undefined,
+  reads: ColdReads,
   ctx: AccessContext,
 ): Promise<CachedView | undefined> {
   let version: string | undefined;
@@ -163,14 +164,80 @@ async function openIndex(
       return built.view;
     }
   }
-  const grants = await loadGrants(options, ctx);
-  if (grants === undefined) return undefined;
-  const built = await buildView(options, ctx, grants);
-  if (built === undefined) return undefined;
-  if (cache !== undefined && version !== undefined && built.cacheable) {
-    cache.set(ctx.namespaceId, ctx.actor, version, grants, ctx, built.view);
+  if (version === undefined) {
+    const grants = await loadGrants(options, ctx);
+    if (grants === undefined) return undefined;
+    return (await buildView(options, ctx, grants))?.view;
   }
-  return built.view;
+  const known = version;
+  return reads.view(ctx, version, async () => {
+    const grants = await reads.grants(ctx, known, () => loadGrants(options, ctx));
+    if (grants === undefined) return undefined;
+    const built = await buildView(options, ctx, grants);
+    if (built === undefined) return undefined;
+    if (cache !== undefined && built.cacheable) {
+      cache.set(ctx.namespaceId, ctx.actor, known, grants, ctx, built.view);
+    }
+    return built.view;
+  });
+}
+
+/**
+ * Full grant-set reads in flight, by (namespace, subject, version): the turns that find no
+ * cached set for one version while another turn is reading it wait for that read instead of
+ * each reading the whole set again (a cold start of 400 turns of one agent holding 800 grants
+ * was 190 full reads on Redis). Only turns that read the *same* version join: each read its
+ * version itself after it began, so a revocation that committed before a turn asked has bumped
+ * the version that turn saw, and it never joins a read that may predate the revocation.
+ */
+class ColdReads {
+  readonly #grants = new Map<string, Promise<Grant[] | undefined>>();
+  /** The same, one level up: a set read and indexed for one turn shape (authority, owner, purpose). */
+  readonly #views = new Map<string, Promise<CachedView | undefined>>();
+
+  /** The holder's grant set at `version`: read by the first turn to ask, shared while in flight. */
+  grants(
+    ctx: AccessContext,
+    version: string,
+    read: () => Promise<Grant[] | undefined>,
+  ): Promise<Grant[] | undefined> {
+    return join(this.#grants, setKey(ctx, version), read);
+  }
+
+  /**
+   * The set indexed for the turn's shape. Indexing 800 grants for each of 400 turns cost more
+   * than the read itself; turns of one shape share the index, as they would from the cache.
+   */
+  view(
+    ctx: AccessContext,
+    version: string,
+    build: () => Promise<CachedView | undefined>,
+  ): Promise<CachedView | undefined> {
+    const { authority, owner, purpose } = ctx;
+    const key =
+      `${setKey(ctx, version)}\u0000${authority.length}:${authority}` +
+      `${owner === undefined ? "-" : `${owner.length}:${owner}`}` +
+      `${purpose === undefined ? "-" : `${purpose.length}:${purpose}`}`;
+    return join(this.#views, key, build);
+  }
+}
+
+/** Length-prefixed: no two (namespace, subject, version) triples make the same key. */
+function setKey(ctx: AccessContext, version: string): string {
+  return `${ctx.namespaceId.length}:${ctx.namespaceId}${ctx.actor.length}:${ctx.actor}${version.length}:${version}`;
+}
+
+function join<T>(
+  inFlight: Map<string, Promise<T>>,
+  key: string,
+  start: () => Promise<T>,
+): Promise<T> {
+  let pending = inFlight.get(key);
+  if (pending === undefined) {
+    pending = start().finally(() => inFlight.delete(key));
+    inFlight.set(key, pending);
+  }
+  return pending;
 }
 
 function cacheFor(options: KernelOptions): TurnCache | undefined {
@@ -246,10 +313,11 @@ export function createKernel(options: KernelOptions): Kernel {
   const clock = options.clock ?? systemClock;
   // Per kernel, so per usage store: see turn-cache.ts for why shared indexes are safe.
   const cache = cacheFor(options);
+  const reads = new ColdReads();
   const kernel: Kernel = {
     async openTurnAuthority(input: AccessContext): Promise<TurnAuthority> {
       const ctx = Object.freeze(parseContext(input));
-      const view = await openIndex(options, cache, ctx);
+      const view = await openIndex(options, cache, reads, ctx);
       const audit = new AuditWriter(options.audit, ctx);
       const scope: DecisionScope | undefined =
         view === undefined
