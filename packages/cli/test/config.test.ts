@@ -62,6 +62,29 @@ describe("serve configuration: file < environment < flags", () => {
     ).toMatchObject({ host: "::1", port: 9002, store: "postgres://p/db" });
   });
 
+  it("layers the request timeouts like every other key, each on its own", () => {
+    const dir = dataDir({ ...base, headersTimeoutMs: 2000, requestTimeoutMs: 20_000 });
+    expect(loadServeConfig({ data: dir }, {}).timeouts).toEqual({
+      headersTimeoutMs: 2000,
+      requestTimeoutMs: 20_000,
+    });
+    expect(loadServeConfig({ data: dataDir(base) }, {})).not.toHaveProperty("timeouts");
+    const env = { TESSERA_DATA: dir, TESSERA_REQUEST_TIMEOUT_MS: "15000" };
+    expect(loadServeConfig({}, env).timeouts).toEqual({
+      headersTimeoutMs: 2000,
+      requestTimeoutMs: 15_000,
+    });
+    expect(
+      loadServeConfig({ requestTimeout: 9000, connectionTimeout: 60_000 }, env).timeouts,
+    ).toEqual({ headersTimeoutMs: 2000, requestTimeoutMs: 9000, connectionTimeoutMs: 60_000 });
+    expect(
+      refusal(() => loadServeConfig({}, { ...env, TESSERA_KEEP_ALIVE_TIMEOUT_MS: "0" })),
+    ).toMatchObject({ code: "invalid_config", message: /TESSERA_KEEP_ALIVE_TIMEOUT_MS/ });
+    expect(
+      refusal(() => loadServeConfig({ data: dataDir({ ...base, requestTimeoutMs: 1.5 }) }, {})),
+    ).toMatchObject({ code: "invalid_config", message: /requestTimeoutMs/ });
+  });
+
   it("uses the private claim directory only with the file's own store", () => {
     const dir = dataDir({ ...base, claims: "claims" });
     expect(loadServeConfig({ data: dir }, {}).claims).toBe(`${dir}/claims`);

@@ -17,6 +17,7 @@ import { decisionRoutes } from "./routes/decisions.js";
 import { deriveRoute } from "./routes/derive.js";
 import { grantRoutes } from "./routes/grants.js";
 import type { ServiceStores } from "./service.js";
+import { fastifyTimeouts, type ServerTimeouts, serverTimeouts } from "./timeouts.js";
 
 export const MAX_BODY_BYTES = 64 * 1024;
 
@@ -33,6 +34,12 @@ export interface AppOptions {
   readonly retryWaitMs?: number;
   /** The A2UI gate's catalogs and function endpoint; without it the A2UI routes answer 404. */
   readonly a2ui?: A2uiOptions;
+  /**
+   * How long a client may take to send a request, or stay idle (`DEFAULT_TIMEOUTS` when
+   * absent). Applied to the server Fastify makes (`listen`, or `app.listen`); a host that
+   * mounts the request listener in its own server sets that server's own.
+   */
+  readonly timeouts?: ServerTimeouts;
   /** Set by `createTesseraService`: the request listener, for a host's own server. */
   readonly onHandler?: (handler: (req: IncomingMessage, res: ServerResponse) => void) => void;
 }
@@ -68,6 +75,7 @@ export function buildApp(options: AppOptions): FastifyInstance {
     genReqId: (request) => saneRequestId(request.headers["x-request-id"]) ?? randomUUID(),
     requestIdHeader: false,
     return503OnClosing: true,
+    ...fastifyTimeouts(serverTimeouts(options.timeouts)),
     // A target Fastify cannot read (a bad absolute-form URL) is answered in the service's shape.
     frameworkErrors: (_error, _request, reply) => {
       const problem = new HttpProblem("invalid_request", "the request target is malformed");

@@ -22,6 +22,7 @@ export {
   type TesseraService,
   type TesseraServiceOptions,
 } from "./service.js";
+export { DEFAULT_TIMEOUTS, type ServerTimeouts } from "./timeouts.js";
 export {
   verifyWebhookSignature,
   type WebhookRecipient,

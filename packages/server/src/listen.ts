@@ -3,8 +3,9 @@ import { openStores, type StoreBundle, TesseraError } from "@tessera/core";
 import { buildApp } from "./app.js";
 import { parsePrincipals } from "./principals.js";
 import { appOptions, type ServiceStores, type TesseraServiceOptions } from "./service.js";
+import { type ServerTimeouts, serverTimeouts } from "./timeouts.js";
 
-export interface ListenOptions extends Omit<TesseraServiceOptions, "stores"> {
+export interface ListenOptions extends Omit<TesseraServiceOptions, "stores">, ServerTimeouts {
   /**
    * A store URL (`sqlite:./tessera.db`, `postgres://…`, `redis://…`), opened with core's
    * `openStores(url)` and closed by `close()`; or open stores the host keeps and closes.
@@ -30,8 +31,9 @@ export interface RunningServer {
 
 /** The service in a server of its own, listening once this resolves. */
 export async function listen(options: ListenOptions): Promise<RunningServer> {
-  // Checked before a store URL is opened: a bad principals file costs no connection.
+  // Checked before a store URL is opened: bad principals or timeouts cost no connection.
   parsePrincipals({ principals: options.principals });
+  const timeouts = serverTimeouts(options);
   const owned: StoreBundle | undefined =
     typeof options.stores === "string" ? await openStores(options.stores) : undefined;
   const stores = owned ?? (options.stores as ServiceStores);
@@ -39,7 +41,7 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   const port = options.port ?? 8787;
   let app: ReturnType<typeof buildApp>;
   try {
-    app = buildApp(appOptions({ ...options, stores }));
+    app = buildApp({ ...appOptions({ ...options, stores }), timeouts });
     await app.listen({ host, port }).catch((error: unknown) => {
       throw listenFailure(error, `${host.includes(":") ? `[${host}]` : host}:${port}`);
     });

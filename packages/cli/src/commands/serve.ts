@@ -43,6 +43,26 @@ export function serveCommand(): Command {
       "JSON: { catalogs, functionEndpoint? } for the A2UI gate routes (or TESSERA_A2UI, or a2ui in tessera.json)",
       nonEmpty,
     )
+    .option(
+      "--headers-timeout <ms>",
+      "a client's headers must arrive within this (default 10000; or TESSERA_HEADERS_TIMEOUT_MS, or headersTimeoutMs in tessera.json)",
+      wholeNumber(1, 3_600_000),
+    )
+    .option(
+      "--request-timeout <ms>",
+      "a client's whole request, body included, must arrive within this (default 30000; or TESSERA_REQUEST_TIMEOUT_MS, or requestTimeoutMs)",
+      wholeNumber(1, 3_600_000),
+    )
+    .option(
+      "--keep-alive-timeout <ms>",
+      "an idle kept-alive connection is closed after this (default 72000; or TESSERA_KEEP_ALIVE_TIMEOUT_MS, or keepAliveTimeoutMs)",
+      wholeNumber(1, 3_600_000),
+    )
+    .option(
+      "--connection-timeout <ms>",
+      "a connection with no byte either way for this long is closed, even mid-answer (default 300000; or TESSERA_CONNECTION_TIMEOUT_MS, or connectionTimeoutMs)",
+      wholeNumber(1, 3_600_000),
+    )
     .option("--json", "print the listening and stopped events as JSON lines")
     .action(async (options: ServeCommandOptions) => {
       const config = loadServeConfig(options);
@@ -69,6 +89,7 @@ export function serveCommand(): Command {
         principals,
         host: config.host,
         port: config.port,
+        ...config.timeouts,
         ...(transport === undefined ? {} : { transport }),
         ...(a2ui === undefined ? {} : { a2ui }),
       }).catch(async (error: unknown) => {

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { TesseraError } from "@tessera/core";
+import type { ServerTimeouts } from "@tessera/server";
 import type { z } from "zod";
 import { checkDataDir, dataPath } from "./data-dir.js";
 import {
@@ -27,6 +28,8 @@ export interface ServeConfig {
   readonly webhooks?: string;
   /** The A2UI catalogs file. */
   readonly a2ui?: string;
+  /** The service's request timeouts given in any layer; absent ones take the service's defaults. */
+  readonly timeouts?: ServerTimeouts;
 }
 
 export interface ServeFlags {
@@ -37,6 +40,10 @@ export interface ServeFlags {
   port?: number;
   webhooks?: string;
   a2ui?: string;
+  headersTimeout?: number;
+  requestTimeout?: number;
+  keepAliveTimeout?: number;
+  connectionTimeout?: number;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -74,6 +81,7 @@ export function loadServeConfig(flags: ServeFlags, env: Env = process.env): Serv
   const tls = fromEnv.TESSERA_TLS ?? file?.tls;
   const webhooks = flags.webhooks ?? fromEnv.TESSERA_WEBHOOKS ?? inDir(file?.webhooks);
   const a2ui = flags.a2ui ?? fromEnv.TESSERA_A2UI ?? inDir(file?.a2ui);
+  const timeouts = layeredTimeouts(flags, fromEnv, file);
   // The claim directory is private to this machine: it serves the file's own store only. A
   // store named by flag or environment (PostgreSQL or Redis shared by several instances)
   // brings its own shared claims, which every instance must use.
@@ -89,7 +97,41 @@ export function loadServeConfig(flags: ServeFlags, env: Env = process.env): Serv
     ...(tls === undefined ? {} : { tls }),
     ...(webhooks === undefined ? {} : { webhooks }),
     ...(a2ui === undefined ? {} : { a2ui }),
+    ...(timeouts === undefined ? {} : { timeouts }),
   });
+}
+
+/** Each timeout from its flag, else its variable, else the file; undefined when none is given. */
+function layeredTimeouts(
+  flags: ServeFlags,
+  env: z.output<typeof ServeEnvSchema>,
+  file: ConfigFile | undefined,
+): ServerTimeouts | undefined {
+  const pick = (...values: (number | undefined)[]) => values.find((v) => v !== undefined);
+  const timeouts = {
+    headersTimeoutMs: pick(
+      flags.headersTimeout,
+      env.TESSERA_HEADERS_TIMEOUT_MS,
+      file?.headersTimeoutMs,
+    ),
+    requestTimeoutMs: pick(
+      flags.requestTimeout,
+      env.TESSERA_REQUEST_TIMEOUT_MS,
+      file?.requestTimeoutMs,
+    ),
+    keepAliveTimeoutMs: pick(
+      flags.keepAliveTimeout,
+      env.TESSERA_KEEP_ALIVE_TIMEOUT_MS,
+      file?.keepAliveTimeoutMs,
+    ),
+    connectionTimeoutMs: pick(
+      flags.connectionTimeout,
+      env.TESSERA_CONNECTION_TIMEOUT_MS,
+      file?.connectionTimeoutMs,
+    ),
+  };
+  const given = Object.entries(timeouts).filter(([, value]) => value !== undefined);
+  return given.length === 0 ? undefined : (Object.fromEntries(given) as ServerTimeouts);
 }
 
 /** Where a client command sends its requests, and with which bearer token. */

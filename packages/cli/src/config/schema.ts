@@ -2,6 +2,8 @@ import { z } from "zod";
 
 const text = z.string().min(1, "expected a non-empty string").max(4096);
 const port = z.number().int().min(0).max(65_535);
+/** A timeout in whole milliseconds, up to an hour. */
+const ms = z.number().int().min(1).max(3_600_000);
 
 /**
  * How TLS reaches this service. `proxy`: a TLS-terminating proxy in front of it (the service
@@ -28,6 +30,11 @@ export const ConfigFileSchema = z.strictObject({
   webhooks: text.optional(),
   /** The A2UI gate's catalogs file (`tessera serve --a2ui`). */
   a2ui: text.optional(),
+  /** How long a client may take to send a request or stay idle (`tessera serve --*-timeout`). */
+  headersTimeoutMs: ms.optional(),
+  requestTimeoutMs: ms.optional(),
+  keepAliveTimeoutMs: ms.optional(),
+  connectionTimeoutMs: ms.optional(),
 });
 export type ConfigFile = z.infer<typeof ConfigFileSchema>;
 
@@ -36,6 +43,11 @@ const envPort = z
   .regex(/^\d{1,5}$/, "expected a whole number from 0 to 65535")
   .transform(Number)
   .pipe(port);
+const envMs = z
+  .string()
+  .regex(/^\d{1,7}$/, "expected whole milliseconds from 1 to 3600000")
+  .transform(Number)
+  .pipe(ms);
 
 /**
  * The environment a service reads. A variable set to the empty string is refused, never
@@ -50,6 +62,10 @@ export const ServeEnvSchema = z.object({
   TESSERA_TLS: TlsSchema.optional(),
   TESSERA_WEBHOOKS: text.optional(),
   TESSERA_A2UI: text.optional(),
+  TESSERA_HEADERS_TIMEOUT_MS: envMs.optional(),
+  TESSERA_REQUEST_TIMEOUT_MS: envMs.optional(),
+  TESSERA_KEEP_ALIVE_TIMEOUT_MS: envMs.optional(),
+  TESSERA_CONNECTION_TIMEOUT_MS: envMs.optional(),
 });
 
 /** The environment a client command reads. */
