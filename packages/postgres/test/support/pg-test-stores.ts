@@ -33,7 +33,11 @@ export function withParams(base: string, params: Record<string, string>): string
   return url.toString();
 }
 
-export async function openTestStores(baseUrl: string): Promise<TestStores> {
+/** `overrides` replace the URL options below (a short `statementTimeoutMs` for a fault test). */
+export async function openTestStores(
+  baseUrl: string,
+  overrides: Record<string, string> = {},
+): Promise<TestStores> {
   const schema = freshSchema();
   const applicationName = `tessera_${schema}`.slice(0, 63);
   const target = new URL(baseUrl);
@@ -47,6 +51,7 @@ export async function openTestStores(baseUrl: string): Promise<TestStores> {
     application_name: applicationName,
     connectTimeoutMs: "20000",
     statementTimeoutMs: "30000",
+    ...overrides,
   };
   try {
     const stores = await openStores(withParams(viaProxy.toString(), params));
@@ -131,14 +136,16 @@ export function codeOf(error: unknown): ErrorCode | undefined {
  * Stores opened by a test and closed after it, mocks restored: registers the `afterEach` and
  * returns the opener. Call it once at the top of a test file.
  */
-export function storesPerTest(baseUrl: string | undefined): () => Promise<TestStores> {
+export function storesPerTest(
+  baseUrl: string | undefined,
+): (overrides?: Record<string, string>) => Promise<TestStores> {
   const cleanups: (() => Promise<void>)[] = [];
   afterEach(async () => {
     vi.restoreAllMocks();
     for (const cleanup of cleanups.splice(0)) await cleanup();
   });
-  return async () => {
-    const stores = await openTestStores(baseUrl as string);
+  return async (overrides) => {
+    const stores = await openTestStores(baseUrl as string, overrides);
     cleanups.push(() => stores.close());
     return stores;
   };
