@@ -1,28 +1,24 @@
-import {
-  type ClaimKey,
-  type ClaimReceipt,
-  type ClaimRecord,
-  type ClaimResult,
-  type ClaimStore,
-  type StoredClaim,
-  TesseraError,
+import type {
+  ClaimKey,
+  ClaimReceipt,
+  ClaimRecord,
+  ClaimResult,
+  ClaimStore,
+  JsonValue,
+  StoredClaim,
 } from "@tessera/core";
-import { checkClaimKey, checkReceipt, checkRecord, checkSession } from "@tessera/core/store-kit";
+import { TesseraError } from "@tessera/core";
+import {
+  checkClaimKey,
+  checkReceipt,
+  checkRecord,
+  checkSession,
+  serializeAnswer,
+} from "@tessera/core/store-kit";
+import { inDoubtRows, insertOrRead, readClaim, settleRow } from "./claim-rows.js";
 import type { SqliteDatabase } from "./database.js";
 
 const CODE = "claim_store_unavailable";
-const COLUMNS =
-  "session, function_call_id, body_hash, claimed_at, worker, receipt_status, settled_at";
-
-interface ClaimRow {
-  session: string;
-  function_call_id: string;
-  body_hash: string;
-  claimed_at: number;
-  worker: string | null;
-  receipt_status: ClaimReceipt["status"] | null;
-  settled_at: number | null;
-}
 
 /**
  * Claims keyed by (session, functionCallId): a claim is one `INSERT … ON CONFLICT DO
@@ -50,7 +46,7 @@ export class SqliteClaimStore implements ClaimStore {
     try {
       checkClaimKey(key);
       checkRecord(record);
-      return this.#write(() => this.#insertOrRead(key, record));
+      return this.#write(() => insertOrRead(this.#db, key, record));
     } catch (error) {
       return Promise.reject(error);
     }
@@ -60,22 +56,17 @@ export class SqliteClaimStore implements ClaimStore {
   claimNow(key: ClaimKey, record: ClaimRecord): ClaimResult {
     checkClaimKey(key);
     checkRecord(record);
-    return this.#run(() => this.#insertOrRead(key, record));
+    return this.#run(() => insertOrRead(this.#db, key, record));
   }
 
-  async settle(key: ClaimKey, receipt: ClaimReceipt): Promise<void> {
+  /** Receipt and answer in one UPDATE of an unsettled claim: the first settle stands whole. */
+  async settle(key: ClaimKey, receipt: ClaimReceipt, answer?: JsonValue): Promise<void> {
     checkClaimKey(key);
     checkReceipt(receipt);
+    const text = serializeAnswer(answer);
     await this.#write(() => {
-      // Only an unsettled claim takes an outcome: the first outcome stands.
-      const { changes } = this.#db
-        .statement(
-          `UPDATE tessera_claims SET receipt_status = ?, settled_at = ?
-           WHERE session = ? AND function_call_id = ? AND receipt_status IS NULL`,
-        )
-        .run(receipt.status, receipt.settledAt, key.session, key.functionCallId);
       // Refused having written nothing, so the rest of its batch still commits.
-      if (changes === 0 && !this.#read(key)) {
+      if (!settleRow(this.#db, key, receipt, text) && !readClaim(this.#db, key)) {
         throw new TesseraError("invalid_input", "settle: no such claim");
       }
     }, false);
@@ -83,27 +74,12 @@ export class SqliteClaimStore implements ClaimStore {
 
   async get(key: ClaimKey): Promise<StoredClaim | undefined> {
     checkClaimKey(key);
-    return this.#run(() => this.#read(key));
+    return this.#run(() => readClaim(this.#db, key));
   }
 
   async listInDoubt(session?: string): Promise<StoredClaim[]> {
     checkSession(session, true);
-    return this.#run(() => {
-      const rows = (
-        session === undefined
-          ? this.#db
-              .statement(
-                `SELECT ${COLUMNS} FROM tessera_claims WHERE receipt_status IS NULL ORDER BY claimed_at, session, function_call_id`,
-              )
-              .all()
-          : this.#db
-              .statement(
-                `SELECT ${COLUMNS} FROM tessera_claims WHERE session = ? AND receipt_status IS NULL ORDER BY claimed_at, session, function_call_id`,
-              )
-              .all(session)
-      ) as ClaimRow[];
-      return rows.map(toStoredClaim);
-    });
+    return this.#run(() => inDoubtRows(this.#db, session));
   }
 
   async endSession(session: string): Promise<void> {
@@ -116,36 +92,6 @@ export class SqliteClaimStore implements ClaimStore {
   async close(): Promise<void> {
     this.#closed = true;
     await this.#release?.();
-  }
-
-  #insertOrRead(key: ClaimKey, record: ClaimRecord): ClaimResult {
-    // A row deleted by a concurrent endSession between our insert and our read is retried;
-    // the host never reuses an ended session, so this is bounded in practice.
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const inserted = this.#db
-        .statement(
-          `INSERT INTO tessera_claims (session, function_call_id, body_hash, claimed_at, worker)
-           VALUES (?, ?, ?, ?, ?) ON CONFLICT (session, function_call_id) DO NOTHING`,
-        )
-        .run(
-          key.session,
-          key.functionCallId,
-          record.bodyHash,
-          record.claimedAt,
-          record.worker ?? null,
-        );
-      if (inserted.changes === 1) return { status: "claimed" };
-      const existing = this.#read(key);
-      if (existing) return { status: "already_claimed", existing };
-    }
-    throw new TesseraError(CODE, "the claim kept disappearing while it was being read");
-  }
-
-  #read(key: ClaimKey): StoredClaim | undefined {
-    const row = this.#db
-      .statement(`SELECT ${COLUMNS} FROM tessera_claims WHERE session = ? AND function_call_id = ?`)
-      .get(key.session, key.functionCallId) as ClaimRow | undefined;
-    return row ? toStoredClaim(row) : undefined;
   }
 
   #run<T>(work: () => T): T {
@@ -161,17 +107,4 @@ export class SqliteClaimStore implements ClaimStore {
     if (this.#closed) throw new TesseraError(CODE, "the claim store is closed");
     return this.#db.write(CODE, work, flush);
   }
-}
-
-function toStoredClaim(row: ClaimRow): StoredClaim {
-  return {
-    session: row.session,
-    functionCallId: row.function_call_id,
-    bodyHash: row.body_hash,
-    claimedAt: row.claimed_at,
-    ...(row.worker === null ? {} : { worker: row.worker }),
-    ...(row.receipt_status === null
-      ? {}
-      : { receipt: { status: row.receipt_status, settledAt: row.settled_at ?? 0 } }),
-  };
 }

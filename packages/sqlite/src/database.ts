@@ -1,18 +1,10 @@
 import { statSync } from "node:fs";
 import { performance } from "node:perf_hooks";
-import { type ErrorCode, isTesseraError, TesseraError } from "@tessera/core";
 import BetterSqlite3 from "better-sqlite3";
 import type { SqliteConfig } from "./config.js";
 import { GroupCommit } from "./group-commit.js";
 import { refuseSecondName, SHARE_THE_DIRECTORY } from "./single-name.js";
-
-/** The `*_unavailable` code a port reports when SQLite cannot answer. */
-export type UnavailableCode =
-  | "usage_store_unavailable"
-  | "claim_store_unavailable"
-  | "grant_store_unavailable"
-  | "audit_unavailable"
-  | "store_unavailable";
+import { type UnavailableCode, unavailable } from "./unavailable.js";
 
 /**
  * One better-sqlite3 connection shared by the ports of a bundle. Every statement runs
@@ -142,6 +134,14 @@ export class SqliteDatabase {
    */
   write<T>(code: UnavailableCode, work: () => T, flush = true): Promise<T> {
     return this.#group.submit(code, work, flush);
+  }
+
+  /**
+   * `write` that always joins the tick's batch, even when the connection was idle (see
+   * `GroupCommit.enqueue`): for acts, whose batch is one commit however many start together.
+   */
+  writeBatched<T>(code: UnavailableCode, work: () => T): Promise<T> {
+    return this.#group.enqueue(code, work);
   }
 
   statement(sql: string): BetterSqlite3.Statement {
@@ -281,14 +281,4 @@ function retryWhileBusy(work: () => unknown, timeoutMs: number): void {
       Atomics.wait(pause, 0, 0, delay);
     }
   }
-}
-
-export function unavailable(code: UnavailableCode, error: unknown): Error {
-  if (isTesseraError(error)) return error;
-  // The driver's code (SQLITE_BUSY, SQLITE_IOERR…) names the failure without echoing data.
-  const driverCode = (error as { code?: unknown })?.code;
-  const what = typeof driverCode === "string" ? driverCode : "connection closed or unusable";
-  return new TesseraError(code as ErrorCode, `SQLite store unavailable (${what})`, {
-    cause: error,
-  });
 }

@@ -1,5 +1,5 @@
 import { isTesseraError, TesseraError } from "@tessera/core";
-import { type UnavailableCode, unavailable } from "./database.js";
+import { type UnavailableCode, unavailable } from "./unavailable.js";
 
 const MAX_BATCH = 512;
 
@@ -94,6 +94,16 @@ export class GroupCommit {
         return Promise.reject(ownOrRecoded(code, error));
       }
     }
+    return this.enqueue(code, work, flush);
+  }
+
+  /**
+   * `submit` without the idle shortcut: always queued, so every write issued in this tick
+   * lands in one batch, the first included. An act takes this way: 50 acts started together
+   * cost one commit, not the first one's plus the batch's (one microtask more for an act
+   * alone, which commits once either way).
+   */
+  enqueue<T>(code: UnavailableCode, work: () => T, flush = true): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.#queue.push({ code, work, flush, resolve: resolve as (value: unknown) => void, reject });
       if (this.#scheduled) return;

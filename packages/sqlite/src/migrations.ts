@@ -1,5 +1,6 @@
 import { TesseraError } from "@tessera/core";
-import type { SqliteDatabase, UnavailableCode } from "./database.js";
+import type { SqliteDatabase } from "./database.js";
+import type { UnavailableCode } from "./unavailable.js";
 
 /**
  * Versioned schema. A migration is never edited once released: a change is a new entry.
@@ -112,6 +113,15 @@ const MIGRATIONS: readonly { readonly version: number; readonly sql: string }[] 
       END;
     `,
   },
+  {
+    // Claims keep their answer (a reply, a message ID, a tool result) in a column of their
+    // own, written by the settle that writes the receipt. Claims settled before it have none.
+    version: 4,
+    sql: `
+      ALTER TABLE tessera_claims
+        ADD COLUMN answer TEXT CHECK (answer IS NULL OR json_valid(answer));
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0;
@@ -120,9 +130,14 @@ export const SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0;
  * Brings the schema to `SCHEMA_VERSION`. Everything happens inside BEGIN IMMEDIATE, so when
  * two processes open a new file at once, one migrates while the other waits for the write
  * lock (busy timeout), then finds the version already current and does nothing. A file
- * written by a newer Tessera is refused rather than guessed at.
+ * written by a newer Tessera is refused rather than guessed at. `target` (tests only) stops at
+ * an older version, to build a file as an earlier release left it.
  */
-export function migrate(db: SqliteDatabase, failCode: UnavailableCode): number {
+export function migrate(
+  db: SqliteDatabase,
+  failCode: UnavailableCode,
+  target = SCHEMA_VERSION,
+): number {
   const applied = db.run(failCode, () =>
     db.immediate(() => {
       db.exec(
@@ -140,7 +155,9 @@ export function migrate(db: SqliteDatabase, failCode: UnavailableCode): number {
           `the database schema (version ${current}) is newer than this @tessera/sqlite (${SCHEMA_VERSION})`,
         );
       }
-      const pending = MIGRATIONS.filter((migration) => migration.version > current);
+      const pending = MIGRATIONS.filter(
+        (migration) => migration.version > current && migration.version <= target,
+      );
       for (const migration of pending) {
         db.exec(migration.sql);
         db.statement("INSERT INTO tessera_schema_version (version, applied_at) VALUES (?, ?)").run(

@@ -7,6 +7,7 @@ import type {
   StoreBundle,
 } from "@tessera/core";
 import { storeOpeners } from "@tessera/core/store-kit";
+import { SqliteActLedger } from "./act-ledger.js";
 import { SqliteAuditSink } from "./audit-sink.js";
 import { SqliteClaimStore } from "./claim-store.js";
 import { parseSqliteUrl } from "./config.js";
@@ -34,6 +35,7 @@ const openers = storeOpeners<SqliteDatabase>({
   grants: (db) => new SqliteGrantStore(db),
   audit: (db) => new SqliteAuditSink(db),
   claims: (db, release) => new SqliteClaimStore(db, release),
+  acts: (db) => new SqliteActLedger(db),
 });
 
 /**

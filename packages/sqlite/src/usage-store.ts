@@ -1,6 +1,5 @@
 import type { ConsumeResult, GrantUsageStore } from "@tessera/core";
 import { checkCarve, checkId, checkMaxUses } from "@tessera/core/store-kit";
-import type { Statement } from "better-sqlite3";
 import type { SqliteDatabase } from "./database.js";
 
 const CODE = "usage_store_unavailable";
@@ -14,7 +13,6 @@ const CODE = "usage_store_unavailable";
  */
 export class SqliteUsageStore implements GrantUsageStore {
   readonly #db: SqliteDatabase;
-  #consume: Statement | undefined;
 
   constructor(db: SqliteDatabase) {
     this.#db = db;
@@ -37,7 +35,7 @@ export class SqliteUsageStore implements GrantUsageStore {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#db.write(CODE, () => this.#consumeOne(namespaceId, grantId, maxUses));
+    return this.#db.write(CODE, () => consumeRow(this.#db, namespaceId, grantId, maxUses));
   }
 
   async tryConsumeMany(
@@ -61,7 +59,7 @@ export class SqliteUsageStore implements GrantUsageStore {
         )
         .all(namespaceId, grantId, count, maxUses) as { used: number }[];
       if (row) return { consumed: true, used: row.used };
-      return { consumed: false, used: this.#readRow(namespaceId, grantId) };
+      return { consumed: false, used: usedOf(this.#db, namespaceId, grantId) };
     });
   }
 
@@ -70,38 +68,47 @@ export class SqliteUsageStore implements GrantUsageStore {
     checkId(namespaceId, "namespaceId");
     checkId(grantId, "grantId");
     checkMaxUses(maxUses);
-    return this.#db.run(CODE, () => this.#consumeOne(namespaceId, grantId, maxUses));
-  }
-
-  #consumeOne(namespaceId: string, grantId: string, maxUses: number): ConsumeResult {
-    // One statement: the insert of a first use, or the guarded add. The new count comes back
-    // through tessera_note() (database.ts), called by the guard only on the row it lets
-    // through; an insert does not call it, and its count is 1. `changes` says which way it
-    // went. Run to its end (`run()`, never a reset midway): its errors surface and SQLite
-    // runs its WAL auto-checkpoint after the commit (see docs/stores.md on `get()`).
-    this.#consume ??= this.#db.statement(
-      `INSERT INTO tessera_usage (namespace_id, grant_id, used) VALUES (?, ?, 1)
-       ON CONFLICT (namespace_id, grant_id) DO UPDATE SET used = used + 1
-       WHERE used < ? AND tessera_note(used + 1)`,
-    );
-    this.#db.noted = 1;
-    if (this.#consume.run(namespaceId, grantId, maxUses).changes === 1) {
-      return { consumed: true, used: this.#db.noted };
-    }
-    // Refused by the guard. This read only reports the count: the statement above decided.
-    return { consumed: false, used: this.#readRow(namespaceId, grantId) };
+    return this.#db.run(CODE, () => consumeRow(this.#db, namespaceId, grantId, maxUses));
   }
 
   readUsage(namespaceId: string, grantId: string): number {
     checkId(namespaceId, "namespaceId");
     checkId(grantId, "grantId");
-    return this.#db.run(CODE, () => this.#readRow(namespaceId, grantId));
+    return this.#db.run(CODE, () => usedOf(this.#db, namespaceId, grantId));
   }
+}
 
-  #readRow(namespaceId: string, grantId: string): number {
-    const row = this.#db
-      .statement("SELECT used FROM tessera_usage WHERE namespace_id = ? AND grant_id = ?")
-      .get(namespaceId, grantId) as { used: number } | undefined;
-    return row?.used ?? 0;
+/** One guarded consume: the insert of a first use, or the add while `used < max`. */
+const CONSUME = `INSERT INTO tessera_usage (namespace_id, grant_id, used) VALUES (?, ?, 1)
+  ON CONFLICT (namespace_id, grant_id) DO UPDATE SET used = used + 1
+  WHERE used < ? AND tessera_note(used + 1)`;
+
+/**
+ * Spends one use of a bounded grant under the caller's write lock (its own autocommit
+ * statement, a batch, or an act's transaction). Shared by the usage store and the act ledger.
+ */
+export function consumeRow(
+  db: SqliteDatabase,
+  namespaceId: string,
+  grantId: string,
+  maxUses: number,
+): ConsumeResult {
+  // One statement: the insert of a first use, or the guarded add. The new count comes back
+  // through tessera_note() (database.ts), called by the guard only on the row it lets
+  // through; an insert does not call it, and its count is 1. `changes` says which way it
+  // went. Run to its end (`run()`, never a reset midway): its errors surface and SQLite
+  // runs its WAL auto-checkpoint after the commit (see docs/stores.md on `get()`).
+  db.noted = 1;
+  if (db.statement(CONSUME).run(namespaceId, grantId, maxUses).changes === 1) {
+    return { consumed: true, used: db.noted };
   }
+  // Refused by the guard. This read only reports the count: the statement above decided.
+  return { consumed: false, used: usedOf(db, namespaceId, grantId) };
+}
+
+function usedOf(db: SqliteDatabase, namespaceId: string, grantId: string): number {
+  const row = db
+    .statement("SELECT used FROM tessera_usage WHERE namespace_id = ? AND grant_id = ?")
+    .get(namespaceId, grantId) as { used: number } | undefined;
+  return row?.used ?? 0;
 }

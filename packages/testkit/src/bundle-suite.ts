@@ -70,7 +70,14 @@ export function describeStoreBundleConformance(name: string, factory: BundleFact
       try {
         const stores = await openStores(url);
         expect(Object.isFrozen(stores)).toBe(true);
-        expect(Object.keys(stores).sort()).toEqual(["audit", "claims", "close", "grants", "usage"]);
+        expect(Object.keys(stores).sort()).toEqual([
+          "acts",
+          "audit",
+          "claims",
+          "close",
+          "grants",
+          "usage",
+        ]);
         expect(await stores.usage.tryConsume("ns", "g", 1)).toEqual({ consumed: true, used: 1 });
         await stores.close();
         await expectClosedStoresRefuse(stores);

@@ -1,0 +1,96 @@
+import {
+  type Act,
+  type ActLedger,
+  type ActResult,
+  type AuditEvent,
+  isTesseraError,
+  TesseraError,
+} from "@tessera/core";
+import { checkAct, deniedAnswerOf } from "@tessera/core/store-kit";
+import { type AuditChainWriter, chainOf } from "./audit-link.js";
+import { insertOrRead, settleRow } from "./claim-rows.js";
+import type { SqliteDatabase } from "./database.js";
+import { unavailable } from "./unavailable.js";
+import { consumeRow } from "./usage-store.js";
+
+const CODE = "store_unavailable";
+
+/**
+ * The act ledger on SQLite: an act's claim, spend, event and (for a denial) receipt are
+ * statements of one `BEGIN IMMEDIATE … COMMIT`, so a fault anywhere leaves all of it or none.
+ *
+ * Acts issued in the same tick share that transaction with each other and with the
+ * connection's other writes (`group-commit.ts`, always queued: `writeBatched`): one commit,
+ * one fsync at `synchronous=FULL`, per batch, however many acts it holds. The statements of
+ * one act run back to back under the write lock, so the second claim of a call ID sees the
+ * first one's row, a spend sees every use spent before it, and each event is linked after
+ * the head its predecessor left (`audit-link.ts`). An act alone opens its own BEGIN
+ * IMMEDIATE: still one commit.
+ *
+ * Nothing of an act is written before its last check: `checkAct` runs first, and after the
+ * first statement only a driver error can be thrown, which rolls back the whole batch. Any
+ * other error there is turned into `store_unavailable` for the same reason, rather than be
+ * kept as one caller's refusal while the rest of the batch (half of this act) commits.
+ */
+export class SqliteActLedger implements ActLedger {
+  readonly #db: SqliteDatabase;
+  readonly #chain: AuditChainWriter;
+
+  constructor(db: SqliteDatabase) {
+    this.#db = db;
+    this.#chain = chainOf(db);
+  }
+
+  /** Not `async`: the batch's own promise is returned as it is (see the usage store). */
+  record(act: Act): Promise<ActResult> {
+    let checked: ReturnType<typeof checkAct>;
+    try {
+      checked = checkAct(act);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const { event, exhausted } = checked;
+    return this.#db.writeBatched(CODE, () =>
+      this.#db.inTransaction
+        ? this.#write(act, event, exhausted)
+        : this.#db.immediate(() => this.#write(act, event, exhausted)),
+    );
+  }
+
+  /** The act's statements, under the write lock of the transaction the caller holds. */
+  #write(act: Act, event: AuditEvent, exhausted: AuditEvent | undefined): ActResult {
+    try {
+      if (act.claim !== undefined) {
+        const claimed = insertOrRead(this.#db, act.claim.key, act.claim.record);
+        // Taken: nothing else of this act is written, and the caller reads the claim's answer.
+        if (claimed.status === "already_claimed") return claimed;
+      }
+      let recorded = event;
+      let used: number | undefined;
+      if (act.spend !== undefined) {
+        const { namespaceId, grantId, maxUses } = act.spend;
+        const spent = consumeRow(this.#db, namespaceId, grantId, maxUses);
+        used = spent.used;
+        if (!spent.consumed && exhausted !== undefined) recorded = exhausted;
+      }
+      this.#chain.append(recorded);
+      const denied = deniedAnswerOf(recorded);
+      if (act.claim !== undefined && denied !== undefined) {
+        // Nothing will run for a denial: its claim is settled now, with the refusal as answer.
+        const receipt = { status: "denied", settledAt: Date.parse(recorded.at) } as const;
+        settleRow(this.#db, act.claim.key, receipt, JSON.stringify(denied));
+      }
+      return Object.freeze({
+        status: "recorded",
+        recorded: recorded === event ? "event" : "exhausted",
+        ...(used === undefined ? {} : { used }),
+      });
+    } catch (error) {
+      if (isTesseraError(error) && error.code.endsWith("_unavailable")) throw error;
+      if (isTesseraError(error)) {
+        throw new TesseraError(CODE, "the act could not be recorded whole", { cause: error });
+      }
+      throw unavailable(CODE, error);
+    }
+  }
+}
