@@ -6,8 +6,10 @@ import {
   checkAuditFilter,
   EMPTY_HEAD,
   linkAuditEvent,
+  parseStoredAuditEvent,
   storageDigest,
 } from "@tessera/core/store-kit";
+import { decodeHead, encodeHead } from "./chain-head.js";
 import { type Connection, script } from "./connection.js";
 
 const CODE = "audit_unavailable";
@@ -51,21 +53,6 @@ for _, id in ipairs(ids) do
 end
 return out
 `);
-
-/** A head as the script stores it; the empty stream's is the empty string (no field). */
-function encodeHead(head: ChainHead): string {
-  return head.seq === 0 ? "" : `${head.seq}:${head.hash}`;
-}
-
-function decodeHead(text: string): ChainHead {
-  if (text === "") return EMPTY_HEAD;
-  const [seq, hash] = text.split(":");
-  const head = { seq: Number(seq), hash: hash ?? "" };
-  if (!Number.isSafeInteger(head.seq) || head.seq < 1 || !/^[0-9a-f]{64}$/.test(head.hash)) {
-    throw new TesseraError(CODE, "the audit stream's head is unreadable");
-  }
-  return head;
-}
 
 export class RedisAuditSink implements ReadableAuditSink {
   readonly #connection: Connection;
@@ -116,7 +103,7 @@ export class RedisAuditSink implements ReadableAuditSink {
       if (typeof reply !== "string") {
         throw new TesseraError(CODE, "the audit append script answered something unexpected");
       }
-      head = decodeHead(reply);
+      head = decodeHead(reply, CODE);
       // Others are writing the same stream: from the third try on, step aside for a moment
       // (random, so that the same processes do not collide again in step).
       if (attempt > 2) await new Promise((resolve) => setTimeout(resolve, Math.random() * attempt));
@@ -140,7 +127,7 @@ export class RedisAuditSink implements ReadableAuditSink {
         [this.#connection.key("audit"), index],
         [],
       );
-      events = (reply as string[]).map((json) => JSON.parse(json) as AuditEvent);
+      events = (reply as string[]).map((json, position) => parseStoredAuditEvent(json, position));
       if (callId !== undefined && traceId !== undefined) {
         events = events.filter((event) => event.traceId === traceId);
       }
@@ -150,7 +137,8 @@ export class RedisAuditSink implements ReadableAuditSink {
           ? redis.xrange(this.#connection.key("audit"), "-", "+")
           : redis.xrange(this.#connection.key("audit"), "-", "+", "COUNT", limit),
       );
-      events = entries.map(([, fields]) => JSON.parse(fields[1] as string) as AuditEvent);
+      // An entry replaced by text that is not an event is named by its position, not a crash.
+      events = entries.map(([, fields], position) => parseStoredAuditEvent(fields[1], position));
     }
     return limit === undefined ? events : events.slice(0, limit);
   }

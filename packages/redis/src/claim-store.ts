@@ -4,6 +4,7 @@ import {
   type ClaimRecord,
   type ClaimResult,
   type ClaimStore,
+  type JsonValue,
   type StoredClaim,
   TesseraError,
 } from "@tessera/core";
@@ -12,6 +13,7 @@ import {
   checkReceipt,
   checkRecord,
   checkSession,
+  serializeAnswer,
   storageDigest,
   uniqueStorageDigest,
 } from "@tessera/core/store-kit";
@@ -20,9 +22,10 @@ import { type Connection, scanKeys, script } from "./connection.js";
 const CODE = "claim_store_unavailable";
 
 /**
- * Settles each key with its receipt, in order: only ever appends to an existing, unsettled
- * claim (`KEEPTTL`), never creates one. Per key: 0 no claim, 1 settled, 2 already settled
- * (the first outcome stands, also for a key given twice).
+ * Settles each key with its receipt (and answer, when given: `ARGV[i]` is the settlement as
+ * stored, see `settlementOf`), in order: only ever appends to an existing, unsettled claim
+ * (`KEEPTTL`), never creates one. Per key: 0 no claim, 1 settled, 2 already settled (the first
+ * outcome stands, answer included, also for a key given twice).
  */
 const SETTLE = script(`
 local out = {}
@@ -49,8 +52,10 @@ interface PendingSettle {
 
 /**
  * Claims in Redis: one string key per claim, `<prefix>claim:<sha256(session)>:<sha256(id)>`,
- * holding the JSON record; once settled, a newline and the JSON receipt are appended (JSON
- * never contains a raw newline). A claim lives `claimTtlMs`, which must cover the host session.
+ * holding the JSON record; once settled, a newline and the JSON receipt are appended, and,
+ * when the settle carried an answer, another newline and the answer's JSON (layout version 4;
+ * JSON never contains a raw newline). A claim lives `claimTtlMs`, which must cover the host
+ * session.
  *
  * The claim is one command, `SET key record NX PX ttl GET` (Redis 7.0 or later): nil means
  * this caller set the key; a string is the holder's record, read in the same atomic step, so
@@ -89,14 +94,7 @@ export class RedisClaimStore implements ClaimStore {
     } catch (error) {
       return Promise.reject(error);
     }
-    // JSON.stringify leaves out an undefined `worker`, as the record had none.
-    const stored = JSON.stringify({
-      session: key.session,
-      functionCallId: key.functionCallId,
-      bodyHash: record.bodyHash,
-      claimedAt: record.claimedAt,
-      worker: record.worker,
-    } satisfies StoredClaim);
+    const stored = claimValueOf(key, record);
     const name = this.keyOf(key);
     return this.#connection.send(
       CODE,
@@ -109,16 +107,17 @@ export class RedisClaimStore implements ClaimStore {
    * Settles issued in the same tick (the gate sends its after-reply receipts together) leave
    * as one script call; each caller still gets its own answer.
    */
-  settle(key: ClaimKey, receipt: ClaimReceipt): Promise<void> {
+  settle(key: ClaimKey, receipt: ClaimReceipt, answer?: JsonValue): Promise<void> {
+    let value: string;
     try {
       this.#checkOpen();
       checkClaimKey(key);
       checkReceipt(receipt);
+      value = settlementOf(receipt, answer);
     } catch (error) {
       return Promise.reject(error);
     }
     const name = this.keyOf(key);
-    const value = JSON.stringify({ status: receipt.status, settledAt: receipt.settledAt });
     return new Promise<void>((resolve, reject) => {
       if (this.#settles.push({ name, receipt: value, resolve, reject }) === 1) {
         process.nextTick(() => this.#sendSettles());
@@ -222,6 +221,27 @@ export class RedisClaimStore implements ClaimStore {
   }
 }
 
+/** A claim record as stored (JSON.stringify leaves out an undefined `worker`). */
+export function claimValueOf(key: ClaimKey, record: ClaimRecord): string {
+  return JSON.stringify({
+    session: key.session,
+    functionCallId: key.functionCallId,
+    bodyHash: record.bodyHash,
+    claimedAt: record.claimedAt,
+    worker: record.worker,
+  } satisfies StoredClaim);
+}
+
+/**
+ * What a settle appends after the record's newline: the receipt's JSON, then, when there is an
+ * answer, a newline and its JSON (`serializeAnswer`: JSON-safe and bounded, else invalid_input).
+ */
+export function settlementOf(receipt: ClaimReceipt, answer?: JsonValue): string {
+  const receiptJson = JSON.stringify({ status: receipt.status, settledAt: receipt.settledAt });
+  const answerJson = serializeAnswer(answer);
+  return answerJson === undefined ? receiptJson : `${receiptJson}\n${answerJson}`;
+}
+
 /** `<prefix>claim:<sha256(session)>:<sha256(id)>`: the session's digest cached, the ID's not. */
 export function claimKeyOf(connection: Connection, key: ClaimKey): string {
   return connection.claimKey(storageDigest(key.session), uniqueStorageDigest(key.functionCallId));
@@ -258,9 +278,16 @@ export function readStoredClaim(value: string): StoredClaim | undefined {
       return undefined;
     }
     if (newline < 0) return record as StoredClaim;
+    // Layout 3 and earlier: record, receipt. Layout 4 may add the answer on a third line.
+    const second = value.indexOf("\n", newline + 1);
+    const receipt = JSON.parse(
+      second < 0 ? value.slice(newline + 1) : value.slice(newline + 1, second),
+    ) as ClaimReceipt;
+    if (second < 0) return { ...(record as StoredClaim), receipt };
     return {
       ...(record as StoredClaim),
-      receipt: JSON.parse(value.slice(newline + 1)) as ClaimReceipt,
+      receipt,
+      answer: JSON.parse(value.slice(second + 1)) as JsonValue,
     };
   } catch {
     return undefined;

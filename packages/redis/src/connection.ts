@@ -21,6 +21,41 @@ export function script(source: string): Script {
 }
 
 /**
+ * Commands the driver sent on one connection, by name (lower case): every command and every
+ * script leaves through ioredis's `sendCommand`, which `Connection` wraps, so this is the
+ * exact number of round trips the stores made (pipelined or not). Tests and the benchmark
+ * read it; it costs a map update per command.
+ */
+export class CommandCounter {
+  readonly #byName = new Map<string, number>();
+  #total = 0;
+
+  count(name: string): void {
+    this.#total++;
+    this.#byName.set(name, (this.#byName.get(name) ?? 0) + 1);
+  }
+
+  get total(): number {
+    return this.#total;
+  }
+
+  /** Commands of one name (`evalsha`, `eval`, `set`…) sent since the last reset. */
+  of(name: string): number {
+    return this.#byName.get(name) ?? 0;
+  }
+
+  /** Every name counted since the last reset, for a test's failure message. */
+  snapshot(): Record<string, number> {
+    return Object.fromEntries(this.#byName);
+  }
+
+  reset(): void {
+    this.#total = 0;
+    this.#byName.clear();
+  }
+}
+
+/**
  * One ioredis connection shared by every port of an `openStores` bundle, configured to fail
  * rather than wait: no offline queue (a command issued while disconnected is rejected at
  * once), no retry of in-flight commands after a reconnect (a retried SET NX could report a
@@ -30,6 +65,8 @@ export function script(source: string): Script {
 export class Connection {
   readonly redis: Redis;
   readonly prefix: string;
+  /** What this connection sent, counted where ioredis writes it. */
+  readonly sent = new CommandCounter();
   #closed = false;
 
   constructor(config: RedisConfig) {
@@ -46,6 +83,12 @@ export class Connection {
     // Errors reach callers through their commands; without a listener ioredis would also
     // print every reconnect failure.
     this.redis.on("error", () => {});
+    // Every command (EVALSHA included) goes through sendCommand: count it there.
+    const send = this.redis.sendCommand.bind(this.redis);
+    this.redis.sendCommand = (command, stream) => {
+      this.sent.count(command.name);
+      return send(command, stream);
+    };
   }
 
   key(...parts: string[]): string {

@@ -20,12 +20,21 @@ import { type Connection, scanKeys, script } from "./connection.js";
  *   unreleased version) `grants-versions:<ns>`, each holder's grants version, set with every
  *   grant change: a version-2 build, which would change grants without it, is refused too.
  *   A holder without a field has had no grant change since (version "0").
+ * - 4: a settled claim may carry its answer, on a third line after the receipt
+ *   (`record \n receipt \n answer`), and the act ledger writes claim, spend and event in one
+ *   script. Nothing is rewritten: a claim written before reads as it did, without an answer.
+ *   The version moves so that a version-3 build, which would read the receipt and answer
+ *   lines as one unreadable receipt (and fail closed on every such claim), refuses the prefix.
  */
-export const LAYOUT_VERSION = 3;
+export const LAYOUT_VERSION = 4;
 
-/** Version 2 to 3 needs no data change; only a prefix still at 2 is moved (never back). */
-const FROM_VERSION_2 = script(`
-if redis.call('GET', KEYS[1]) == '2' then redis.call('SET', KEYS[1], ARGV[1]) end
+/**
+ * Versions 2 and 3 move to 4 with no data change (only a prefix still at 2 or 3 is moved,
+ * never back).
+ */
+const FROM_VERSION_2_OR_3 = script(`
+local version = redis.call('GET', KEYS[1])
+if version == '2' or version == '3' then redis.call('SET', KEYS[1], ARGV[1]) end
 return 1
 `);
 
@@ -47,8 +56,8 @@ export async function checkLayout(connection: Connection): Promise<void> {
     );
   }
   if (version === 1) await migrateFromVersion1(connection);
-  if (version === 2) {
-    await connection.eval("store_unavailable", FROM_VERSION_2, [key], [LAYOUT_VERSION]);
+  if (version === 2 || version === 3) {
+    await connection.eval("store_unavailable", FROM_VERSION_2_OR_3, [key], [LAYOUT_VERSION]);
   }
 }
 

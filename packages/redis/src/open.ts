@@ -7,6 +7,7 @@ import type {
   StoreBundle,
 } from "@tessera/core";
 import { storeOpeners } from "@tessera/core/store-kit";
+import { RedisActLedger } from "./act-ledger.js";
 import { RedisAuditSink } from "./audit-sink.js";
 import { RedisClaimStore } from "./claim-store.js";
 import { parseRedisUrl, type RedisConfig } from "./config.js";
@@ -52,6 +53,7 @@ const openers = storeOpeners<Connected>({
   audit: ({ connection }) => new RedisAuditSink(connection),
   claims: ({ connection, config }, release) =>
     new RedisClaimStore(connection, config.claimTtlMs, release),
+  acts: ({ connection, config }) => new RedisActLedger(connection, config.claimTtlMs),
 });
 
 /**

@@ -35,9 +35,7 @@ export class RedisUsageStore implements GrantUsageStore {
 
   /** The counter's key; exported for the self-test and the benchmark's raw baseline. */
   keyOf(namespaceId: string, grantId: string): string {
-    checkId(namespaceId, "namespaceId");
-    checkId(grantId, "grantId");
-    return this.#connection.key("usage", storageDigest(namespaceId, grantId));
+    return usageKeyOf(this.#connection, namespaceId, grantId);
   }
 
   async getUsage(namespaceId: string, grantId: string): Promise<number> {
@@ -70,6 +68,13 @@ export class RedisUsageStore implements GrantUsageStore {
     );
     return resultOf(reply);
   }
+}
+
+/** `<prefix>usage:<sha256(namespace, grant)>`, the IDs checked first (the act ledger's too). */
+export function usageKeyOf(connection: Connection, namespaceId: string, grantId: string): string {
+  checkId(namespaceId, "namespaceId");
+  checkId(grantId, "grantId");
+  return connection.key("usage", storageDigest(namespaceId, grantId));
 }
 
 function resultOf(reply: unknown): ConsumeResult {

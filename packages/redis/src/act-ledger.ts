@@ -1,0 +1,327 @@
+import {
+  type Act,
+  type ActLedger,
+  type ActResult,
+  type AuditEvent,
+  TesseraError,
+} from "@tessera/core";
+import {
+  auditStreamOf,
+  type ChainHead,
+  checkAct,
+  deniedAnswerOf,
+  EMPTY_HEAD,
+  linkAuditEvent,
+  storageDigest,
+} from "@tessera/core/store-kit";
+import { decodeCounter, RECORD_ACTS, readReply, type StaleReply } from "./act-script.js";
+import { decodeHead, encodeHead } from "./chain-head.js";
+import { claimKeyOf, claimValueOf, readStoredClaim, settlementOf } from "./claim-store.js";
+import type { Connection } from "./connection.js";
+import { usageKeyOf } from "./usage-store.js";
+
+const CODE = "store_unavailable";
+/** Acts per script at most: bounds the script's run, which blocks the server meanwhile. */
+const MAX_BATCH = 128;
+/** Tries per batch while other processes keep moving what it assumed; then it fails closed. */
+const MAX_ATTEMPTS = 64;
+/** Counters remembered between batches; past this the memory is dropped (one more try). */
+const MAX_REMEMBERED = 10_000;
+
+interface Pending {
+  readonly act: Act;
+  readonly event: AuditEvent;
+  readonly exhausted?: AuditEvent;
+  /** The claim's key and its record as stored, when the act claims. */
+  readonly claimKey?: string;
+  readonly claimRecord?: string;
+  readonly usageKey?: string;
+  readonly resolve: (result: ActResult) => void;
+  readonly reject: (error: unknown) => void;
+  /**
+   * Acts of the same batch with the same claim key, recorded after this one: they write
+   * nothing and are answered `already_claimed` with the claim this act leaves (or the one
+   * that held the key before it).
+   */
+  followers?: Pending[];
+}
+
+/** One batch as the client decided it, before the script checks its assumptions. */
+interface Plan {
+  readonly keys: string[];
+  readonly args: (string | number)[];
+  readonly streams: readonly { name: string; start: ChainHead; end: ChainHead }[];
+  readonly counters: readonly { key: string; start: number; end: number }[];
+  readonly results: readonly ActResult[];
+  /** Each act's claim as the batch writes it ("" without a claim). */
+  readonly claimValues: readonly string[];
+}
+
+/**
+ * The act ledger on Redis: each batch of acts in flight is ONE script call (`RECORD_ACTS`),
+ * which writes every act of the batch whole — claim, spend and event — or none of them.
+ *
+ * Lua in Redis has no SHA-256, so the links are computed here, as the audit sink does: this
+ * process remembers each stream's head and each spent counter's value (what its own batches
+ * wrote; unknown ones are taken as empty and zero), decides each act's spend and links its
+ * event from them, and the script writes only if all of that still holds and no claim key is
+ * held. Otherwise it answers what it found: acts whose claim is held are answered
+ * `already_claimed` with the holder's claim, and the rest is decided and linked again. So a
+ * lone writer sends one script per batch, and a process's first act on a stream or counter
+ * another process moved costs one more.
+ *
+ * Batching: one script in flight; acts recorded meanwhile wait and leave together as the next
+ * batch (at most `MAX_BATCH`), each caller answered from its own act's outcome. Of acts with
+ * one claim key in a batch only the first is sent; the later ones are answered
+ * `already_claimed` with the claim it leaves, as if they had come right after it.
+ */
+export class RedisActLedger implements ActLedger {
+  readonly #connection: Connection;
+  readonly #ttlMs: number;
+  readonly #heads = new Map<string, ChainHead>();
+  readonly #counters = new Map<string, number>();
+  #queue: Pending[] = [];
+  #scheduled = false;
+  #running = false;
+
+  constructor(connection: Connection, claimTtlMs: number) {
+    this.#connection = connection;
+    this.#ttlMs = claimTtlMs;
+  }
+
+  record(act: Act): Promise<ActResult> {
+    let checked: { event: AuditEvent; exhausted?: AuditEvent };
+    let usageKey: string | undefined;
+    try {
+      checked = checkAct(act);
+      if (act.spend !== undefined) {
+        usageKey = usageKeyOf(this.#connection, act.spend.namespaceId, act.spend.grantId);
+      }
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return new Promise<ActResult>((resolve, reject) => {
+      this.#queue.push({
+        act,
+        ...checked,
+        ...(act.claim === undefined
+          ? {}
+          : {
+              claimKey: claimKeyOf(this.#connection, act.claim.key),
+              claimRecord: claimValueOf(act.claim.key, act.claim.record),
+            }),
+        ...(usageKey === undefined ? {} : { usageKey }),
+        resolve,
+        reject,
+      });
+      this.#schedule();
+    });
+  }
+
+  /** Acts recorded in this tick leave together; none wait behind an idle connection. */
+  #schedule(): void {
+    if (this.#scheduled || this.#running) return;
+    this.#scheduled = true;
+    process.nextTick(() => {
+      this.#scheduled = false;
+      void this.#drain();
+    });
+  }
+
+  async #drain(): Promise<void> {
+    this.#running = true;
+    try {
+      while (this.#queue.length > 0) await this.#write(this.#takeBatch());
+    } finally {
+      this.#running = false;
+    }
+  }
+
+  /** Up to `MAX_BATCH` acts in order; an act whose claim key is taken follows its first. */
+  #takeBatch(): Pending[] {
+    const batch: Pending[] = [];
+    const claimed = new Map<string, Pending>();
+    let taken = 0;
+    for (const pending of this.#queue) {
+      if (batch.length >= MAX_BATCH) break;
+      taken++;
+      const first = pending.claimKey === undefined ? undefined : claimed.get(pending.claimKey);
+      if (first !== undefined) {
+        first.followers ??= [];
+        first.followers.push(pending);
+        continue;
+      }
+      if (pending.claimKey !== undefined) claimed.set(pending.claimKey, pending);
+      batch.push(pending);
+    }
+    this.#queue = this.#queue.slice(taken);
+    return batch;
+  }
+
+  /** Writes `batch` whole, deciding again while what it assumed is stale; never throws. */
+  async #write(batch: Pending[]): Promise<void> {
+    let acts = batch;
+    try {
+      for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+        if (acts.length === 0) return;
+        const plan = this.#plan(acts);
+        const reply = readReply(
+          await this.#connection.eval(CODE, RECORD_ACTS, plan.keys, plan.args),
+        );
+        if (reply === "written") {
+          for (const stream of plan.streams) this.#heads.set(stream.name, stream.end);
+          for (const counter of plan.counters) this.#remember(counter.key, counter.end);
+          acts.forEach((pending, i) => {
+            pending.resolve(plan.results[i] as ActResult);
+            if (pending.followers) answerFollowers(pending.followers, plan.claimValues[i] ?? "");
+          });
+          return;
+        }
+        acts = this.#learn(acts, plan, reply);
+        // Others are writing the same streams or counters: from the third try on, step aside
+        // for a moment (random, so the same processes do not collide again in step).
+        if (attempt > 2) {
+          await new Promise((resolve) => setTimeout(resolve, Math.random() * attempt));
+        }
+      }
+      throw new TesseraError(CODE, "the acts' streams kept moving: too many concurrent writers");
+    } catch (error) {
+      // A reply lost after the script ran leaves this process's memory wrong: forget it,
+      // the next batch learns the truth from the script.
+      this.#heads.clear();
+      this.#counters.clear();
+      for (const pending of acts) {
+        pending.reject(error);
+        for (const follower of pending.followers ?? []) follower.reject(error);
+      }
+    }
+  }
+
+  /**
+   * Takes in what a stale script found: the heads and counters to decide from next time, and
+   * the acts whose claim is held, answered now (nothing of them is written). Returns the acts
+   * left to write.
+   */
+  #learn(acts: readonly Pending[], plan: Plan, stale: StaleReply): Pending[] {
+    plan.streams.forEach((stream, i) => {
+      this.#heads.set(stream.name, decodeHead(stale.heads[i] ?? "", CODE));
+    });
+    plan.counters.forEach((counter, i) => {
+      this.#remember(counter.key, decodeCounter(stale.counters[i] ?? ""));
+    });
+    const left: Pending[] = [];
+    acts.forEach((pending, i) => {
+      const held = stale.taken.get(i);
+      if (held === undefined) {
+        left.push(pending);
+        return;
+      }
+      answerFollowers([pending, ...(pending.followers ?? [])], held);
+    });
+    return left;
+  }
+
+  #remember(key: string, value: number): void {
+    if (this.#counters.size >= MAX_REMEMBERED && !this.#counters.has(key)) this.#counters.clear();
+    this.#counters.set(key, value);
+  }
+
+  /**
+   * Decides every act of the batch in order from the remembered heads and counters: which
+   * event it records (the spend wins while the counter is below its bound), that event's link,
+   * and its claim as stored (settled `denied`, with the refusal as answer, for a denial).
+   */
+  #plan(acts: readonly Pending[]): Plan {
+    const keys = [this.#connection.key("audit"), this.#connection.key("audit-heads")];
+    const positions = new Map<string, number>();
+    const position = (key: string): number => {
+      let at = positions.get(key);
+      if (at === undefined) {
+        at = keys.push(key);
+        positions.set(key, at);
+      }
+      return at;
+    };
+    const streams = new Map<string, { start: ChainHead; end: ChainHead }>();
+    const counters = new Map<string, { start: number; end: number }>();
+    const actArgs: (string | number)[] = [];
+    const results: ActResult[] = [];
+    const claimValues: string[] = [];
+    for (const pending of acts) {
+      let recorded = pending.event;
+      let used: number | undefined;
+      const spend = pending.act.spend;
+      if (spend !== undefined && pending.usageKey !== undefined) {
+        let counter = counters.get(pending.usageKey);
+        if (counter === undefined) {
+          const start = this.#counters.get(pending.usageKey) ?? 0;
+          counter = { start, end: start };
+          counters.set(pending.usageKey, counter);
+        }
+        if (counter.end < spend.maxUses) counter.end += 1;
+        else if (pending.exhausted !== undefined) recorded = pending.exhausted;
+        used = counter.end;
+      }
+      const name = auditStreamOf(recorded);
+      let stream = streams.get(name);
+      if (stream === undefined) {
+        const start = this.#heads.get(name) ?? EMPTY_HEAD;
+        stream = { start, end: start };
+        streams.set(name, stream);
+      }
+      const linked = linkAuditEvent(recorded, stream.end);
+      stream.end = { seq: linked.seq, hash: linked.hash };
+      let claimValue = "";
+      if (pending.claimRecord !== undefined) {
+        const denied = deniedAnswerOf(recorded);
+        claimValue =
+          denied === undefined
+            ? pending.claimRecord
+            : `${pending.claimRecord}\n${settlementOf(
+                { status: "denied", settledAt: Date.parse(recorded.at) },
+                denied,
+              )}`;
+      }
+      claimValues.push(claimValue);
+      actArgs.push(
+        pending.claimKey === undefined ? 0 : position(pending.claimKey),
+        claimValue,
+        position(this.#connection.key("audit-call", storageDigest(recorded.callId))),
+        position(this.#connection.key("audit-trace", storageDigest(recorded.traceId))),
+        JSON.stringify(linked),
+      );
+      results.push(
+        Object.freeze({
+          status: "recorded",
+          recorded: recorded === pending.event ? "event" : "exhausted",
+          ...(used === undefined ? {} : { used }),
+        }),
+      );
+    }
+    const args: (string | number)[] = [this.#ttlMs, streams.size];
+    for (const [name, { start, end }] of streams) {
+      args.push(name, encodeHead(start), encodeHead(end));
+    }
+    args.push(counters.size);
+    for (const [key, { start, end }] of counters) args.push(position(key), start, end);
+    args.push(acts.length, ...actArgs);
+    return {
+      keys,
+      args,
+      streams: [...streams].map(([name, heads]) => ({ name, ...heads })),
+      counters: [...counters].map(([key, values]) => ({ key, ...values })),
+      results,
+      claimValues,
+    };
+  }
+}
+
+/** Answers acts whose claim key is held by `held` (a claim as stored): `already_claimed`. */
+function answerFollowers(acts: readonly Pending[], held: string): void {
+  const existing = readStoredClaim(held);
+  for (const pending of acts) {
+    if (existing) pending.resolve(Object.freeze({ status: "already_claimed", existing }));
+    // Who holds the key cannot be told: fail closed, never "recorded".
+    else pending.reject(new TesseraError(CODE, "a stored claim is unreadable"));
+  }
+}
