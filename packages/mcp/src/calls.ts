@@ -1,10 +1,5 @@
 import { randomUUID } from "node:crypto";
-import {
-  type CallToolRequest,
-  type CallToolResult,
-  ErrorCode,
-  McpError,
-} from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolRequest, CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import {
   type AuditEvent,
   type AuditSink,
@@ -20,6 +15,7 @@ import { boundedCanonicalJson, MAX_JSON_DEPTH, redact } from "@tessera/core/stor
 import { audit, gateEvent, type Trail } from "./call-audit.js";
 import type { Limits, Principal } from "./config.js";
 import { gatewayError } from "./errors.js";
+import { forward } from "./forward.js";
 import { CALL_ID_KEY, IDEMPOTENCY_KEY } from "./keys.js";
 import { type CallKeys, type CallLedger, callKeys, canonical, sha256Hex } from "./ledger.js";
 import { accessContext, principalKey } from "./principals.js";
@@ -196,7 +192,7 @@ export async function callTool(
     return result;
   }
 
-  const outcome = await forward(parts, entry, args);
+  const outcome = await forward(entry, args, parts.limits.upstreamTimeoutMs);
   const latency = Math.round(performance.now() - started);
   if (outcome.kind === "result") {
     const result: CallToolResult = {
@@ -289,45 +285,6 @@ async function keyOf(
     `${scope}:${caller.session}`,
     `rpc:${typeof caller.requestId}:${caller.requestId}`,
   );
-}
-
-type Forwarded =
-  | { readonly kind: "result"; readonly result: CallToolResult }
-  | { readonly kind: "failed"; readonly why: string }
-  | { readonly kind: "in_doubt"; readonly why: string };
-
-async function forward(
-  parts: PipelineParts,
-  entry: CatalogEntry,
-  args: Record<string, unknown>,
-): Promise<Forwarded> {
-  let client: Awaited<ReturnType<CatalogEntry["upstream"]["client"]>>;
-  try {
-    // A client that exited is restarted here, for this new call (never for one in doubt).
-    client = await entry.upstream.client();
-  } catch {
-    return { kind: "failed", why: "upstream not connected" };
-  }
-  try {
-    const result = await client.callTool({ name: entry.tool, arguments: args }, undefined, {
-      timeout: parts.limits.upstreamTimeoutMs,
-    });
-    return { kind: "result", result: result as CallToolResult };
-  } catch (error) {
-    if (error instanceof McpError) {
-      if (error.code === ErrorCode.RequestTimeout) {
-        return { kind: "in_doubt", why: `no answer in ${parts.limits.upstreamTimeoutMs} ms` };
-      }
-      if (error.code === ErrorCode.ConnectionClosed) {
-        return { kind: "in_doubt", why: "the upstream connection closed" };
-      }
-      return { kind: "failed", why: `upstream error ${error.code}` };
-    }
-    if (error instanceof Error && /not connected/i.test(error.message)) {
-      return { kind: "failed", why: "upstream not connected" };
-    }
-    return { kind: "failed", why: "malformed upstream result" };
-  }
 }
 
 /** The bound arguments' values as path segments, or the name of the first one that is not one. */

@@ -14,9 +14,35 @@ import { Readable } from "node:stream";
  * here: the SDK asks for `redirect: "manual"` and follows within the origin itself.
  */
 export interface UpstreamFetch {
-  readonly fetch: (url: string | URL, init?: RequestInit) => Promise<Response>;
+  /**
+   * `call`, when given, is one call's own deadline: the SDK's `init.signal` belongs to the whole
+   * transport, so a call that timed out would otherwise leave its request (and its socket) open.
+   */
+  readonly fetch: (url: string | URL, init?: RequestInit, call?: AbortSignal) => Promise<Response>;
   /** Ends the kept-alive connections. */
   close(): void;
+}
+
+/**
+ * The request never reached the upstream: no connection was made (refused, unresolvable,
+ * unreachable, the TLS handshake failed), so not one byte of it was written. Nothing ran.
+ */
+export class UpstreamUnreached extends TypeError {
+  constructor(cause: unknown) {
+    super("fetch failed: the upstream was not reached", { cause });
+    this.name = "UpstreamUnreached";
+  }
+}
+
+/**
+ * The connection was lost once the request could have been written, before the whole answer
+ * arrived: the upstream may have run the call, so it is in doubt.
+ */
+export class UpstreamLost extends TypeError {
+  constructor(cause: unknown) {
+    super("fetch failed: the connection was lost before the answer", { cause });
+    this.name = "UpstreamLost";
+  }
 }
 
 /** An upstream answer larger than this is refused, not buffered. */
@@ -25,7 +51,11 @@ const MAX_BODY_BYTES = 64 * 1024 * 1024;
 export function upstreamFetch(): UpstreamFetch {
   const http = new HttpAgent({ keepAlive: true });
   const https = new HttpsAgent({ keepAlive: true });
-  const fetch = (url: string | URL, init: RequestInit = {}): Promise<Response> => {
+  const fetch = (
+    url: string | URL,
+    init: RequestInit = {},
+    call?: AbortSignal,
+  ): Promise<Response> => {
     const target = typeof url === "string" ? new URL(url) : url;
     const secure = target.protocol === "https:";
     if (!secure && target.protocol !== "http:") {
@@ -42,22 +72,37 @@ export function upstreamFetch(): UpstreamFetch {
     if (body !== undefined) headers["content-length"] = String(body.length);
     const signal = init.signal ?? undefined;
     if (signal?.aborted) return Promise.reject(abortError(signal));
+    if (call?.aborted) return Promise.reject(abortError(call));
     return new Promise<Response>((resolve, reject) => {
       const req = (secure ? httpsRequest : httpRequest)(target, {
         method: init.method ?? "GET",
         headers,
         agent: secure ? https : http,
       });
+      // Destroying the request closes its socket: an abandoned call holds nothing upstream.
       const onAbort = (): void => {
         req.destroy(abortError(signal as AbortSignal));
       };
+      const onCallAbort = (): void => {
+        req.destroy(abortError(call as AbortSignal));
+      };
       signal?.addEventListener("abort", onAbort, { once: true });
-      const done = (): void => signal?.removeEventListener("abort", onAbort);
+      call?.addEventListener("abort", onCallAbort, { once: true });
+      const done = (): void => {
+        signal?.removeEventListener("abort", onAbort);
+        call?.removeEventListener("abort", onCallAbort);
+      };
+      const aborted = (): Error | undefined =>
+        signal?.aborted ? abortError(signal) : call?.aborted ? abortError(call) : undefined;
+      // Until a connection is made not one byte of the request can have left.
+      let connected = false;
+      req.once("socket", (socket) => {
+        if (!socket.connecting) connected = true;
+        else socket.once(secure ? "secureConnect" : "connect", () => (connected = true));
+      });
       req.once("error", (error) => {
         done();
-        reject(
-          signal?.aborted ? abortError(signal) : new TypeError("fetch failed", { cause: error }),
-        );
+        reject(aborted() ?? (connected ? new UpstreamLost(error) : new UpstreamUnreached(error)));
       });
       req.once("response", (res) => {
         const type = res.headers["content-type"] ?? "";
@@ -74,7 +119,8 @@ export function upstreamFetch(): UpstreamFetch {
           },
           (error: unknown) => {
             done();
-            reject(signal?.aborted ? abortError(signal) : error);
+            // An answer cut off mid-body: the upstream ran the call; what it said is lost.
+            reject(aborted() ?? (error instanceof TooLarge ? error : new UpstreamLost(error)));
           },
         );
       });
@@ -96,6 +142,9 @@ function abortError(signal: AbortSignal): Error {
     : new DOMException("This operation was aborted", "AbortError");
 }
 
+/** The upstream answered, too much to read: a failure of the answer, not of the connection. */
+class TooLarge extends TypeError {}
+
 async function readAll(res: IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
@@ -103,7 +152,7 @@ async function readAll(res: IncomingMessage): Promise<Buffer> {
     size += (chunk as Buffer).length;
     if (size > MAX_BODY_BYTES) {
       res.destroy();
-      throw new TypeError(`the upstream answer is over ${MAX_BODY_BYTES} bytes`);
+      throw new TooLarge(`the upstream answer is over ${MAX_BODY_BYTES} bytes`);
     }
     chunks.push(chunk as Buffer);
   }

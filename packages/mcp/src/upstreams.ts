@@ -1,6 +1,5 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { type Tool, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { TesseraError } from "@tessera/core";
@@ -8,6 +7,7 @@ import { TOOL_NAME, type ToolRules } from "./config.js";
 import { type UpstreamFetch, upstreamFetch } from "./http-fetch.js";
 import type { ToolRef } from "./tool-grants.js";
 import type { UpstreamInput } from "./types.js";
+import { CallTransport } from "./upstream-http.js";
 
 /** One tool as the gateway exposes it: `server.tool`, with the upstream's definition. */
 export interface CatalogEntry extends ToolRef {
@@ -31,8 +31,10 @@ const GATEWAY_INFO = { name: "tessera-mcp-gateway", version: "0.1.0" };
  * One upstream server and its SDK client. A client whose connection closed (a stdio server
  * that exited, say) is replaced by a new one on the next call that needs it, no sooner than its
  * backoff allows; the call that was in flight when it died is not among those: it stays in
- * doubt (see calls.ts), so a restart never runs anything twice. A host-built transport cannot
- * be reopened, so such an upstream is not restarted.
+ * doubt (see forward.ts), so a restart never runs anything twice. An HTTP client is retired the
+ * same way when its connection fails or the upstream no longer knows its session (404): the
+ * next call opens a new session, as the MCP spec asks. A host-built transport cannot be
+ * reopened, so such an upstream is not restarted.
  */
 export class Upstream {
   readonly name: string;
@@ -46,6 +48,9 @@ export class Upstream {
   #notBefore = 0;
   #closed = false;
   #used = false;
+  /** Requests in flight per client: a retired client is closed once its last one is done. */
+  readonly #busy = new Map<Client, number>();
+  readonly #retired = new WeakSet<Client>();
 
   constructor(
     name: string,
@@ -107,15 +112,37 @@ export class Upstream {
     }
   }
 
+  /** Runs one request on `client` (counted, so retiring it never cuts another call off). */
+  async run<T>(client: Client, request: () => Promise<T>): Promise<T> {
+    this.#busy.set(client, (this.#busy.get(client) ?? 0) + 1);
+    try {
+      return await request();
+    } finally {
+      const left = (this.#busy.get(client) ?? 1) - 1;
+      if (left > 0) this.#busy.set(client, left);
+      else {
+        this.#busy.delete(client);
+        if (this.#retired.has(client)) void client.close().catch(() => undefined);
+      }
+    }
+  }
+
+  /**
+   * The next call opens a new client (a new MCP session over HTTP); this one is closed once the
+   * requests still in flight on it are done. No backoff: only a failed start backs off.
+   */
+  retire(client: Client): void {
+    if (this.#client === client) this.#client = undefined;
+    this.#retired.add(client);
+    if (!this.#busy.has(client)) void client.close().catch(() => undefined);
+  }
+
   #transport(): Transport {
     const input = this.#input;
     if ("transport" in input) return input.transport as unknown as Transport;
     if ("url" in input) {
       this.#fetch ??= upstreamFetch();
-      return new StreamableHTTPClientTransport(new URL(input.url), {
-        fetch: this.#fetch.fetch,
-        requestInit: input.headers === undefined ? undefined : { headers: input.headers },
-      });
+      return new CallTransport(new URL(input.url), this.#fetch, input.headers) as Transport;
     }
     return new StdioClientTransport({
       command: input.command,
