@@ -8,6 +8,7 @@ import { initCommand } from "./commands/init.js";
 import { mcpCommand } from "./commands/mcp.js";
 import { reportCommand } from "./commands/report.js";
 import { serveCommand } from "./commands/serve.js";
+import { tokensCommand } from "./commands/tokens.js";
 import { jsonErrorsOn, writeError } from "./output.js";
 
 export function buildProgram(): Command {
@@ -21,6 +22,7 @@ export function buildProgram(): Command {
     .addCommand(explainCommand())
     .addCommand(initCommand())
     .addCommand(serveCommand())
+    .addCommand(tokensCommand())
     .addCommand(mcpCommand())
     .addCommand(reportCommand());
   // addCommand does not pass settings down, so each command gets them here: usage errors

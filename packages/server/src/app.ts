@@ -9,6 +9,7 @@ import { HttpProblem, handleError } from "./errors.js";
 import { redactCredentials } from "./log-redaction.js";
 import { Metrics } from "./metrics.js";
 import { openApiDocument } from "./openapi.js";
+import { PrincipalSet } from "./principal-set.js";
 import { authenticate, type Principal } from "./principals.js";
 import { readinessProbe } from "./readiness.js";
 import { AnswerWrites } from "./retry.js";
@@ -23,7 +24,8 @@ export const MAX_BODY_BYTES = 64 * 1024;
 
 export interface AppOptions {
   readonly stores: ServiceStores;
-  readonly principals: readonly Principal[];
+  /** Fixed, or a `PrincipalSet` the host may replace while the service runs. */
+  readonly principals: readonly Principal[] | PrincipalSet;
   /** Delivers authorized messages; without one, sends are unlisted and refused `tool_unavailable`. */
   readonly transport?: MessageTransport;
   /** JSON logs (pino): `false` for none; a stream to capture them. Default: stdout, info. */
@@ -54,6 +56,10 @@ export function buildApp(options: AppOptions): FastifyInstance {
   // Timed inside the rounds: the histogram measures the store, not the wait for a round.
   const rounds = new WriteRounds();
   const stores = rounds.stores(metrics.timed(options.stores));
+  const principals =
+    options.principals instanceof PrincipalSet
+      ? options.principals
+      : new PrincipalSet(options.principals);
   const context: ServiceContext = {
     kernel: createKernel({
       grants: stores.grants,
@@ -62,7 +68,10 @@ export function buildApp(options: AppOptions): FastifyInstance {
       ...(options.transport === undefined ? {} : { transport: options.transport }),
     }),
     stores,
-    principals: options.principals,
+    // Read on every request: a replaced set is in force from the next one.
+    get principals() {
+      return principals.current;
+    },
     metrics,
     retry: { waitMs: options.retryWaitMs ?? 5000, writes: new AnswerWrites() },
   };

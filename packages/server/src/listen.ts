@@ -1,7 +1,8 @@
 import type { AddressInfo } from "node:net";
-import { openStores, type StoreBundle, TesseraError } from "@tessera/core";
+import { isTesseraError, openStores, type StoreBundle, TesseraError } from "@tessera/core";
 import { buildApp } from "./app.js";
-import { parsePrincipals } from "./principals.js";
+import { PrincipalSet } from "./principal-set.js";
+import { type Principal, type PrincipalInput, parsePrincipals } from "./principals.js";
 import { appOptions, type ServiceStores, type TesseraServiceOptions } from "./service.js";
 import { type ServerTimeouts, serverTimeouts } from "./timeouts.js";
 
@@ -27,12 +28,29 @@ export interface RunningServer {
    * them), then closes the stores it opened.
    */
   close(): Promise<void>;
+  /**
+   * Replaces the principals in force with the ones `read` returns (the principals file read
+   * again, say), all at once: a removed token is refused from the next request. When `read`
+   * throws, or what it returns does not check, the set in force stays whole; either way the
+   * log says what happened, and so does the outcome.
+   */
+  reloadPrincipals(read: () => readonly (Principal | PrincipalInput)[]): ReloadOutcome;
 }
+
+export type ReloadOutcome =
+  | { readonly reloaded: true; readonly count: number }
+  | {
+      readonly reloaded: false;
+      /** How many principals stay in force. */
+      readonly count: number;
+      readonly code: string;
+      readonly message: string;
+    };
 
 /** The service in a server of its own, listening once this resolves. */
 export async function listen(options: ListenOptions): Promise<RunningServer> {
   // Checked before a store URL is opened: bad principals or timeouts cost no connection.
-  parsePrincipals({ principals: options.principals });
+  const principals = new PrincipalSet(parsePrincipals({ principals: options.principals }));
   const timeouts = serverTimeouts(options);
   const owned: StoreBundle | undefined =
     typeof options.stores === "string" ? await openStores(options.stores) : undefined;
@@ -41,7 +59,7 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   const port = options.port ?? 8787;
   let app: ReturnType<typeof buildApp>;
   try {
-    app = buildApp({ ...appOptions({ ...options, stores }), timeouts });
+    app = buildApp({ ...appOptions({ ...options, stores }), principals, timeouts });
     await app.listen({ host, port }).catch((error: unknown) => {
       throw listenFailure(error, `${host.includes(":") ? `[${host}]` : host}:${port}`);
     });
@@ -51,7 +69,7 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   }
   const { address, port: bound } = app.server.address() as AddressInfo;
   let closing: Promise<void> | undefined;
-  return Object.freeze({
+  const running: RunningServer = {
     url: `http://${address.includes(":") ? `[${address}]` : address}:${bound}`,
     close: () => {
       closing ??= (async () => {
@@ -66,7 +84,23 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
       })();
       return closing;
     },
-  });
+    reloadPrincipals: (read) => {
+      let next: readonly Principal[];
+      try {
+        next = parsePrincipals({ principals: read() });
+      } catch (error) {
+        const code = isTesseraError(error) ? error.code : "invalid_config";
+        const message = error instanceof Error ? error.message : String(error);
+        const count = principals.current.length;
+        app.log.warn({ code, reason: message, inForce: count }, "principals not reloaded");
+        return { reloaded: false, count, code, message };
+      }
+      principals.replace(next);
+      app.log.info({ inForce: next.length }, "principals reloaded");
+      return { reloaded: true, count: next.length };
+    },
+  };
+  return Object.freeze(running);
 }
 
 /** A listen failure the operator can act on, as a stable code instead of a stack. */

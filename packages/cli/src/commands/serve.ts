@@ -1,5 +1,12 @@
 import { DirectoryClaimStore } from "@tessera/a2ui";
-import { listen, loadA2uiOptions, loadPrincipals, loadWebhookTransport } from "@tessera/server";
+import { TesseraError } from "@tessera/core";
+import {
+  listen,
+  loadA2uiOptions,
+  loadPrincipals,
+  loadWebhookTransport,
+  type RunningServer,
+} from "@tessera/server";
 import { Command } from "commander";
 import { loadServeConfig, type ServeConfig, type ServeFlags } from "../config/load.js";
 import { nonEmpty, wholeNumber } from "../options.js";
@@ -100,15 +107,52 @@ export function serveCommand(): Command {
       warnIfExposed(config);
       if (transport === undefined) warnNoTransport();
       announce(options.json, { event: "listening", url: server.url }, `listening on ${server.url}`);
+      // SIGHUP reads the principals file again: a revoked token needs no restart.
+      const reload = () => reloadPrincipals(server, config.principals, options.json);
+      process.on("SIGHUP", reload);
       await new Promise<void>((resolve) => {
         const stop = () => resolve();
         process.once("SIGINT", stop);
         process.once("SIGTERM", stop);
       });
+      process.off("SIGHUP", reload);
       await server.close();
       await closeStores();
       announce(options.json, { event: "stopped" }, "stopped");
     });
+}
+
+/**
+ * The principals file read again and put in force whole, or, when it cannot be read or does
+ * not check (a half-written file, a typo), the set in force kept and the reason given: a bad
+ * edit never leaves the service with no principals or a partial set.
+ */
+function reloadPrincipals(server: RunningServer, path: string, json: boolean | undefined): void {
+  const outcome = server.reloadPrincipals(() => {
+    if (path === "-") {
+      throw new TesseraError(
+        "invalid_config",
+        "the principals came from standard input, which cannot be read again: name a file",
+      );
+    }
+    return loadPrincipals(path);
+  });
+  if (outcome.reloaded) {
+    announce(
+      json,
+      { event: "principals_reloaded", count: outcome.count },
+      `principals reloaded from ${path}: ${outcome.count} in force`,
+    );
+    return;
+  }
+  const { count, code, message } = outcome;
+  if (json) {
+    announce(json, { event: "principals_not_reloaded", count, code, message }, "");
+    return;
+  }
+  process.stderr.write(
+    `tessera serve: warning: principals not reloaded, the ${count} in force stay: ${code}: ${message}\n`,
+  );
 }
 
 function announce(json: boolean | undefined, event: object, text: string): void {
