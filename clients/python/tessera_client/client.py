@@ -71,7 +71,9 @@ class TesseraClient:
         retry: RetryPolicy | None = RetryPolicy(),
     ) -> None:
         """``url`` is the service's base URL (``http://127.0.0.1:8787``); ``token`` the bearer
-        token that names the principal (agent or issuer); ``retry=None`` turns retries off."""
+        token that names the principal (agent or issuer); ``timeout_s`` how long each attempt
+        may wait on the socket (to connect, and for each read); ``retry=None`` turns retries
+        off (and with them the made-up call IDs)."""
         self._http = Transport(
             url,
             token,
