@@ -108,6 +108,8 @@ export { TurnExecutor } from "./executor/turn-executor.js";
 export { createKernel } from "./kernel/kernel.js";
 export type { TurnCacheOptions } from "./kernel/turn-cache.js";
 export type {
+  ActOptions,
+  AlreadyClaimed,
   AuthorizeRequest,
   AuthorizeResult,
   Kernel,

@@ -35,8 +35,12 @@ export class AuditWriter {
 
   /** Resolves (or returns) once the sink has taken the event; throws `audit_unavailable`. */
   write(record: DecisionRecord): undefined | Promise<void> {
-    const sink = this.#sink;
-    if (sink === undefined) return undefined;
+    if (this.#sink === undefined) return undefined;
+    return this.#append(this.build(record));
+  }
+
+  /** The decision's frozen event, not written: the act ledger records it with the act. */
+  build(record: DecisionRecord): AuditEvent {
     if (record.now !== this.#lastMs) {
       this.#lastMs = record.now;
       this.#lastIso = new Date(record.now).toISOString();
@@ -54,24 +58,22 @@ export class AuditWriter {
       // The usual allowed decision (a root grant, a turn with an owner and no purpose) as one
       // literal: the same keys in the same order as below, all held in the object itself
       // rather than four of them in a property array allocated on the side.
-      return this.#append(
-        Object.freeze({
-          at: this.#lastIso,
-          source: "kernel",
-          outcome: record.code === null ? "allowed" : "denied",
-          code: record.code,
-          reason: record.reason,
-          traceId: ctx.traceId,
-          callId: record.callId,
-          namespaceId: ctx.namespaceId,
-          actor: ctx.actor,
-          authority: ctx.authority,
-          owner: ctx.owner,
-          grantId: record.grantId,
-          action: record.action,
-          resource: record.resource,
-        }),
-      );
+      return Object.freeze({
+        at: this.#lastIso,
+        source: "kernel",
+        outcome: record.code === null ? "allowed" : "denied",
+        code: record.code,
+        reason: record.reason,
+        traceId: ctx.traceId,
+        callId: record.callId,
+        namespaceId: ctx.namespaceId,
+        actor: ctx.actor,
+        authority: ctx.authority,
+        owner: ctx.owner,
+        grantId: record.grantId,
+        action: record.action,
+        resource: record.resource,
+      }) as AuditEvent;
     }
     const event: AuditEvent = {
       at: this.#lastIso,
@@ -93,7 +95,7 @@ export class AuditWriter {
     if (record.action !== undefined) event.action = record.action;
     if (record.resource !== undefined) event.resource = record.resource;
     if (record.detail !== undefined) event.detail = record.detail;
-    return this.#append(Object.freeze(event));
+    return Object.freeze(event);
   }
 
   #append(event: AuditEvent): undefined | Promise<void> {

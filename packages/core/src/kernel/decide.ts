@@ -28,7 +28,15 @@ import type { ResourceRef } from "./types.js";
  */
 
 export type Verdict =
-  | { readonly allowed: true; readonly grant: IndexedGrant }
+  | {
+      readonly allowed: true;
+      readonly grant: IndexedGrant;
+      /**
+       * Set when the scope defers spends (`deferSpend`): the grant is bounded and its use is
+       * still to be spent, by the act that records the decision. Never set otherwise.
+       */
+      readonly spend?: true;
+    }
   | {
       readonly allowed: false;
       readonly code: CallerCode;
@@ -41,6 +49,12 @@ export interface DecisionScope {
   readonly index: GrantIndex;
   readonly usage: GrantUsageStore | undefined;
   readonly namespaceId: string;
+  /**
+   * Decide without spending: a bounded grant is chosen (the first live one not known spent)
+   * and its use left to the act ledger, which spends it in the same transaction as the
+   * decision's event. Usage is still read, never written, for discovery.
+   */
+  readonly deferSpend?: boolean;
 }
 
 const NOTHING_GRANTED: Verdict = Object.freeze({
@@ -89,6 +103,7 @@ export function decide(
     }
   }
   if (boundedLive) {
+    if (scope.deferSpend === true) return chooseSpend(scope, entry, buckets, match, resource, now);
     if (scope.usage === undefined) return STORE_DOWN;
     return consume(scope, entry, buckets, match, resource, now);
   }
@@ -188,6 +203,51 @@ async function consumeAwaiting(
     }
   }
   return refuseSpent(scope, entry, match, spentMatch, resource, now);
+}
+
+/**
+ * Pass 2 for a deferred spend: the first live bounded grant not known spent, to be spent by
+ * the act that records the decision. One grant per act: when its act finds the last use gone,
+ * the act records the exhausted event rather than trying the next grant (its claim, if any, is
+ * already recorded as refused in that same write).
+ */
+function chooseSpend(
+  scope: DecisionScope,
+  entry: ActionIndex,
+  buckets: readonly IndexedGrant[][],
+  match: Match,
+  resource: ResourceRef,
+  now: number,
+): Verdict | Promise<Verdict> {
+  let spentMatch: IndexedGrant | undefined;
+  for (const bucket of buckets) {
+    for (const grant of bucket) {
+      if (!spendable(grant, now)) continue;
+      if (!grant.spent) return { allowed: true, grant, spend: true };
+      spentMatch ??= grant;
+    }
+  }
+  return refuseSpent(scope, entry, match, spentMatch, resource, now);
+}
+
+/**
+ * The refusal for an act whose chosen grant turned out spent (its act lost the last use), from
+ * what the lease knows without asking the store again: the tool stays visible (and the caller
+ * hears `no_matching_grant`) when a live unbounded grant, or a live bounded grant not known
+ * spent, remains for the action; otherwise `tool_unavailable`. Audit says `grant_exhausted`.
+ */
+export function exhaustedRefusal(
+  entry: ActionIndex | undefined,
+  chosen: IndexedGrant,
+  now: number,
+): { readonly code: CallerCode; readonly reason: "grant_exhausted" } {
+  const live = (grant: IndexedGrant) =>
+    grant.fixedReason === undefined && windowReason(grant, now) === undefined;
+  const visible =
+    entry !== undefined &&
+    (entry.unbounded.some(live) ||
+      entry.bounded.some((grant) => grant !== chosen && !grant.spent && live(grant)));
+  return { code: visible ? "no_matching_grant" : "tool_unavailable", reason: "grant_exhausted" };
 }
 
 /** No bounded grant could be spent: a spent one, if seen, is the reason. */

@@ -5,12 +5,15 @@ import {
   type Grant,
   GrantSchema,
 } from "../contracts/schemas.js";
+import type { ActLedger } from "../ports/act-ledger.js";
 import { systemClock } from "../ports/clock.js";
 import { AuditWriter } from "./audit-writer.js";
 import { CHAINS_UNAVAILABLE, grantsVersionOf, resolveChains } from "./chains.js";
 import type { DecisionScope } from "./decide.js";
+import { DenialRecorder } from "./denials.js";
 import { buildGrantIndex } from "./grant-index.js";
 import { Lease } from "./lease.js";
+import { LedgerLease } from "./ledger-lease.js";
 import { isId } from "./request.js";
 import { versionNowOf } from "./sync-ports.js";
 import { type CachedView, TurnCache, type TurnCacheOptions, viewOf } from "./turn-cache.js";
@@ -306,6 +309,18 @@ function bySchema(input: unknown): AccessContext {
   return parsed.data;
 }
 
+function actsOf(options: KernelOptions): ActLedger | undefined {
+  const acts = options.acts;
+  if (acts === undefined) return undefined;
+  if (typeof acts?.record !== "function") {
+    throw new TesseraError("invalid_config", "acts is an act ledger: { record(act) }");
+  }
+  if (options.denials !== undefined && !["after-reply", "before-reply"].includes(options.denials)) {
+    throw new TesseraError("invalid_config", 'denials is "after-reply" or "before-reply"');
+  }
+  return acts;
+}
+
 export function createKernel(options: KernelOptions): Kernel {
   if (typeof options?.grants?.listGrants !== "function") {
     throw new TesseraError("invalid_config", "createKernel needs a grant source with listGrants");
@@ -314,6 +329,8 @@ export function createKernel(options: KernelOptions): Kernel {
   // Per kernel, so per usage store: see turn-cache.ts for why shared indexes are safe.
   const cache = cacheFor(options);
   const reads = new ColdReads();
+  const acts = actsOf(options);
+  const denials = new DenialRecorder(options.audit, options.denials);
   const kernel: Kernel = {
     async openTurnAuthority(input: AccessContext): Promise<TurnAuthority> {
       const ctx = Object.freeze(parseContext(input));
@@ -322,10 +339,19 @@ export function createKernel(options: KernelOptions): Kernel {
       const scope: DecisionScope | undefined =
         view === undefined
           ? undefined
-          : { index: view.index, usage: options.usage, namespaceId: ctx.namespaceId };
+          : {
+              index: view.index,
+              usage: options.usage,
+              namespaceId: ctx.namespaceId,
+              deferSpend: acts !== undefined,
+            };
+      const parts = { ctx, scope, audit, transport: options.transport, clock };
       // Frozen like everything the kernel returns; its state lives in private fields.
-      return Object.freeze(new Lease({ ctx, scope, audit, transport: options.transport, clock }));
+      if (acts !== undefined) return Object.freeze(new LedgerLease({ ...parts, acts, denials }));
+      return Object.freeze(new Lease(parts));
     },
+    drain: () => denials.drain(),
+    auditState: () => (denials.failing ? "failing" : "ok"),
   };
   return Object.freeze(kernel);
 }

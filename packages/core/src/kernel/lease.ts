@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { withinJsonDepth } from "../contracts/canonical-json.js";
-import { redact } from "../contracts/errors.js";
+import { redact, TesseraError } from "../contracts/errors.js";
 import { MESSAGE_SEND_ACTION, messageResource } from "../contracts/messages.js";
 import type { AccessContext } from "../contracts/schemas.js";
 import type { CallerCode, KernelReason } from "../contracts/vocabulary.js";
@@ -14,6 +14,8 @@ import { isId, isOptionalId, isResourceRef, isSegment } from "./request.js";
 import { resourceLabel } from "./resource-label.js";
 import { deliverNowOf } from "./sync-ports.js";
 import type {
+  ActOptions,
+  AlreadyClaimed,
   AuthorizeRequest,
   AuthorizeResult,
   Refusal,
@@ -35,7 +37,7 @@ export interface LeaseParts {
 
 /** Refusals carry nothing but the code, so one frozen object per code serves every call. */
 const REFUSALS = new Map<CallerCode, Refusal>();
-function refused(code: CallerCode): Refusal {
+export function refused(code: CallerCode): Refusal {
   let refusal = REFUSALS.get(code);
   if (refusal === undefined) {
     refusal = Object.freeze({ status: "denied", code });
@@ -45,7 +47,7 @@ function refused(code: CallerCode): Refusal {
 }
 
 /** A send's parts that outlive its decision, carried to delivery. */
-interface Send {
+export interface Send {
   readonly now: number;
   readonly callId: string;
   readonly recipient: string;
@@ -53,13 +55,13 @@ interface Send {
   readonly label: string;
 }
 
-type Outcome = { status: "delivered"; reply?: unknown } | { status: "failed"; code: string };
+export type Outcome = { status: "delivered"; reply?: unknown } | { status: "failed"; code: string };
 
 /** A transport that threw (or rejected) failed the delivery; it says nothing more. */
-const THREW: Outcome = Object.freeze({ status: "failed", code: "transport_threw" });
+export const THREW: Outcome = Object.freeze({ status: "failed", code: "transport_threw" });
 
 /** What a transport answered, read without trusting its shape: any surprise is a throw. */
-function outcomeOf(result: DeliveryResult): Outcome {
+export function outcomeOf(result: DeliveryResult): Outcome {
   try {
     if (result.status === "delivered") return result;
     return { status: "failed", code: isId(result.code) ? result.code : "failed" };
@@ -69,14 +71,47 @@ function outcomeOf(result: DeliveryResult): Outcome {
 }
 
 /** A refusal the lease decides before any grant is looked at (its state, the request's shape). */
-type Precheck = { readonly code: CallerCode; readonly reason: KernelReason };
+export type Precheck = { readonly code: CallerCode; readonly reason: KernelReason };
 const CLOSED: Precheck = { code: "turn_closed", reason: "turn_closed" };
 const NO_AUTHORITY: Precheck = { code: "authority_unavailable", reason: "authority_unavailable" };
 const INVALID: Precheck = { code: "invalid_request", reason: "invalid_request" };
 // Not `delivery_failed`: nothing was authorized or spent, and the tool is not listed either.
 const NO_TRANSPORT: Precheck = { code: "tool_unavailable", reason: "no_transport" };
 // Refused whatever the grants say, so the code tells the caller nothing it did not send.
-const OTHER_OWNER: Precheck = { code: "no_matching_grant", reason: "owner_mismatch" };
+export const OTHER_OWNER: Precheck = { code: "no_matching_grant", reason: "owner_mismatch" };
+
+/** A claim is recorded with its decision only by a ledger: without one it would be ignored. */
+function claimNeedsLedger(): TesseraError {
+  return new TesseraError(
+    "invalid_config",
+    "a decision with a claim needs an act ledger: createKernel({ acts }) (a store bundle's acts)",
+  );
+}
+
+/** Checks every call passes before a decision: lease state, then the request's shape. */
+export function precheck(
+  request: unknown,
+  kind: "authorize" | "message",
+  closed: boolean,
+  scope: DecisionScope | undefined,
+  transport: MessageTransport | undefined,
+): Precheck | undefined {
+  if (closed) return CLOSED;
+  if (scope === undefined) return NO_AUTHORITY;
+  if (typeof request !== "object" || request === null) return INVALID;
+  const fields = request as Record<string, unknown>;
+  if (!isOptionalId(fields.callId)) return INVALID;
+  if (kind === "authorize") {
+    return isId(fields.action) && isResourceRef(fields.resource) ? undefined : INVALID;
+  }
+  if (!isSegment(fields.recipient)) return INVALID;
+  // A payload nested past the bound would overflow the stack of whatever hashes or
+  // serializes it next (a transport's JSON.stringify): refused here, recorded, nothing spent.
+  if (!withinJsonDepth(fields.payload)) return INVALID;
+  // Refused before any use is spent: there is nowhere to deliver.
+  if (transport === undefined) return NO_TRANSPORT;
+  return undefined;
+}
 
 /**
  * One authority lease. It holds the turn's indexed grant set and nothing else: usage is read
@@ -139,7 +174,13 @@ export class Lease implements TurnAuthority {
     return Object.freeze(tools.sort());
   }
 
-  async authorize(request: AuthorizeRequest): Promise<AuthorizeResult> {
+  authorize(request: AuthorizeRequest): Promise<AuthorizeResult>;
+  authorize(
+    request: AuthorizeRequest,
+    options: ActOptions,
+  ): Promise<AuthorizeResult | AlreadyClaimed>;
+  async authorize(request: AuthorizeRequest, options?: ActOptions): Promise<AuthorizeResult> {
+    if (options?.claim !== undefined) throw claimNeedsLedger();
     const now = this.#now();
     const callId = this.#callIdOf(request);
     const precheck = this.#precheck(request, "authorize");
@@ -176,7 +217,13 @@ export class Lease implements TurnAuthority {
    * suspendable frame on every call (about 400 bytes, most of a send's garbage in a fan-out).
    * Whatever throws on the way is this call's rejection, as it would be in an async function.
    */
-  sendMessage(request: SendMessageRequest): Promise<SendMessageResult> {
+  sendMessage(request: SendMessageRequest): Promise<SendMessageResult>;
+  sendMessage(
+    request: SendMessageRequest,
+    options: ActOptions,
+  ): Promise<SendMessageResult | AlreadyClaimed>;
+  sendMessage(request: SendMessageRequest, options?: ActOptions): Promise<SendMessageResult> {
+    if (options?.claim !== undefined) return Promise.reject(claimNeedsLedger());
     try {
       return this.#send(request);
     } catch (error) {
@@ -312,23 +359,8 @@ export class Lease implements TurnAuthority {
     return this.#idPrefix + this.#minted;
   }
 
-  /** Checks every call passes before a decision: lease state, then the request's shape. */
   #precheck(request: unknown, kind: "authorize" | "message"): Precheck | undefined {
-    if (this.#closed) return CLOSED;
-    if (this.#scope === undefined) return NO_AUTHORITY;
-    if (typeof request !== "object" || request === null) return INVALID;
-    const fields = request as Record<string, unknown>;
-    if (!isOptionalId(fields.callId)) return INVALID;
-    if (kind === "authorize") {
-      return isId(fields.action) && isResourceRef(fields.resource) ? undefined : INVALID;
-    }
-    if (!isSegment(fields.recipient)) return INVALID;
-    // A payload nested past the bound would overflow the stack of whatever hashes or
-    // serializes it next (a transport's JSON.stringify): refused here, recorded, nothing spent.
-    if (!withinJsonDepth(fields.payload)) return INVALID;
-    // Refused before any use is spent: there is nowhere to deliver.
-    if (this.#transport === undefined) return NO_TRANSPORT;
-    return undefined;
+    return precheck(request, kind, this.#closed, this.#scope, this.#transport);
   }
 
   async #refuse(

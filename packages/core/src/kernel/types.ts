@@ -1,6 +1,8 @@
+import type { ClaimKey, ClaimRecord, StoredClaim } from "../contracts/claims.js";
 import type { ResourceRef } from "../contracts/messages.js";
 import type { AccessContext } from "../contracts/schemas.js";
 import type { CallerCode } from "../contracts/vocabulary.js";
+import type { ActLedger } from "../ports/act-ledger.js";
 import type { AuditSink } from "../ports/audit-sink.js";
 import type { Clock } from "../ports/clock.js";
 import type { GrantSource } from "../ports/grant-source.js";
@@ -28,7 +30,34 @@ export interface KernelOptions {
    * `false` turns it off.
    */
   readonly turnCache?: false | TurnCacheOptions;
+  /**
+   * Records each act all or nothing (a store bundle's `acts`): the decision's spend and event,
+   * and the claim of its call ID when the caller gives one, in one transaction — one durable
+   * write per act, many acts per write. Without it, the kernel spends in `usage` and writes to
+   * `audit` one after the other, and a decision cannot carry a claim.
+   */
+  readonly acts?: ActLedger;
+  /**
+   * With `acts`: when a denial that carries no claim is written. `"after-reply"` (default): a
+   * denial changes nothing, so its event joins the sink's next write after the caller has its
+   * answer; a crash can lose the events still waiting (the sink's write window, ≤ 10 ms for
+   * Tessera's stores), never an allowed act's. A sink that fails makes the next denials wait
+   * for their own write (and fail with `audit_unavailable` while it keeps failing) until one
+   * lands. `"before-reply"`: every event is written before its decision returns.
+   */
+  readonly denials?: "after-reply" | "before-reply";
 }
+
+/** A claim to record with a decision, in the act's one transaction (needs `acts`). */
+export interface ActOptions {
+  readonly claim?: { readonly key: ClaimKey; readonly record: ClaimRecord };
+}
+
+/**
+ * The claim given with a decision was taken before: nothing was decided, spent or written.
+ * `existing` is the claim as stored (its receipt and answer once settled).
+ */
+export type AlreadyClaimed = { readonly status: "already_claimed"; readonly existing: StoredClaim };
 
 export interface Kernel {
   /**
@@ -39,6 +68,13 @@ export interface Kernel {
    * `TesseraError("invalid_input")` only when `ctx` itself is malformed.
    */
   openTurnAuthority(ctx: AccessContext): Promise<TurnAuthority>;
+  /**
+   * Waits until every denial event written after its reply has reached the sink (or failed):
+   * call it before closing the stores. Kernels from `createKernel` have it.
+   */
+  drain?(): Promise<void>;
+  /** `"failing"` while a denial event written after its reply could not be written. */
+  auditState?(): "ok" | "failing";
 }
 
 export type { ResourceRef } from "../contracts/messages.js";
@@ -83,6 +119,17 @@ export interface TurnTools {
 
 /** One authority lease: the grant set of one turn. Closed on every exit path. */
 export interface TurnAuthority extends TurnTools, AsyncDisposable {
+  sendMessage(request: SendMessageRequest): Promise<SendMessageResult>;
+  /** With a claim (`KernelOptions.acts` needed): the claim, the spend and the event, one write. */
+  sendMessage(
+    request: SendMessageRequest,
+    options: ActOptions,
+  ): Promise<SendMessageResult | AlreadyClaimed>;
+  authorize(request: AuthorizeRequest): Promise<AuthorizeResult>;
+  authorize(
+    request: AuthorizeRequest,
+    options: ActOptions,
+  ): Promise<AuthorizeResult | AlreadyClaimed>;
   readonly traceId: string;
   readonly closed: boolean;
   /** Idempotent. Every later call is refused with `turn_closed`. */

@@ -1,0 +1,292 @@
+import { randomUUID } from "node:crypto";
+import { isTesseraError, redact, TesseraError } from "../contracts/errors.js";
+import { MESSAGE_SEND_ACTION, messageResource } from "../contracts/messages.js";
+import type { Act, ActLedger, ActResult } from "../ports/act-ledger.js";
+import type { MessageEnvelope } from "../ports/transport.js";
+import type { DecisionRecord } from "./audit-writer.js";
+import { type DecisionScope, decide, exhaustedRefusal } from "./decide.js";
+import type { DenialRecorder } from "./denials.js";
+import { asyncDispose } from "./dispose.js";
+import type { IndexedGrant } from "./grant-index.js";
+import {
+  Lease,
+  type LeaseParts,
+  OTHER_OWNER,
+  type Outcome,
+  outcomeOf,
+  type Precheck,
+  precheck,
+  refused,
+  type Send,
+  THREW,
+} from "./lease.js";
+import { isId } from "./request.js";
+import { resourceLabel } from "./resource-label.js";
+import type {
+  ActOptions,
+  AlreadyClaimed,
+  AuthorizeRequest,
+  AuthorizeResult,
+  Refusal,
+  ResourceRef,
+  SendMessageRequest,
+  SendMessageResult,
+  TurnAuthority,
+} from "./types.js";
+
+export interface LedgerLeaseParts extends LeaseParts {
+  readonly acts: ActLedger;
+  readonly denials: DenialRecorder;
+}
+
+type Claim = ActOptions["claim"];
+const CLOSED: Precheck = { code: "turn_closed", reason: "turn_closed" };
+
+/**
+ * A lease whose acts are recorded through the act ledger: the decision is made on the turn's
+ * indexed grants without spending, then one `acts.record` writes the claim (when the caller
+ * gave one), the bounded use and the decision's event in one transaction — or, when the use
+ * was gone by then, the exhausted event instead. Only after that write does anything happen
+ * (delivery). A denial with a claim is one write too (the claim, settled `denied`, and the
+ * event); a denial without one changes nothing and is written after the reply (see
+ * `DenialRecorder`).
+ *
+ * A store that fails makes the call throw its `*_unavailable` error with nothing of the act
+ * written (the ledger's all or nothing), so a retry after recovery gets a decision. Straight
+ * async code: the in-memory fast path of `Lease` (no promise per send) is for kernels without
+ * a ledger; listing tools and closing are the inner lease's.
+ */
+export class LedgerLease implements TurnAuthority {
+  readonly #inner: Lease;
+  readonly #parts: LedgerLeaseParts;
+  readonly #fixedNow: number | undefined;
+  #minted = 0;
+  #idPrefix: string | undefined;
+
+  constructor(parts: LedgerLeaseParts) {
+    this.#inner = new Lease(parts);
+    this.#parts = parts;
+    this.#fixedNow = parts.ctx.now === undefined ? undefined : Date.parse(parts.ctx.now);
+  }
+
+  get traceId(): string {
+    return this.#inner.traceId;
+  }
+
+  get closed(): boolean {
+    return this.#inner.closed;
+  }
+
+  close(): Promise<void> {
+    return this.#inner.close();
+  }
+
+  [asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  listTools(): Promise<readonly string[]> {
+    return this.#inner.listTools();
+  }
+
+  authorize(request: AuthorizeRequest): Promise<AuthorizeResult>;
+  authorize(
+    request: AuthorizeRequest,
+    options: ActOptions,
+  ): Promise<AuthorizeResult | AlreadyClaimed>;
+  async authorize(
+    request: AuthorizeRequest,
+    options?: ActOptions,
+  ): Promise<AuthorizeResult | AlreadyClaimed> {
+    const now = this.#now();
+    const callId = this.#callIdOf(request);
+    const claim = options?.claim;
+    const checked = this.#precheck(request, "authorize");
+    if (checked !== undefined) return this.#deny({ now, callId, ...checked }, claim);
+    const { action, resource } = request;
+    const label = resourceLabel(resource.namespace, resource.path);
+    // The turn acts for its owner only: a request may restate that owner, never name another.
+    if (resource.owner !== undefined && resource.owner !== this.#parts.ctx.owner) {
+      return this.#deny({ now, callId, ...OTHER_OWNER, action, resource: label }, claim);
+    }
+    const decided = await this.#decide(now, callId, action, resource, label, claim);
+    if ("status" in decided) return decided;
+    return Object.freeze({ status: "allowed", grantId: decided.grant.id, callId });
+  }
+
+  sendMessage(request: SendMessageRequest): Promise<SendMessageResult>;
+  sendMessage(
+    request: SendMessageRequest,
+    options: ActOptions,
+  ): Promise<SendMessageResult | AlreadyClaimed>;
+  async sendMessage(
+    request: SendMessageRequest,
+    options?: ActOptions,
+  ): Promise<SendMessageResult | AlreadyClaimed> {
+    const now = this.#now();
+    const callId = this.#callIdOf(request);
+    const claim = options?.claim;
+    const checked = this.#precheck(request, "message");
+    if (checked !== undefined) {
+      return this.#deny({ now, callId, ...checked, action: MESSAGE_SEND_ACTION }, claim);
+    }
+    const resource = messageResource(request.recipient, this.#parts.ctx.owner);
+    const label = resourceLabel(resource.namespace, resource.path);
+    const decided = await this.#decide(now, callId, MESSAGE_SEND_ACTION, resource, label, claim);
+    if ("status" in decided) return decided;
+    const send: Send = {
+      now,
+      callId,
+      recipient: request.recipient,
+      payload: request.payload,
+      label,
+    };
+    return this.#deliver(send, decided.grant);
+  }
+
+  /** Decides on the indexed grants, then records the act; the grant when it stands. */
+  async #decide(
+    now: number,
+    callId: string,
+    action: string,
+    resource: ResourceRef,
+    label: string,
+    claim: Claim,
+  ): Promise<Refusal | AlreadyClaimed | { readonly grant: IndexedGrant }> {
+    const scope = this.#parts.scope as DecisionScope;
+    let verdict = decide(scope, action, resource, now);
+    if (verdict instanceof Promise) verdict = await verdict;
+    const record = { now, callId, action, resource: label };
+    if (!verdict.allowed) {
+      const { code, reason, grant, detail } = verdict;
+      return this.#deny(
+        { ...record, code, reason, grantId: grant?.id, chain: grant?.chain, detail },
+        claim,
+      );
+    }
+    const grant = verdict.grant;
+    const granted = { ...record, grantId: grant.id, chain: grant.chain };
+    // Nothing was spent yet (the act spends), so a lease closed meanwhile just refuses.
+    if (this.closed) return this.#deny({ ...granted, ...CLOSED }, claim);
+    const audit = this.#parts.audit;
+    const event = audit.build({ ...granted, code: null, reason: "allowed" });
+    let act: Act = claim === undefined ? { event } : { claim, event };
+    let lost: Refusal | undefined;
+    if (verdict.spend === true) {
+      const maxUses = grant.maxUses as number;
+      const exhausted = exhaustedRefusal(scope.index.get(action), grant, now);
+      lost = refused(exhausted.code);
+      act = {
+        ...act,
+        spend: { namespaceId: scope.namespaceId, grantId: grant.id, maxUses },
+        exhausted: audit.build({ ...granted, ...exhausted }),
+      };
+    }
+    const result = await this.#record(act);
+    if (result.status === "already_claimed") return result;
+    if (result.used !== undefined && result.used >= (grant.maxUses ?? Number.POSITIVE_INFINITY)) {
+      grant.spent = true;
+    }
+    if (result.recorded === "exhausted") {
+      grant.spent = true;
+      return lost as Refusal;
+    }
+    return { grant };
+  }
+
+  /**
+   * A refusal: with a claim, one act (the claim settled `denied` and the event, one write),
+   * before the answer; without one, the event goes to the denial recorder.
+   */
+  async #deny(record: DecisionRecord, claim: Claim): Promise<Refusal | AlreadyClaimed> {
+    const event = this.#parts.audit.build(record);
+    const refusal = refused(record.code ?? "invalid_request");
+    if (claim !== undefined) {
+      const result = await this.#record({ claim, event });
+      return result.status === "already_claimed" ? result : refusal;
+    }
+    const written = this.#parts.denials.record(event);
+    if (written !== undefined) await written;
+    return refusal;
+  }
+
+  async #record(act: Act): Promise<ActResult> {
+    try {
+      return await this.#parts.acts.record(act);
+    } catch (error) {
+      if (isTesseraError(error) && error.code.endsWith("_unavailable")) throw error;
+      if (isTesseraError(error, "invalid_input")) throw error;
+      throw new TesseraError("store_unavailable", "the act ledger could not record the act", {
+        cause: error,
+      });
+    }
+  }
+
+  async #deliver(send: Send, grant: IndexedGrant): Promise<SendMessageResult> {
+    const envelope: MessageEnvelope = Object.freeze({
+      messageId: this.#mintId(),
+      sender: this.#parts.ctx.actor,
+      recipient: send.recipient,
+      payload: send.payload,
+      traceId: this.#parts.ctx.traceId,
+      callId: send.callId,
+      grantId: grant.id,
+    });
+    let outcome: Outcome;
+    try {
+      outcome = outcomeOf(
+        await (this.#parts.transport as NonNullable<LeaseParts["transport"]>).deliver(envelope),
+      );
+    } catch {
+      outcome = THREW;
+    }
+    if (outcome.status === "delivered") {
+      return Object.freeze(
+        outcome.reply === undefined
+          ? { status: "delivered", messageId: envelope.messageId, grantId: grant.id }
+          : {
+              status: "delivered",
+              messageId: envelope.messageId,
+              grantId: grant.id,
+              reply: outcome.reply,
+            },
+      );
+    }
+    // The use is spent: the grant authorized an act that was attempted. The failure is its own
+    // event, written before the caller hears it (it reports an effect that may have happened).
+    const failed = this.#parts.audit.write({
+      now: this.#now(),
+      code: "delivery_failed",
+      reason: "delivery_failed",
+      callId: send.callId,
+      action: MESSAGE_SEND_ACTION,
+      resource: send.label,
+      grantId: grant.id,
+      chain: grant.chain,
+      detail: `transport answered ${redact(outcome.code)}`,
+    });
+    if (failed !== undefined) await failed;
+    return refused("delivery_failed");
+  }
+
+  #precheck(request: unknown, kind: "authorize" | "message"): Precheck | undefined {
+    // While the sink is failing, decisions wait for their own write; an act's own event is in
+    // its transaction, so only denials are affected (DenialRecorder).
+    return precheck(request, kind, this.closed, this.#parts.scope, this.#parts.transport);
+  }
+
+  #now(): number {
+    return this.#fixedNow ?? this.#parts.clock.now();
+  }
+
+  #callIdOf(request: unknown): string {
+    const callId = (request as { callId?: unknown } | null)?.callId;
+    return isId(callId) ? callId : this.#mintId();
+  }
+
+  #mintId(): string {
+    this.#idPrefix ??= `${randomUUID()}.`;
+    this.#minted++;
+    return this.#idPrefix + this.#minted;
+  }
+}
