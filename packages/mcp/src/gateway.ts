@@ -191,6 +191,16 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
         return rpcError(res, 400, ErrorCode.ParseError, "the request body is not JSON");
       }
       body = read.value;
+      if (repeatsAnId(body)) {
+        // The SDK's transport maps answers to requests by id: a repeated id would get one
+        // answer, the repeat's (a call_in_progress), and lose the other. Nothing runs.
+        return rpcError(
+          res,
+          400,
+          ErrorCode.InvalidRequest,
+          "the batch repeats a request id: give each request its own",
+        );
+      }
     }
     if (stateless) {
       if (req.method !== "POST") {
@@ -300,6 +310,22 @@ function header(req: IncomingMessage, name: string): string | undefined {
 function rpcError(res: ServerResponse, status: number, code: number, message: string): void {
   res.writeHead(status, { "content-type": "application/json" });
   res.end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }));
+}
+
+/** Whether a JSON-RPC batch holds two requests with one id (JSON-RPC answers each id once). */
+function repeatsAnId(body: unknown): boolean {
+  if (!Array.isArray(body) || body.length < 2) return false;
+  const seen = new Set<unknown>();
+  for (const message of body) {
+    if (typeof message !== "object" || message === null || !("method" in message)) continue;
+    const id = (message as { id?: unknown }).id;
+    if (id === undefined || id === null) continue;
+    // 1 and "1" are different ids.
+    const key = typeof id === "string" ? `s:${id}` : `${typeof id}:${String(id)}`;
+    if (seen.has(key)) return true;
+    seen.add(key);
+  }
+  return false;
 }
 
 type Read =

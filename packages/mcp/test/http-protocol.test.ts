@@ -115,4 +115,38 @@ describe("the gateway's Streamable HTTP", () => {
       (await send(url, { body: { jsonrpc: "2.0", id: 2, method: "ping" }, session })).status,
     ).toBe(404);
   });
+
+  it("refuses a batch that repeats a request id, running nothing; distinct ids each get one answer", async () => {
+    harness = await startHarness({}, [toolGrant("alice", ["messages", "echo"])]);
+    const url = harness.url;
+    const session = await open(url);
+    const echo = (id: string | number, text: string) => ({
+      jsonrpc: "2.0",
+      id,
+      method: "tools/call",
+      params: { name: "messages.echo", arguments: { text } },
+    });
+    for (const body of [
+      [echo("dup", "one"), echo("dup", "one")],
+      [echo(7, "a"), { jsonrpc: "2.0", id: "x", method: "ping" }, echo(7, "b")],
+    ]) {
+      const refused = await send(url, { session, body });
+      expect(refused.status).toBe(400);
+      expect(await refused.json()).toMatchObject({ error: { code: -32600 }, id: null });
+    }
+    expect(harness.counts("echo")).toBe(0);
+
+    // 1 and "1" are two ids.
+    const batch = await send(url, { session, body: [echo(1, "n"), echo("1", "s")] });
+    expect(batch.status).toBe(200);
+    const answers = (await batch.json()) as {
+      id: unknown;
+      result: { content: { text: string }[] };
+    }[];
+    expect(answers.map((a) => [a.id, a.result.content[0]?.text])).toEqual([
+      [1, "n"],
+      ["1", "s"],
+    ]);
+    expect(harness.counts("echo")).toBe(2);
+  });
 });
