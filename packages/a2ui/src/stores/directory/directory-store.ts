@@ -9,6 +9,7 @@ import {
   type ClaimResult,
   type ClaimStore,
   isTesseraError,
+  type JsonValue,
   type StoredClaim,
   TesseraError,
 } from "@tessera/core";
@@ -18,43 +19,14 @@ import {
   checkRecord,
   checkSession,
   claimKeyDigest,
+  serializeAnswer,
 } from "@tessera/core/store-kit";
 import { checkPrivateDirectory, checkSameDirectory, type DirectoryIdentity } from "./checks.js";
 import { GroupSync } from "./group-sync.js";
 import { encodeReceipt, encodeRecord, MARKER_NAME, type MarkerRead, readMarker } from "./marker.js";
+import type { DirectoryClaimStoreOptions, InDoubtReport, SkippedMarker } from "./types.js";
 
-/**
- * A directory entry named like a marker that names no claim: `not_a_file` (a FIFO, a
- * directory, a symlink, a socket: not made by this store) or `no_record` (a marker whose
- * record line is missing or torn: its worker died, or a full disk kept it from being written
- * and removed; the ID stays claimed, in doubt, but its key cannot be named).
- */
-export interface SkippedMarker {
-  readonly marker: string;
-  readonly why: "not_a_file" | "no_record";
-}
-
-/** What `inDoubtReport` finds: the claims in doubt, and the entries it could not read. */
-export interface InDoubtReport {
-  readonly inDoubt: StoredClaim[];
-  /** Never filtered by session: an entry that cannot be read cannot be attributed. */
-  readonly skipped: SkippedMarker[];
-}
-
-export interface DirectoryClaimStoreOptions {
-  /**
-   * Also fsync each marker's content before the directory. The claim is the marker's name,
-   * made durable by the directory fsync; the content is informational (a marker whose
-   * content was lost in a crash reads in doubt). Default false.
-   */
-  readonly syncMarkerContent?: boolean;
-  /**
-   * Group commit (default true): claims in flight together share one directory fsync, each
-   * released only by an fsync that started after its marker was created. Measured against
-   * one fsync per claim in bench/src/a2ui; turn off to get exactly one fsync per claim.
-   */
-  readonly groupCommit?: boolean;
-}
+export type { DirectoryClaimStoreOptions, InDoubtReport, SkippedMarker } from "./types.js";
 
 const CREATE_MARKER =
   constants.O_WRONLY |
@@ -205,15 +177,17 @@ export class DirectoryClaimStore implements ClaimStore {
   }
 
   /**
-   * Records the outcome by appending a receipt line to the marker (never creating one: a
-   * missing marker means nothing was claimed, or the session ended: `invalid_input`). The
-   * first complete receipt line is the outcome. Not fsynced: if the outcome is lost in a
-   * crash the claim reads in doubt, and is still never claimable.
+   * Records the outcome by appending a receipt line to the marker, with the answer inside it
+   * (never creating one: a missing marker means nothing was claimed, or the session ended:
+   * `invalid_input`). The first complete receipt line is the outcome, answer included. Not
+   * fsynced: if the outcome is lost in a crash the claim reads in doubt, and is still never
+   * claimable.
    */
-  async settle(key: ClaimKey, receipt: ClaimReceipt): Promise<void> {
+  async settle(key: ClaimKey, receipt: ClaimReceipt, answer?: JsonValue): Promise<void> {
     this.#checkOpen();
     checkClaimKey(key);
     checkReceipt(receipt);
+    const answerText = serializeAnswer(answer);
     checkSameDirectory(this.#dir, this.#identity);
     const name = claimKeyDigest(key);
     let marker = this.#held.get(name);
@@ -229,7 +203,7 @@ export class DirectoryClaimStore implements ClaimStore {
       }
     }
     try {
-      await marker.writeFile(encodeReceipt(receipt));
+      await marker.writeFile(encodeReceipt(receipt, answerText));
     } catch (error) {
       throw unavailable("the claim outcome could not be recorded", error);
     } finally {

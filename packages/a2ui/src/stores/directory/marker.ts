@@ -1,17 +1,24 @@
 import { constants } from "node:fs";
 import { type FileHandle, lstat, open } from "node:fs/promises";
-import type { ClaimKey, ClaimReceipt, ClaimRecord, StoredClaim } from "@tessera/core";
+import type { ClaimKey, ClaimReceipt, ClaimRecord, JsonValue, StoredClaim } from "@tessera/core";
 
 /**
  * Marker file layout (one file per claim, named by `claimKeyDigest`):
  *
  *     {"v":1,"session":…,"functionCallId":…,"bodyHash":…,"claimedAt":…,"worker":…}\n
- *     {"status":"dispatched","settledAt":…}\n        ← appended by settle
+ *     {"status":"dispatched","settledAt":…,"answer":…}\n        ← appended by settle
  *
  * The file's existence is the claim; its content is informational. The first line is the
  * record, written right after the exclusive create. `settle` appends one receipt line
  * (O_APPEND, no rename: replacing the file would make ext4 flush data on the next
- * directory fsync). A marker without a complete receipt line is a claim in doubt.
+ * directory fsync), in one write, the answer (when given) inside it: receipt and answer are
+ * one line, so the first complete line gives both, and a torn one neither. A marker without
+ * a complete receipt line is a claim in doubt.
+ *
+ * `answer` is optional and was added without a version bump, both ways compatible: markers
+ * of the previous release (receipt lines without it) read back without an answer, and that
+ * release reads a receipt line with it as before (it picks `status` and `settledAt` and
+ * leaves the rest).
  */
 export const MARKER_NAME = /^[0-9a-f]{64}$/;
 
@@ -27,8 +34,10 @@ export function encodeRecord(key: ClaimKey, record: ClaimRecord): string {
   return `${line}\n`;
 }
 
-export function encodeReceipt(receipt: ClaimReceipt): string {
-  return `${JSON.stringify({ status: receipt.status, settledAt: receipt.settledAt })}\n`;
+/** `answer` is the JSON text `serializeAnswer` checked (no raw newline: JSON escapes them). */
+export function encodeReceipt(receipt: ClaimReceipt, answer?: string): string {
+  const line = JSON.stringify({ status: receipt.status, settledAt: receipt.settledAt });
+  return answer === undefined ? `${line}\n` : `${line.slice(0, -1)},"answer":${answer}}\n`;
 }
 
 const SETTLED = new Set(["dispatched", "denied", "failed"]);
@@ -51,6 +60,7 @@ export function decodeMarker(text: string): StoredClaim | undefined {
   // The first complete receipt line counts (the first outcome stands in every store; a
   // second settle only appends a line nothing reads); a torn (partial) line is ignored.
   let receipt: ClaimReceipt | undefined;
+  let answer: { answer: JsonValue } | undefined;
   for (const line of rest) {
     const parsed = parseLine(line);
     if (parsed && SETTLED.has(parsed.status as string) && typeof parsed.settledAt === "number") {
@@ -58,6 +68,7 @@ export function decodeMarker(text: string): StoredClaim | undefined {
         status: parsed.status as ClaimReceipt["status"],
         settledAt: parsed.settledAt,
       });
+      if (Object.hasOwn(parsed, "answer")) answer = { answer: parsed.answer as JsonValue };
       break;
     }
   }
@@ -68,6 +79,7 @@ export function decodeMarker(text: string): StoredClaim | undefined {
     claimedAt,
     ...(typeof worker === "string" ? { worker } : {}),
     ...(receipt ? { receipt } : {}),
+    ...answer,
   });
 }
 
