@@ -23,8 +23,10 @@ export {
   type AuditBreakKind,
   type AuditStreamReport,
   type AuditVerification,
+  unreadableTrail,
   verifyAuditChain,
 } from "./audit/verify.js";
+export { UnreadableAuditEvent } from "./audit/unreadable.js";
 export {
   A2UI_CALL_ACTION,
   A2UI_NAMESPACE,

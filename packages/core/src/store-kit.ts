@@ -17,6 +17,7 @@ export {
   GENESIS_HASH,
   linkAuditEvent,
 } from "./audit/chain.js";
+export { parseStoredAuditEvent } from "./audit/unreadable.js";
 export { checkAct, deniedAnswerOf } from "./contracts/act-input.js";
 export {
   boundedCanonicalJson,

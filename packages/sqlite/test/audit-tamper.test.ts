@@ -16,6 +16,8 @@ describeAuditTamperCases("SQLite", async () => {
   const stores = await openStores(`sqlite:${file.path}`);
   const raw = new BetterSqlite3(file.path);
   raw.exec("DROP TRIGGER tessera_audit_no_update; DROP TRIGGER tessera_audit_no_delete;");
+  // As an attacker would: the table's json_valid CHECK no longer stops text that is not JSON.
+  raw.pragma("ignore_check_constraints = ON");
   // The row at a read position: `seq` is the table's append order, which reads follow.
   const rowAt = (index: number): number => {
     const rows = raw.prepare("SELECT seq FROM tessera_audit ORDER BY seq").all() as {

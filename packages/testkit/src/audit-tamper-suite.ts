@@ -2,6 +2,8 @@ import {
   type AuditBreakKind,
   type AuditEvent,
   type ReadableAuditSink,
+  UnreadableAuditEvent,
+  unreadableTrail,
   verifyAuditChain,
 } from "@tessera/core";
 import { auditEventHash, linkAuditEvent } from "@tessera/core/store-kit";
@@ -115,6 +117,34 @@ export function describeAuditTamperCases(name: string, open: () => Promise<Tampe
           expect(verdict.ok).toBe(false);
           if (verdict.ok) return;
           expect(verdict.break).toMatchObject({ kind, index, stream: "ns" });
+        } finally {
+          await trail.close();
+        }
+      });
+    }
+
+    // Not an event at all: the read names the position instead of crashing on the row
+    // (JSON null was a TypeError in verify, text that is not JSON a SyntaxError in read).
+    for (const [title, json] of [
+      ["JSON null", "null"],
+      ["text that is not JSON", "{not json"],
+      ["a JSON number", "42"],
+    ] as const) {
+      it(`an event replaced by ${title} reads as unreadable at position ${AT}`, async () => {
+        const trail = await open();
+        try {
+          for (let i = 0; i < LENGTH; i++) await trail.store.append(seedEvent(i));
+          await trail.replace(AT, json);
+          const error = await trail.store.read().then(
+            () => undefined,
+            (thrown: unknown) => thrown,
+          );
+          expect(error).toBeInstanceOf(UnreadableAuditEvent);
+          expect(error).toMatchObject({ code: "audit_unavailable", position: AT });
+          expect(unreadableTrail((error as UnreadableAuditEvent).position).break).toMatchObject({
+            kind: "unreadable",
+            index: AT,
+          });
         } finally {
           await trail.close();
         }

@@ -9,6 +9,8 @@ import {
   type AuditVerification,
   signAuditCheckpoint,
   TesseraError,
+  UnreadableAuditEvent,
+  unreadableTrail,
   verifyAuditChain,
   verifyAuditCheckpoint,
 } from "@tessera/core";
@@ -53,6 +55,23 @@ async function readTrail(options: SourceOptions): Promise<readonly AuditEvent[]>
   }
 }
 
+/**
+ * The trail and its verdict. A stored event that is not an event at all (a row replaced by
+ * JSON `null` or by text that is not JSON) is a break too, `unreadable` at its position:
+ * tampering, reported as such (exit 3), not a crash with a stack.
+ */
+async function readAndVerify(
+  options: SourceOptions,
+): Promise<{ events: readonly AuditEvent[] | undefined; result: AuditVerification }> {
+  try {
+    const events = await readTrail(options);
+    return { events, result: verifyAuditChain(events) };
+  } catch (error) {
+    if (!(error instanceof UnreadableAuditEvent)) throw error;
+    return { events: undefined, result: unreadableTrail(error.position) };
+  }
+}
+
 function readText(path: string, what: string): string {
   try {
     return readFileSync(path, "utf8");
@@ -78,6 +97,8 @@ function readCheckpoints(path: string): unknown[] {
 const streamName = (stream: string) => (stream === "" ? "(gate)" : JSON.stringify(stream));
 
 export function describeBreak(found: AuditBreak): string {
+  if (found.kind === "unreadable")
+    return `unreadable event at index ${found.index}: ${found.detail}`;
   const seq = found.seq === undefined ? "no seq" : `seq ${found.seq}`;
   return `${found.kind} event in stream ${streamName(found.stream)} at index ${found.index} (${seq}, expected seq ${found.expectedSeq}): ${found.detail}`;
 }
@@ -124,10 +145,10 @@ export function auditVerifyCommand(): Command {
         options.checkpoint === undefined ? undefined : readCheckpoints(options.checkpoint);
       const publicKey =
         options.publicKey === undefined ? undefined : readText(options.publicKey, "public key");
-      const events = await readTrail(options);
-      const result = verifyAuditChain(events);
+      const { events, result } = await readAndVerify(options);
+      // A trail that cannot be read whole is not checked against checkpoints: it already fails.
       const checked =
-        checkpoints === undefined || publicKey === undefined
+        checkpoints === undefined || publicKey === undefined || events === undefined
           ? undefined
           : checkpoints.map((checkpoint) => verifyAuditCheckpoint(checkpoint, publicKey, events));
       const intact = result.ok && (checked ?? []).every((check) => check.ok);
@@ -155,8 +176,7 @@ export function auditCheckpointCommand(): Command {
     .option("--json", "print JSON")
     .action(async (options: CheckpointOptions) => {
       const privateKey = readText(options.privateKey, "private key");
-      const events = await readTrail(options);
-      const result = verifyAuditChain(events);
+      const { result } = await readAndVerify(options);
       if (!result.ok) {
         // Signing a broken trail would vouch for the tampering.
         printLines([`not signed: ${describeBreak(result.break)}`]);

@@ -7,6 +7,7 @@ import type { AuditFilter, ReadableAuditSink } from "../ports/audit-sink.js";
 import { auditStreamOf, linkAuditEvent } from "./chain.js";
 import { FileLock } from "./file-lock.js";
 import { JsonlHeads, parseEventLine } from "./jsonl-heads.js";
+import { UnreadableAuditEvent } from "./unreadable.js";
 
 export interface JsonlAuditSinkOptions {
   /**
@@ -102,7 +103,7 @@ export class JsonlAuditSink implements ReadableAuditSink {
       if (line === "") continue;
       const event = parseEventLine(line);
       if (event === undefined) {
-        throw new TesseraError("audit_unavailable", `audit log line ${lineNumber} is not an event`);
+        throw new UnreadableAuditEvent(events.length, `not an event (log line ${lineNumber})`);
       }
       events.push(event);
     }

@@ -8,9 +8,12 @@ import { auditHashMatches, auditStreamOf, type ChainHead, EMPTY_HEAD } from "./c
  * - `deleted`: events are missing before this one (a gap in `seq` that no later event fills);
  * - `inserted`: an event that does not belong: one with no chain fields after the chain
  *   began (or only some of them), or a second event at a position already taken;
- * - `reordered`: every position is present, but not in order.
+ * - `reordered`: every position is present, but not in order;
+ * - `unreadable`: the stored event is not an event at all (not JSON, or JSON `null`): the
+ *   trail cannot be walked past it. Its stream is unknown and reported as `""`; see
+ *   `unreadableTrail`.
  */
-export type AuditBreakKind = "edited" | "deleted" | "inserted" | "reordered";
+export type AuditBreakKind = "edited" | "deleted" | "inserted" | "reordered" | "unreadable";
 
 /** The first break found in a stream, and where. */
 export interface AuditBreak {
@@ -77,6 +80,8 @@ interface Entry {
 export function verifyAuditChain(events: readonly AuditEvent[]): AuditVerification {
   const streams = new Map<string, Entry[]>();
   for (const [index, event] of events.entries()) {
+    // A caller's list may hold what a tampered store gave back (JSON null): a break, not a crash.
+    if (typeof event !== "object" || event === null) return unreadableTrail(index);
     const stream = auditStreamOf(event);
     let entries = streams.get(stream);
     if (entries === undefined) {
@@ -98,6 +103,25 @@ export function verifyAuditChain(events: readonly AuditEvent[]): AuditVerificati
   return first === undefined
     ? Object.freeze({ ok: true as const, events: events.length, streams: frozen })
     : Object.freeze({ ok: false as const, events: events.length, streams: frozen, break: first });
+}
+
+/**
+ * The verdict on a trail whose event at `position` (read order) is unreadable: broken there,
+ * nothing after it walked. What a sink's `UnreadableAuditEvent` becomes in `tessera audit verify`.
+ */
+export function unreadableTrail(position: number): AuditVerification & { readonly ok: false } {
+  return Object.freeze({
+    ok: false as const,
+    events: position,
+    streams: Object.freeze([]),
+    break: Object.freeze({
+      kind: "unreadable" as const,
+      stream: "",
+      index: position,
+      expectedSeq: 0,
+      detail: "the stored event is not a JSON event object: the trail cannot be read past it",
+    }),
+  });
 }
 
 function hasNoLink(event: AuditEvent): boolean {
