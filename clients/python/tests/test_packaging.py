@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -23,6 +24,27 @@ def offline_env() -> dict[str, str]:
 def has_pip() -> bool:
     probe = subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True)
     return probe.returncode == 0
+
+
+class BackendTest(unittest.TestCase):
+    def test_python_3_10_reads_the_project_table_as_tomllib_does(self) -> None:
+        sys.path.insert(0, str(HERE / "_build"))
+        self.addCleanup(sys.path.remove, str(HERE / "_build"))
+        tessera_build = importlib.import_module("tessera_build")  # on sys.path, as pip puts it
+
+        with_tomllib = tessera_build._project()
+        saved = sys.modules.get("tomllib")
+        sys.modules["tomllib"] = None  # type: ignore[assignment]  # as on 3.10: ImportError
+        try:
+            without = tessera_build._project()
+        finally:
+            if saved is None:
+                del sys.modules["tomllib"]
+            else:
+                sys.modules["tomllib"] = saved
+        self.assertEqual(without, with_tomllib)
+        self.assertEqual(without["name"], "tessera-client")
+        self.assertEqual(without["requires-python"], ">=3.10")
 
 
 @unittest.skipUnless(has_pip(), f"{sys.executable} has no pip")
