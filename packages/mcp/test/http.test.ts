@@ -98,6 +98,29 @@ describe("the MCP gateway over Streamable HTTP (official SDK client)", () => {
     expect(harness.counts("send_message")).toBe(1);
   });
 
+  it("a spent ticket whose tool another ticket still reaches is refused no_matching_grant (the wrong-recipient rule)", async () => {
+    harness = await startHarness({}, [
+      toolGrant("alice", ["messages", "send_message", "bob"], { maxUses: 1 }),
+      toolGrant("alice", ["messages", "send_message", "carol"], { maxUses: 1 }),
+    ]);
+    const alice = await harness.client(ALICE_TOKEN);
+    const send = (to: string) =>
+      alice.callTool({ name: "messages.send_message", arguments: { to, text: "x" } });
+    expect((await send("bob")).isError).toBeFalsy();
+    // Carol's ticket keeps the tool listed, so bob's spent one reads like any wrong recipient.
+    expect(await names(alice)).toContain("messages.send_message");
+    const again = await send("bob");
+    expect(textOf(again)).toBe("no_matching_grant");
+    expect(harness.counts("send_message")).toBe(1);
+    // The owner still learns it was spent.
+    const who = explainPrincipal(PRINCIPALS[0] as (typeof PRINCIPALS)[0]);
+    const againId = again._meta?.["io.tessera/call-id"] as string;
+    expect((await explain(harness.audit, againId, who)).verdict).toBe("spent");
+    // Once carol's is spent too, the tool is gone: tool_unavailable.
+    expect((await send("carol")).isError).toBeFalsy();
+    expect(textOf(await send("carol"))).toBe("tool_unavailable");
+  });
+
   it("writes one audit event per call: principal, tool, args digest (never the args), outcome, latency", async () => {
     harness = await startHarness({}, [toolGrant("alice", ["messages", "echo"])]);
     const alice = await harness.client(ALICE_TOKEN);

@@ -14,7 +14,8 @@ interface McpCommandOptions {
 /**
  * `tessera mcp`: the MCP gateway from a config file. Over stdio the token comes from
  * TESSERA_MCP_TOKEN (never a flag: a flag shows in the process list), and nothing but MCP is
- * written to stdout.
+ * written to stdout. The config's paths are read against its own folder and its store is never
+ * created here (see @tessera/mcp's config-paths.ts): a desktop app starts it from `/`.
  */
 export function mcpCommand(): Command {
   return new Command("mcp")
@@ -23,7 +24,7 @@ export function mcpCommand(): Command {
     )
     .requiredOption(
       "--config <file>",
-      "JSON: upstreams, tool bindings, principals, stores URL, limits",
+      "JSON: upstreams, tool bindings, principals, stores URL, limits; its relative paths are its folder's, and a sqlite store must exist (tessera init)",
       nonEmpty,
     )
     .option("--stdio", "serve one client over stdin/stdout; the token is TESSERA_MCP_TOKEN")

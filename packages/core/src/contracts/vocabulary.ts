@@ -287,7 +287,8 @@ export const ERROR_CATALOG = {
     httpStatus: 409,
   },
   upstream_failed: {
-    meaning: "The upstream MCP server answered an error or a malformed result; it is not retried.",
+    meaning:
+      "The upstream MCP server answered an error or a malformed result, or was not reached (nothing sent); it is not retried.",
     httpStatus: 503,
   },
   // deriveGrant refuses rather than clamps: one code per axis a child would widen.
