@@ -25,7 +25,7 @@ import {
  */
 const url = serviceUrl("TESSERA_REDIS_URL");
 
-type Port = keyof Omit<RedisStores, "close">;
+type Port = keyof Omit<RedisStores, "close" | "acts">;
 
 const PROBES: { [P in Port]: (store: RedisStores[P]) => Promise<unknown> } = {
   usage: (store) => store.getUsage("probe", "probe"),
