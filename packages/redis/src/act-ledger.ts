@@ -191,8 +191,9 @@ export class RedisActLedger implements ActLedger {
       this.#heads.clear();
       this.#counters.clear();
       for (const pending of acts) {
-        pending.reject(error);
-        for (const follower of pending.followers ?? []) follower.reject(error);
+        const failure = asPortFailure(error, pending.act);
+        pending.reject(failure);
+        for (const follower of pending.followers ?? []) follower.reject(failure);
       }
     }
   }
@@ -314,6 +315,23 @@ export class RedisActLedger implements ActLedger {
       claimValues,
     };
   }
+}
+
+/**
+ * A batch that could not be written fails each act with the code of the first port it
+ * touches, as a composition of the ports would (the other backends' ledgers do the same):
+ * `claim_store_unavailable` with a claim, `usage_store_unavailable` for a spend without one,
+ * `audit_unavailable` for an event alone. Other errors stand as they are.
+ */
+function asPortFailure(error: unknown, act: Act): unknown {
+  if (!(error instanceof TesseraError) || error.code !== CODE) return error;
+  const code =
+    act.claim !== undefined
+      ? "claim_store_unavailable"
+      : act.spend !== undefined
+        ? "usage_store_unavailable"
+        : "audit_unavailable";
+  return new TesseraError(code, error.message, { cause: error });
 }
 
 /** Answers acts whose claim key is held by `held` (a claim as stored): `already_claimed`. */
