@@ -30,6 +30,10 @@ export class Database {
       query_timeout: config.statementTimeoutMs + 1_000,
       application_name: config.applicationName,
       keepAlive: true,
+      // The bundle's rule on every backend (see `StoreBundle`): idle connections do not keep
+      // the process alive. A client is referenced while checked out (a query in flight) and
+      // unreferenced when it goes back to the pool, its idle timer too.
+      allowExitOnIdle: true,
     });
     // An idle client whose backend was terminated (restart, pg_terminate_backend) reports
     // here; the pool already discards it, and the next query opens a fresh connection.

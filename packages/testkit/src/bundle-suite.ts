@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import {
   type ClaimStore,
   type Closable,
@@ -53,6 +54,54 @@ async function failureOf(action: () => Promise<unknown>): Promise<Error> {
   return expect.fail("expected the open to fail, but it resolved");
 }
 
+/**
+ * The child of the exit case: opens the bundle by URL through core (which loads the backend),
+ * uses every port, closes the claim store only, and says so.
+ */
+const BUNDLE_CHILD = `
+import { openStores } from "@tessera/core";
+const stores = await openStores(process.env.TESSERA_BUNDLE_URL);
+await stores.usage.tryConsume("ns", "g", 1);
+await stores.grants.listNamespace("ns");
+await stores.audit.read();
+await stores.claims.listInDoubt("s");
+await stores.claims.close();
+console.log("claims closed");`;
+
+/** How soon after its last line the child must have exited (PostgreSQL's idle timeout is 10 s). */
+const EXIT_WITHIN_MS = 5_000;
+/** After this the child is killed and the case fails: it was never going to exit. */
+const GIVE_UP_MS = 30_000;
+
+/** Runs `source` as an ES module in a child Node process; resolves once it exits (or is killed). */
+function runChild(
+  url: string,
+  source: string,
+): Promise<{ code: number | null; output: string; afterDoneMs: number }> {
+  return new Promise((resolve, reject) => {
+    // Run from the working directory, so that "@tessera/core" resolves as the tests' does.
+    const child = spawn(process.execPath, ["--input-type=module", "-e", source], {
+      env: { ...process.env, TESSERA_BUNDLE_URL: url },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    let doneAt = Number.NaN;
+    child.stdout.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+      if (Number.isNaN(doneAt) && output.includes("claims closed")) doneAt = Date.now();
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    const killer = setTimeout(() => child.kill("SIGKILL"), GIVE_UP_MS);
+    child.on("error", reject);
+    child.on("exit", (code) => {
+      clearTimeout(killer);
+      resolve({ code, output, afterDoneMs: Date.now() - doneAt });
+    });
+  });
+}
+
 /** Options every backend reads the same way, each with a value none of them accepts. */
 const BAD_OPTIONS = [["selfTest", "maybe"]] as const;
 
@@ -102,6 +151,25 @@ export function describeStoreBundleConformance(name: string, factory: BundleFact
         expect(await stores.grants.listNamespace("ns")).toEqual([]);
         expect(await stores.audit.read()).toEqual([]);
         await stores.close();
+      } finally {
+        await remove();
+      }
+    });
+
+    it("a process that opens the bundle and closes only its claim store exits on its own", async () => {
+      const { url, remove } = await factory.fresh();
+      try {
+        // Every port used, so every connection the bundle opens is open; then only the claim
+        // store closed. An idle connection must not hold the process (it did on Redis, for
+        // good; PostgreSQL let go only when its idle timeout fired, 10 s later).
+        const run = await runChild(url, BUNDLE_CHILD);
+        expect(run.output).toContain("claims closed");
+        expect(run.code).toBe(0);
+        expect(run.afterDoneMs).toBeLessThan(EXIT_WITHIN_MS);
+        // The same process closing the whole bundle exits too.
+        const closed = await runChild(url, `${BUNDLE_CHILD}\nawait stores.close();`);
+        expect(closed.code).toBe(0);
+        expect(closed.afterDoneMs).toBeLessThan(EXIT_WITHIN_MS);
       } finally {
         await remove();
       }

@@ -25,6 +25,12 @@ export interface StoreBundle {
    * Closes the connection; every port refuses afterwards with its `*_unavailable` code. A
    * port's own `close()` (the claim store's) closes that port only: the bundle owns the
    * connection.
+   *
+   * One rule on every backend: an idle connection never keeps the process alive. A process
+   * whose work is done exits whether it closed the bundle, one port or nothing (SQLite holds
+   * a file; PostgreSQL's idle pool clients and Redis's socket between replies do not hold
+   * the event loop), and never while a store call awaits its answer. `close()` releases the
+   * connection at once; call it to stop cleanly.
    */
   close(): Promise<void>;
 }
