@@ -74,6 +74,9 @@ class OfflineInstallTest(unittest.TestCase):
         )
         self.assertEqual(probe.returncode, 0, probe.stderr)
         self.assertTrue(probe.stdout.startswith(str(package)), probe.stdout)
+        # One version: pyproject.toml's (the metadata) is the module's __version__.
+        version = probe.stdout.split()[1]
+        self.assertIn(f"Version: {version}\n", metadata)
 
     def test_plain_install_needs_no_index(self) -> None:
         self.check_installed(self.install())
