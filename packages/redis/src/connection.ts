@@ -1,10 +1,7 @@
 import { createHash } from "node:crypto";
 import { TesseraError } from "@tessera/core";
-import { Cluster, type Command, Redis } from "ioredis";
+import { Redis } from "ioredis";
 import type { RedisConfig } from "./config.js";
-
-/** A server or a cluster: the stores send the same commands through either. */
-export type Client = Redis | Cluster;
 
 export type UnavailableCode =
   | "store_unavailable"
@@ -66,7 +63,7 @@ export class CommandCounter {
  * background, so the store answers again as soon as the server is back.
  */
 export class Connection {
-  readonly redis: Client;
+  readonly redis: Redis;
   readonly prefix: string;
   /** What this connection sent, counted where ioredis writes it. */
   readonly sent = new CommandCounter();
@@ -74,40 +71,25 @@ export class Connection {
 
   constructor(config: RedisConfig) {
     this.prefix = config.prefix;
-    const options = {
+    this.redis = new Redis(config.url, {
       lazyConnect: true,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
       commandTimeout: config.commandTimeoutMs,
       connectTimeout: config.connectTimeoutMs,
       connectionName: config.connectionName,
-      retryStrategy: (attempt: number) => Math.min(50 * attempt, 1_000),
-    };
-    this.redis = config.cluster
-      ? new Cluster([config.url], {
-          lazyConnect: true,
-          enableOfflineQueue: false,
-          // A command is never re-sent after a redirect or a failover: as on one server, a
-          // re-sent claim could report a key this caller won as held by someone else.
-          maxRedirections: 16,
-          clusterRetryStrategy: (attempt: number) => Math.min(50 * attempt, 1_000),
-          redisOptions: { ...options, ...credentialsOf(config.url) },
-        })
-      : new Redis(config.url, options);
+      retryStrategy: (attempt) => Math.min(50 * attempt, 1_000),
+    });
     // Errors reach callers through their commands; without a listener ioredis would also
     // print every reconnect failure.
     this.redis.on("error", () => {});
     // Every command (EVALSHA included) goes through sendCommand: count it there, and hold
     // the process open while it waits for the reply (see #hold).
-    // (A cluster's sendCommand takes a third argument, the node of a redirect: passed on.)
-    const client = this.redis as unknown as {
-      sendCommand(command: Command, ...rest: unknown[]): unknown;
-    };
-    const send = client.sendCommand.bind(client);
-    client.sendCommand = (command, ...rest) => {
+    const send = this.redis.sendCommand.bind(this.redis);
+    this.redis.sendCommand = (command, stream) => {
       this.sent.count(command.name);
       this.#hold(command.promise);
-      return send(command, ...rest);
+      return send(command, stream);
     };
     // A fresh socket (connect, reconnect) starts idle unless a command already waits on it.
     this.redis.on("ready", () => {
@@ -155,7 +137,7 @@ export class Connection {
   }
 
   /** Runs `work`, turning any failure (disconnected, timeout, server error) into `failCode`. */
-  async run<T>(failCode: UnavailableCode, work: (redis: Client) => Promise<T>): Promise<T> {
+  async run<T>(failCode: UnavailableCode, work: (redis: Redis) => Promise<T>): Promise<T> {
     if (this.#closed) throw new TesseraError(failCode, "the Redis store is closed");
     try {
       return await work(this.redis);
@@ -173,7 +155,7 @@ export class Connection {
    */
   send<Reply, Result>(
     failCode: UnavailableCode,
-    work: (redis: Client) => Promise<Reply>,
+    work: (redis: Redis) => Promise<Reply>,
     check: (reply: Reply) => Result,
   ): Promise<Result> {
     if (this.#closed) {
@@ -233,30 +215,15 @@ export class Connection {
   }
 }
 
-/** The user and password of a `redis://` URL, for each node of a cluster. */
-function credentialsOf(url: string): { username?: string; password?: string; tls?: object } {
-  const parsed = new URL(url);
-  return {
-    ...(parsed.username ? { username: decodeURIComponent(parsed.username) } : {}),
-    ...(parsed.password ? { password: decodeURIComponent(parsed.password) } : {}),
-    ...(parsed.protocol === "rediss:" ? { tls: {} } : {}),
-  };
-}
-
 /** Keys per SCAN step, and so per batch handed to `each`. */
 const SCAN_COUNT = 1_000;
 
 /** SCAN over `pattern`, one batch at a time (a key may come twice; SCAN's own contract). */
 export async function scanKeys(
-  redis: Client,
+  redis: Redis,
   pattern: string,
   each: (keys: string[]) => Promise<void>,
 ): Promise<void> {
-  // A cluster's keyspace is split between its primaries: each is scanned in turn.
-  if (redis instanceof Cluster) {
-    for (const node of redis.nodes("master")) await scanKeys(node, pattern, each);
-    return;
-  }
   let cursor = "0";
   do {
     const [next, keys] = await redis.scan(cursor, "MATCH", pattern, "COUNT", SCAN_COUNT);
