@@ -4,7 +4,7 @@ import type { AuditEvent } from "../contracts/schemas.js";
 /**
  * The audit trail is a hash chain per stream, so that an edit, a deletion, an insertion or a
  * reordering shows. A stream is one namespace (kernel events); gate events carry no namespace
- * and share the stream `""`. The sink, not the writer, links an event: it alone knows the
+ * and share the stream `""` (the service's gate events carry the principal's, and join it). The sink, not the writer, links an event: it alone knows the
  * stream's head, and it must read the head and append under one lock (a transaction, a
  * script, a lock file) so that concurrent writers, in one process or many, still produce one
  * chain.
