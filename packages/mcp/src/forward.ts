@@ -42,8 +42,11 @@ export async function forward(
   // The deadline is a signal of our own, rejecting with this very object: a -32001 the
   // upstream sends cannot pass for it. Over HTTP it also aborts the request (see upstream-http.ts).
   const deadline = new AbortController();
-  const timedOut = new McpError(ErrorCode.RequestTimeout, `no answer in ${timeoutMs} ms`);
-  const timer = setTimeout(() => deadline.abort(timedOut), timeoutMs);
+  let timedOut: McpError | undefined;
+  const timer = setTimeout(() => {
+    timedOut = new McpError(ErrorCode.RequestTimeout, `no answer in ${timeoutMs} ms`);
+    deadline.abort(timedOut);
+  }, timeoutMs);
   const transport = client.transport;
   const request = (): Promise<CallToolResult> =>
     client.callTool({ name: entry.tool, arguments: args }, undefined, {
@@ -58,7 +61,8 @@ export async function forward(
     );
     return { kind: "result", result };
   } catch (error) {
-    if (error === timedOut) return { kind: "in_doubt", why: `no answer in ${timeoutMs} ms` };
+    if (timedOut !== undefined && error === timedOut)
+      return { kind: "in_doubt", why: `no answer in ${timeoutMs} ms` };
     const outcome = ending(error, client, transport);
     if (outcome.retire) upstream.retire(client);
     return outcome.forwarded;
