@@ -1,10 +1,11 @@
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type MessageTransport, openStores, type StoreBundle } from "@tessera/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ListenOptions, listen, type RunningServer } from "../src/listen.js";
+import { serveProcess } from "./support/processes.js";
 import { call, principal, ticket } from "./support/service.js";
 
 /**
@@ -172,4 +173,32 @@ describe("request timeouts", () => {
       });
     }
   });
+
+  it("are taken from tessera serve's flags", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "timeouts-serve-"));
+    const file = join(dir, "principals.json");
+    writeFileSync(file, JSON.stringify({ principals: [alice.config] }), { mode: 0o600 });
+    const store = `sqlite:${join(dir, "t.db")}`;
+    await (await openStores(store)).close();
+    const served = await serveProcess([
+      "--store",
+      store,
+      "--principals",
+      file,
+      "--headers-timeout",
+      "300",
+      "--request-timeout",
+      "600",
+    ]);
+    try {
+      const body = "x".repeat(50);
+      const slow = slowClient(served.url, bodyOpening(body.length), body);
+      expect(await drip([slow], 100, 40)).toBe(0);
+      const { answer, afterMs } = await slow.closed;
+      expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+      expect(afterMs).toBeLessThan(3000);
+    } finally {
+      await served.stop(2000);
+    }
+  }, 30_000);
 });
