@@ -163,6 +163,18 @@ describe("SQLite act ledger: faults leave whole acts or none", () => {
   });
 });
 
+describe("SQLite act ledger: a closed bundle", () => {
+  it("refuses an act with store_unavailable and writes nothing", async () => {
+    const { acts } = opened.stores;
+    await opened.stores.close();
+    const refused = await acts.record(spendingAct("late")).catch((e: unknown) => e);
+    expect(isTesseraError(refused) && refused.code).toBe("store_unavailable");
+    const raw = new BetterSqlite3(opened.url.slice("sqlite:".length));
+    expect(raw.prepare("SELECT count(*) AS n FROM tessera_claims").get()).toEqual({ n: 0 });
+    raw.close();
+  });
+});
+
 describe("SQLite act ledger: one chain", () => {
   it("300 acts in flight over three ticks, beside plain appends, link one chain that verifies", async () => {
     const { acts, audit } = opened.stores;
