@@ -14,11 +14,13 @@ import { AUDIT_LINK_DOMAIN, GENESIS_HASH } from "@tessera/core/store-kit";
  * 1. claims: each distinct key once, its first act in arrival order inserting it. A key held
  *    already (by an earlier commit or an earlier act of the batch) is locked `FOR KEY SHARE`
  *    (it cannot vanish before the answer reads it) and its acts write nothing more;
- * 2. spends: the guarded increment per act, by key then arrival, so the last use goes to the
- *    earliest act; a spend that loses records the exhausted event instead;
+ * 2. spends: every counter row the batch spends locked in key order (made at 0 when new), the
+ *    guard (`used < maxUses`) applied act by act in arrival order, so the last use goes to the
+ *    earliest act, and each changed counter written once; a spend that loses records the
+ *    exhausted event instead;
  * 3. events: per stream, the head row locked `FOR UPDATE`, every event linked after it with
- *    `sha256(domain \n seq \n prev \n digest)` (core's `auditLinkHash`, v2) and inserted with
- *    its chain fields, then the head moved once;
+ *    `sha256(domain \n seq \n prev \n digest)` (core's `auditLinkHash`, v2), the head moved
+ *    once; then every event inserted with its chain fields, in one `INSERT`, in link order;
  * 4. a claimed act recorded as a denial has its claim settled `denied` with its answer.
  *
  * It answers one row per act: `event`, `exhausted` or `claimed` (already claimed, with the
@@ -44,10 +46,18 @@ export function recordActsFunction(t: (name: string) => string): string {
       pending text[];
       lost text[];
       present text[];
+      counter_keys text[];
+      counts bigint[];
+      slot integer;
+      -- The events linked, in link order: which, at what position, after what, as what.
+      linked integer[] := '{}';
+      seqs bigint[] := '{}';
+      prevs text[] := '{}';
+      hashes text[] := '{}';
+      m integer := 0;
       i integer;
       ev integer;
       s text;
-      got bigint;
       head_seq bigint;
       head_hash text;
       link text;
@@ -60,7 +70,7 @@ export function recordActsFunction(t: (name: string) => string): string {
         EXIT WHEN cardinality(pending) = 0;
         WITH firsts AS (
           SELECT DISTINCT ON (c.k) c.k, c.n FROM unnest(p_claim_keys) WITH ORDINALITY AS c(k, n)
-          WHERE c.k = ANY(pending) ORDER BY c.k, c.n
+          JOIN unnest(pending) AS p(k) ON p.k = c.k ORDER BY c.k, c.n
         ), taken AS (
           INSERT INTO ${t("claims")} (key, session_key, record, claimed_at)
           SELECT f.k, p_session_keys[f.n], p_records[f.n], p_claimed_ats[f.n]
@@ -86,19 +96,29 @@ export function recordActsFunction(t: (name: string) => string): string {
           AS d(k, n) GROUP BY d.k) AS f ON f.k = c.k
         LEFT JOIN unnest(won) AS w(k) ON w.k = c.k
         ORDER BY c.n);
-      -- 2. Spends.
-      FOR i IN SELECT u.n FROM unnest(p_usage_keys) WITH ORDINALITY AS u(k, n)
-          WHERE u.k IS NOT NULL AND rec[u.n] <> 0 ORDER BY u.k, u.n LOOP
-        got := NULL;
-        INSERT INTO ${t("usage")} AS u (key, ids, used) VALUES (p_usage_keys[i], p_usage_ids[i], 1)
-          ON CONFLICT (key) DO UPDATE SET used = u.used + 1 WHERE u.used < p_max_uses[i]
-          RETURNING u.used INTO got;
-        IF got IS NULL THEN
-          SELECT u.used INTO got FROM ${t("usage")} AS u WHERE u.key = p_usage_keys[i];
+      -- 2. Spends: every counter row locked in key order (made at 0 when new), the guard
+      -- applied act by act in memory, each changed counter written once.
+      WITH locked AS (
+        INSERT INTO ${t("usage")} AS u (key, ids, used)
+        SELECT DISTINCT ON (x.k) x.k, p_usage_ids[x.n], 0
+        FROM unnest(p_usage_keys) WITH ORDINALITY AS x(k, n)
+        WHERE x.k IS NOT NULL AND rec[x.n] <> 0 ORDER BY x.k, x.n
+        ON CONFLICT (key) DO UPDATE SET used = u.used RETURNING u.key, u.used
+      )
+      SELECT coalesce(array_agg(locked.key), '{}'), coalesce(array_agg(locked.used), '{}')
+        INTO counter_keys, counts FROM locked;
+      FOR i IN SELECT x.n FROM unnest(p_usage_keys) WITH ORDINALITY AS x(k, n)
+          WHERE x.k IS NOT NULL AND rec[x.n] <> 0 ORDER BY x.n LOOP
+        slot := array_position(counter_keys, p_usage_keys[i]);
+        IF counts[slot] < p_max_uses[i] THEN
+          counts[slot] := counts[slot] + 1;
+        ELSE
           rec[i] := acts + i;
         END IF;
-        uses[i] := got;
+        uses[i] := counts[slot];
       END LOOP;
+      UPDATE ${t("usage")} AS u SET used = c.used
+        FROM unnest(counter_keys, counts) AS c(k, used) WHERE u.key = c.k AND u.used <> c.used;
       -- 3. Events, stream by stream under each head's lock.
       FOR s IN SELECT DISTINCT p_stream_keys[r.e] FROM unnest(rec) AS r(e) WHERE r.e > 0
           ORDER BY 1 LOOP
@@ -115,13 +135,21 @@ export function recordActsFunction(t: (name: string) => string): string {
           head_seq := head_seq + 1;
           link := encode(sha256(convert_to('${AUDIT_LINK_DOMAIN}' || E'\\n' || head_seq || E'\\n'
             || head_hash || E'\\n' || p_digests[ev], 'UTF8')), 'hex');
-          INSERT INTO ${t("audit")} (call_key, trace_key, event) VALUES (p_call_keys[ev], p_trace_keys[ev],
-            '{"seq":' || head_seq || ',"prev":"' || head_hash || '","hash":"' || link || '",'
-            || substr(p_bodies[ev], 2));
+          m := m + 1;
+          linked[m] := ev;
+          seqs[m] := head_seq;
+          prevs[m] := head_hash;
+          hashes[m] := link;
           head_hash := link;
         END LOOP;
         UPDATE ${t("audit_heads")} SET seq = head_seq, hash = head_hash WHERE stream_key = s;
       END LOOP;
+      -- Inserted in link order, so each stream's rows read back in its chain's order.
+      INSERT INTO ${t("audit")} (call_key, trace_key, event)
+        SELECT p_call_keys[x.e], p_trace_keys[x.e], '{"seq":' || x.seq || ',"prev":"' || x.prev
+          || '","hash":"' || x.hash || '",' || substr(p_bodies[x.e], 2)
+        FROM unnest(linked, seqs, prevs, hashes) WITH ORDINALITY AS x(e, seq, prev, hash, m)
+        ORDER BY x.m;
       -- 4. Denials settle their claims.
       UPDATE ${t("claims")} AS c SET receipt_status = 'denied', settled_at = d.at, answer = d.answer
         FROM (SELECT p_claim_keys[r.n] AS k, p_settled_ats[r.e] AS at, p_answers[r.e] AS answer

@@ -27,7 +27,7 @@ function statements(): { readonly texts: () => string[]; readonly acts: () => nu
     acts: () =>
       calls()
         .filter(([query]) => textOf(query).includes("record_acts"))
-        .map(([, values]) => (values?.[0] as unknown[]).length),
+        .map(([, values]) => ((values ?? [])[0] as unknown[]).length),
   };
 }
 
@@ -156,6 +156,34 @@ suite("postgres act ledger: the chain of concurrent acts", () => {
       hash: expect.stringMatching(/^[0-9a-f]{64}$/),
     });
     expect(verifyAuditChain([stored as AuditEvent]).ok).toBe(true);
+  });
+
+  it("64 acts on a grant of 5 issued together: the first 5 issued win, counts 1..5", async () => {
+    const { stores } = await opened();
+    const sent = statements();
+    const results = await Promise.all(
+      Array.from({ length: 64 }, (_, i) => stores.acts.record(spendingAct(`five-${i}`, "five", 5))),
+    );
+    expect(sent.acts()).toEqual([64]);
+    expect(results.slice(0, 5)).toEqual(
+      [1, 2, 3, 4, 5].map((used) => ({ status: "recorded", recorded: "event", used })),
+    );
+    for (const result of results.slice(5)) {
+      expect(result).toEqual({ status: "recorded", recorded: "exhausted", used: 5 });
+    }
+    expect(await stores.usage.getUsage("ns-acts", "five")).toBe(5);
+    // Mixed bounds on one counter in one batch: each act's own guard, in issue order.
+    const mixed = await Promise.all(
+      [6, 7, 6, 9].map((max, i) => stores.acts.record(spendingAct(`mix-${i}`, "five", max))),
+    );
+    expect(mixed.map((result) => (result.status === "recorded" ? result.recorded : ""))).toEqual([
+      "event",
+      "event",
+      "exhausted",
+      "event",
+    ]);
+    expect(await stores.usage.getUsage("ns-acts", "five")).toBe(8);
+    expect(verifyAuditChain(await stores.audit.read()).ok).toBe(true);
   });
 
   it("settles batched together keep their answers; the first per key stands", async () => {
