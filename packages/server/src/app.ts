@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createKernel, type MessageTransport } from "@tessera/core";
 import { ROUTES, type RouteSpec } from "@tessera/core/http";
+import { composeActLedger } from "@tessera/core/store-kit";
 import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import { WriteRounds } from "./coalesce.js";
 import type { ServiceContext } from "./context.js";
@@ -37,6 +38,14 @@ export interface AppOptions {
   /** The A2UI gate's catalogs and function endpoint; without it the A2UI routes answer 404. */
   readonly a2ui?: A2uiOptions;
   /**
+   * `denials: "after-reply"` (default): a refusal that carries no call ID changes nothing, so
+   * its audit event is written after the answer, in the store's next write (a crash can lose
+   * the events of that window, ≤ 10 ms; never an allowed act's record, which is durable before
+   * its effect). A sink that fails one makes the next refusals wait for their own write, and
+   * answer 503 while it keeps failing. `"before-reply"`: every event before its answer.
+   */
+  readonly audit?: { readonly denials?: "after-reply" | "before-reply" };
+  /**
    * How long a client may take to send a request, or stay idle (`DEFAULT_TIMEOUTS` when
    * absent). Applied to the server Fastify makes (`listen`, or `app.listen`); a host that
    * mounts the request listener in its own server sets that server's own.
@@ -65,6 +74,9 @@ export function buildApp(options: AppOptions): FastifyInstance {
       grants: stores.grants,
       usage: stores.usage,
       audit: stores.audit,
+      // Every decision is one act: claim (retry-safe calls), spend and event in one write.
+      acts: stores.acts ?? composeActLedger(stores),
+      denials: options.audit?.denials ?? "after-reply",
       ...(options.transport === undefined ? {} : { transport: options.transport }),
     }),
     stores,
@@ -129,7 +141,10 @@ export function buildApp(options: AppOptions): FastifyInstance {
   });
   app.setErrorHandler(handleError);
   // Answers still being written after their replies land before the host closes the stores.
-  app.addHook("onClose", () => context.retry.writes.drain());
+  app.addHook("onClose", async () => {
+    await context.retry.writes.drain();
+    await context.kernel.drain?.();
+  });
   // JSON only: a text body is a 415, not a string handed to a schema.
   app.removeContentTypeParser("text/plain");
   app.setNotFoundHandler((request, reply) => {

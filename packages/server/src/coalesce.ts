@@ -5,11 +5,12 @@ import type { ServiceStores } from "./service.js";
 const BLOCKING_MS = 0.05;
 
 /** The store calls that write: the ones a commit (and its fsync or round trip) is paid for. */
-const WRITES: Readonly<Record<keyof ServiceStores, ReadonlySet<string>>> = {
+const WRITES: Readonly<Record<keyof Required<ServiceStores>, ReadonlySet<string>>> = {
   grants: new Set(),
   usage: new Set(["tryConsume", "tryConsumeMany"]),
   audit: new Set(["append"]),
   claims: new Set(["claim", "settle"]),
+  acts: new Set(["record"]),
 };
 
 /**
@@ -148,6 +149,7 @@ export class WriteRounds {
       usage: this.#port(stores.usage, WRITES.usage),
       audit: this.#port(stores.audit, WRITES.audit),
       claims: this.#port(stores.claims, WRITES.claims),
+      ...(stores.acts === undefined ? {} : { acts: this.#port(stores.acts, WRITES.acts) }),
     };
   }
 

@@ -61,6 +61,7 @@ export class Metrics {
       usage: this.#timed("usage", stores.usage),
       audit: this.#timed("audit", stores.audit),
       claims: this.#timed("claims", stores.claims),
+      ...(stores.acts === undefined ? {} : { acts: this.#timed("acts", stores.acts) }),
     };
   }
 

@@ -1,6 +1,13 @@
 import { createHash } from "node:crypto";
 import { hostname } from "node:os";
-import type { ClaimKey, ClaimStore } from "@tessera/core";
+import type {
+  ActOptions,
+  AlreadyClaimed,
+  ClaimKey,
+  ClaimStore,
+  JsonValue,
+  StoredClaim,
+} from "@tessera/core";
 import { boundedCanonicalJson, MAX_JSON_DEPTH, WriteWindow } from "@tessera/core/store-kit";
 import { HttpProblem } from "./errors.js";
 
@@ -35,8 +42,8 @@ export class AnswerWrites {
   readonly #pending = new Map<string, Promise<void>>();
   /**
    * Answers whose replies are out wait here for others (up to 10 ms, or 256 of them), then
-   * start in one tick: the store writes their claims in one statement and their settles in
-   * another (one commit each), instead of two statements per answer. Starting only after the
+   * start in one tick: the store writes their settles (receipt and answer) in one statement
+   * (one commit), instead of one per answer. Starting only after the
    * window also keeps a synchronous driver (better-sqlite3) from committing, fsync included,
    * before the caller's reply was written to its socket.
    */
@@ -72,18 +79,24 @@ export class AnswerWrites {
   }
 }
 
+/** The claim a retry-safe call gives its decision, recorded in the same act. */
+export type CallClaim = NonNullable<ActOptions["claim"]>;
+
+/** A decision made with (or, past the depth bound, without) its call's claim. */
+export type Decide<A> = (
+  claim: CallClaim | undefined,
+) => Promise<{ answer: A; settled: Settled } | AlreadyClaimed>;
+
 /**
- * Safe retries: (principal, call ID) is claimed in the shared claim store *before* the kernel
- * decides, so of every request carrying it exactly one decides, spends and delivers. The answer
- * is then stored under a second key of the same store, in the record's free-form `worker`
- * field (the port's only field that holds data), and both claims are settled. A later request
- * with the same body reads that answer back; with another body it is a conflict.
+ * Safe retries: (principal, call ID) is claimed in the same act as the decision (the kernel's
+ * act ledger: claim, spend and audit event in one transaction), so of every request carrying
+ * it exactly one decides, spends and delivers, and the caller waits for one durable write. A
+ * denial's claim is settled in that same write with the refusal as its answer; an allowed
+ * act's answer (and receipt) is written into its claim after the reply (see `AnswerWrites`),
+ * a field of its own. A later request with the same body reads that answer back; with another
+ * body it is a conflict.
  *
- * Only the claim has to be durable before deciding (the kernel's spend and audit event are
- * durable before it answers): the answer and the receipts are written after the reply, so the
- * caller waits for the claim, the spend and the audit event, never for the answer's own
- * commit (see `AnswerWrites`). A crash between the claim and the answer —
- * before or just after the reply — leaves the call in doubt (listed by the store's
+ * A crash between the act and its answer leaves the call in doubt (listed by the store's
  * `listInDoubt`): it is never decided again, and retries answer `call_in_progress`.
  */
 export async function once<A>(
@@ -91,46 +104,49 @@ export async function once<A>(
   principal: string,
   callId: string,
   body: unknown,
-  decide: () => Promise<{ answer: A; settled: Settled }>,
+  decide: Decide<A>,
   options: RetryOptions,
 ): Promise<{ answer: A; replayed: boolean; settled?: Settled }> {
   const key: ClaimKey = { session: retrySession(principal), functionCallId: callId };
-  const answerKey: ClaimKey = {
-    session: `tessera.service.answer:${principal}`,
-    functionCallId: callId,
-  };
   const bodyHash = digest(body);
   if (bodyHash === undefined) {
     // Nested past MAX_JSON_DEPTH: no hash, so no claim. Nothing is at stake in deciding it
     // unclaimed: the only unbounded field of a retry-safe body is a message payload, and the
     // kernel refuses one that deep (`invalid_request`, its one audit event) before it spends
     // or delivers anything, so a retry meets the same refusal and nothing runs twice.
-    return { ...(await decide()), replayed: false };
+    const decided = await decide(undefined);
+    if ("existing" in decided) throw new Error("a decision without a claim collided");
+    return { ...decided, replayed: false };
   }
-  const claimed = await claims.claim(key, { bodyHash, claimedAt: Date.now(), worker: WORKER });
-  if (claimed.status === "already_claimed") {
-    if (claimed.existing.bodyHash !== bodyHash) {
+  const decided = await decide({
+    key,
+    record: { bodyHash, claimedAt: Date.now(), worker: WORKER },
+  });
+  if ("existing" in decided) {
+    if (decided.existing.bodyHash !== bodyHash) {
       throw new HttpProblem(
         "call_id_conflict",
         "this call ID was used before with a different body: use a new call ID",
         "callId",
       );
     }
-    await options.writes.wait(pendingId(key));
-    return { answer: await recorded<A>(claims, answerKey, options.waitMs), replayed: true };
+    // An answer this service is still writing: wait for it, then read the claim it settled.
+    const pending = options.writes.wait(pendingId(key));
+    let existing = decided.existing;
+    if (pending !== undefined) {
+      await pending;
+      existing = (await claims.get(key)) ?? existing;
+    }
+    const answer = await recorded<A>(claims, key, principal, existing, options.waitMs);
+    return { answer, replayed: true };
   }
-  const { answer, settled } = await decide();
-  // The answer's claim first, the settles after it: a key settled while its answer is still
-  // missing would no longer read in doubt, yet its retries could never be answered.
-  options.writes.later(pendingId(key), async () => {
-    await claims.claim(answerKey, {
-      bodyHash,
-      claimedAt: Date.now(),
-      worker: JSON.stringify({ answer }),
-    });
-    const receipt = { status: settled, settledAt: Date.now() } as const;
-    await Promise.all([claims.settle(answerKey, receipt), claims.settle(key, receipt)]);
-  });
+  const { answer, settled } = decided;
+  // A denial's claim was settled, answer and all, in its act; the others are settled now.
+  if (settled !== "denied") {
+    options.writes.later(pendingId(key), () =>
+      claims.settle(key, { status: settled, settledAt: Date.now() }, answer as JsonValue),
+    );
+  }
   return { answer, replayed: false, settled };
 }
 
@@ -138,20 +154,56 @@ function pendingId(key: ClaimKey): string {
   return `${key.session}\u0000${key.functionCallId}`;
 }
 
-/** The first request's answer, waiting a little while it is still being decided. */
-async function recorded<A>(claims: ClaimStore, key: ClaimKey, waitMs: number): Promise<A> {
+/**
+ * The first request's answer: the claim's own when it was settled with one, else read again
+ * while the first request is still deciding or writing it, up to `waitMs`. A claim settled by
+ * the release before the ledger kept its answer under a second key (`LEGACY_ANSWERS`): read
+ * there, so calls made before an upgrade still replay.
+ */
+async function recorded<A>(
+  claims: ClaimStore,
+  key: ClaimKey,
+  principal: string,
+  first: StoredClaim,
+  waitMs: number,
+): Promise<A> {
   const until = Date.now() + waitMs;
+  let stored: StoredClaim | undefined = first;
   for (let pause = 10; ; pause = Math.min(pause * 2, 200)) {
-    const stored = await claims.get(key);
-    if (stored?.worker !== undefined) return (JSON.parse(stored.worker) as { answer: A }).answer;
+    if (stored?.answer !== undefined) return stored.answer as A;
+    if (stored?.receipt !== undefined) {
+      const legacy = await legacyAnswer<A>(claims, principal, key.functionCallId);
+      if (legacy !== undefined) return legacy;
+    }
     if (Date.now() >= until) break;
     await new Promise((resolve) => setTimeout(resolve, pause));
+    stored = await claims.get(key);
   }
   throw new HttpProblem(
     "call_in_progress",
     "the first request with this call ID has not answered yet (or its server stopped mid-way): retry later",
     "callId",
   );
+}
+
+/** Where the release before the act ledger kept a retry-safe call's answer: JSON in `worker`. */
+const LEGACY_ANSWERS = "tessera.service.answer:";
+
+async function legacyAnswer<A>(
+  claims: ClaimStore,
+  principal: string,
+  callId: string,
+): Promise<A | undefined> {
+  const old = await claims.get({
+    session: `${LEGACY_ANSWERS}${principal}`,
+    functionCallId: callId,
+  });
+  if (old?.worker === undefined) return undefined;
+  try {
+    return (JSON.parse(old.worker) as { answer: A }).answer;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -4,8 +4,14 @@ import { type AppOptions, buildApp } from "./app.js";
 import { HttpProblem } from "./errors.js";
 import { type Principal, type PrincipalInput, parsePrincipals } from "./principals.js";
 
-/** The ports the service touches: any `StoreBundle` from `openStores(url)` serves. */
-export type ServiceStores = Pick<StoreBundle, "grants" | "usage" | "audit" | "claims">;
+/**
+ * The ports the service touches: any `StoreBundle` from `openStores(url)` serves. Without
+ * `acts`, the service composes one of the other ports (`composeActLedger`: claim, spend and
+ * event written one after another, not in one transaction).
+ */
+export type ServiceStores = Pick<StoreBundle, "grants" | "usage" | "audit" | "claims"> & {
+  readonly acts?: StoreBundle["acts"];
+};
 
 export interface TesseraServiceOptions {
   /** Open stores, owned by the host: the service never closes them. */
@@ -23,6 +29,8 @@ export interface TesseraServiceOptions {
   readonly retryWaitMs?: number;
   /** The A2UI gate: catalogs, and the function endpoint of the one-step mode. */
   readonly a2ui?: AppOptions["a2ui"];
+  /** When denials without a call ID are written (see `AppOptions.audit`). */
+  readonly audit?: AppOptions["audit"];
 }
 
 /** A `node:http` request listener: `createServer(service.handler)`, or a route of the host's. */
@@ -90,5 +98,6 @@ export function appOptions(options: TesseraServiceOptions): AppOptions {
     ...(options.log === undefined ? {} : { log: options.log }),
     ...(options.retryWaitMs === undefined ? {} : { retryWaitMs: options.retryWaitMs }),
     ...(options.a2ui === undefined ? {} : { a2ui: options.a2ui }),
+    ...(options.audit === undefined ? {} : { audit: options.audit }),
   };
 }

@@ -3,7 +3,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type GrantUsageStore, isTesseraError, openStores, type StoreBundle } from "@tessera/core";
+import { type ActLedger, isTesseraError, openStores, type StoreBundle } from "@tessera/core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { listen } from "../src/listen.js";
 import { createTesseraService, type TesseraService } from "../src/service.js";
@@ -51,7 +51,8 @@ function stop(server: Server): Promise<void> {
 }
 
 /** A usage store whose next `tryConsume` waits until `release()`: a decision held mid-flight. */
-function heldUsage(inner: GrantUsageStore) {
+/** The act ledger held inside `record` until released: a decision caught inside the store. */
+function heldActs(inner: ActLedger) {
   let release!: () => void;
   const released = new Promise<void>((resolve) => {
     release = resolve;
@@ -60,15 +61,14 @@ function heldUsage(inner: GrantUsageStore) {
   const reached = new Promise<void>((resolve) => {
     entered = resolve;
   });
-  const usage: GrantUsageStore = {
-    getUsage: (namespaceId, grantId) => inner.getUsage(namespaceId, grantId),
-    tryConsume: async (namespaceId, grantId, maxUses) => {
+  const acts: ActLedger = {
+    record: async (act) => {
       entered();
       await released;
-      return inner.tryConsume(namespaceId, grantId, maxUses);
+      return inner.record(act);
     },
   };
-  return { usage, reached, release };
+  return { acts, reached, release };
 }
 
 describe("createTesseraService mounted in the host's own node:http server", () => {
@@ -117,9 +117,9 @@ describe("TesseraService.close()", () => {
   it("waits for a decision already running, then answers new requests 503", async () => {
     const stores = await freshStores();
     opened.push(stores);
-    const held = heldUsage(stores.usage);
+    const held = heldActs(stores.acts);
     const service = createTesseraService({
-      stores: { ...stores, usage: held.usage },
+      stores: { ...stores, acts: held.acts },
       principals: [alice.config],
     });
     const host = await hostServer(service);

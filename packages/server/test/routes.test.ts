@@ -318,8 +318,6 @@ describe("observability", () => {
       /tessera_decisions_total\{route="send",outcome="denied",code="no_matching_grant"\} \d+/,
     );
     expect(text).toMatch(/tessera_claims_total\{route="send",status="dispatched"\} \d+/);
-    expect(text).toMatch(
-      /tessera_store_seconds_bucket\{le="[\d.]+",port="usage",op="tryConsume"\}/,
-    );
+    expect(text).toMatch(/tessera_store_seconds_bucket\{le="[\d.]+",port="acts",op="record"\}/);
   });
 });

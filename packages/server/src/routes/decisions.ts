@@ -1,5 +1,10 @@
 import { randomUUID } from "node:crypto";
-import { type AccessContext, explain, type TurnAuthority } from "@tessera/core";
+import {
+  type AccessContext,
+  type AlreadyClaimed,
+  explain,
+  type TurnAuthority,
+} from "@tessera/core";
 import {
   AuditQuerySchema,
   AuthorizeRequestSchema,
@@ -13,7 +18,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ServiceContext } from "../context.js";
 import { HttpProblem, parse } from "../errors.js";
 import { explainPrincipal, gateSession, type Principal, principalKey } from "../principals.js";
-import { once, retrySession, type Settled } from "../retry.js";
+import { type CallClaim, once, retrySession, type Settled } from "../retry.js";
 
 /**
  * The kernel's routes. Each decision is one turn: a lease opened for the authenticated
@@ -41,10 +46,13 @@ export function decisionRoutes(app: FastifyInstance, context: ServiceContext): v
     handler: async (request) => {
       const body = parse(AuthorizeRequestSchema, request.body, "body");
       const principal = principalOf(request);
-      const decide = async (opened: Promise<TurnAuthority>, callId?: string) => {
-        const answer: AuthorizeResponse = await withTurn(opened, (turn) =>
-          turn.authorize(callId === undefined ? body : { ...body, callId }),
+      const decide = async (opened: Promise<TurnAuthority>, callId?: string, claim?: CallClaim) => {
+        const request = callId === undefined ? body : { ...body, callId };
+        const result = await withTurn(opened, (turn) =>
+          claim === undefined ? turn.authorize(request) : turn.authorize(request, { claim }),
         );
+        if (result.status === "already_claimed") return result;
+        const answer: AuthorizeResponse = result;
         metrics.decided("authorize", answer.status, answer.status === "denied" ? answer.code : "");
         const settled: Settled = answer.status === "allowed" ? "dispatched" : "denied";
         return { answer, settled };
@@ -58,11 +66,13 @@ export function decisionRoutes(app: FastifyInstance, context: ServiceContext): v
     handler: async (request) => {
       const body = parse(SendMessageRequestSchema, request.body, "body");
       const principal = principalOf(request);
-      const decide = async (opened: Promise<TurnAuthority>, callId?: string) => {
+      const decide = async (opened: Promise<TurnAuthority>, callId?: string, claim?: CallClaim) => {
         const id = callId ?? randomUUID();
+        const request = { recipient: body.recipient, payload: body.payload, callId: id };
         const result = await withTurn(opened, (turn) =>
-          turn.sendMessage({ recipient: body.recipient, payload: body.payload, callId: id }),
+          claim === undefined ? turn.sendMessage(request) : turn.sendMessage(request, { claim }),
         );
+        if (result.status === "already_claimed") return result;
         const answer: SendMessageResponse =
           result.status === "delivered"
             ? {
@@ -157,30 +167,24 @@ async function retrySafe<A>(
   decide: (
     turn: Promise<TurnAuthority>,
     callId?: string,
-  ) => Promise<{ answer: A; settled: Settled }>,
+    claim?: CallClaim,
+  ) => Promise<{ answer: A; settled: Settled } | AlreadyClaimed>,
 ): Promise<A> {
-  // Opened while the claim is written, not after it: on a networked store the turn's grant
-  // read and the claim then share one round trip's wait. Opening decides nothing; a call that
-  // loses its claim closes the turn unused.
   const turn = openTurn(context, principal);
-  if (callId === undefined) return (await decide(turn)).answer;
-  let decided = false;
-  let result: Awaited<ReturnType<typeof once<A>>>;
-  try {
-    result = await once(
-      context.stores.claims,
-      principalKey(principal),
-      callId,
-      { route, body },
-      () => {
-        decided = true;
-        return decide(turn, callId);
-      },
-      context.retry,
-    );
-  } finally {
-    if (!decided) void turn.then((t) => t.close(), noop);
+  if (callId === undefined) {
+    const decided = await decide(turn);
+    if ("existing" in decided) throw new Error("a decision without a claim collided");
+    return decided.answer;
   }
+  // The claim is recorded with the decision, in the act's one write: see `once`.
+  const result = await once(
+    context.stores.claims,
+    principalKey(principal),
+    callId,
+    { route, body },
+    (claim) => decide(turn, callId, claim),
+    context.retry,
+  );
   context.metrics.claims.inc({
     route,
     status: result.replayed ? "none" : (result.settled ?? "none"),
