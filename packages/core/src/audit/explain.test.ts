@@ -173,3 +173,49 @@ describe("explain per principal", () => {
     expect((await explain(audit, "c")).verdict).toBe("delivery_failed");
   });
 });
+
+describe("explain of an A2UI call the kernel decided", () => {
+  const principal = { namespaceId: NS, actor: "asker", authority: "host", owner: OWNER };
+  const event = (fields: Partial<AuditEvent>): AuditEvent => ({
+    at: new Date(T0).toISOString(),
+    outcome: "denied",
+    traceId: "fc-1",
+    callId: "fc-1",
+    source: "kernel",
+    code: "tool_unavailable",
+    reason: "grant_exhausted",
+    ...fields,
+  });
+
+  it("answers with the kernel's reason and the gate's code, with or without a principal", async () => {
+    const audit = new InMemoryAuditSink();
+    // As the service writes them: the kernel's refusal, then the gate's, both with the principal.
+    await audit.append(event({ ...principal, action: "a2ui.call" }));
+    await audit.append(
+      event({
+        ...principal,
+        source: "gate",
+        code: "EXECUTION_FAILED",
+        reason: "policy_denied",
+        session: "s-1",
+        receipt: "denied",
+      }),
+    );
+    for (const told of [await explain(audit, "fc-1"), await explain(audit, "fc-1", principal)]) {
+      expect(told).toMatchObject({
+        verdict: "spent",
+        reason: "grant_exhausted",
+        code: "EXECUTION_FAILED",
+      });
+      expect(told.events).toHaveLength(2);
+    }
+  });
+
+  it("keeps a gate's own policy refusal as refused when no kernel refusal precedes it", async () => {
+    const audit = new InMemoryAuditSink();
+    await audit.append(
+      event({ source: "gate", code: "EXECUTION_FAILED", reason: "policy_denied", session: "s" }),
+    );
+    expect((await explain(audit, "fc-1")).verdict).toBe("refused");
+  });
+});

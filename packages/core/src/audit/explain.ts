@@ -181,7 +181,8 @@ function isOf(event: AuditEvent, principal: ExplainPrincipal): boolean {
 
 /**
  * The events of whoever used the ID first: same namespace, actor, authority and owner — and,
- * for the gate, which writes none of those, the same trusted session.
+ * for a gate event that names none of those (a host's own gate), the same trusted session.
+ * The service stamps its gate events with the principal, so they count with its kernel events.
  */
 function eventsOfFirstPrincipal(events: readonly AuditEvent[]): AuditEvent[] {
   const first = events[0];
@@ -192,6 +193,6 @@ function eventsOfFirstPrincipal(events: readonly AuditEvent[]): AuditEvent[] {
       e.actor === first.actor &&
       e.authority === first.authority &&
       e.owner === first.owner &&
-      e.session === first.session,
+      (first.namespaceId !== undefined || e.session === first.session),
   );
 }
