@@ -186,7 +186,7 @@ export function buildApp(options: AppOptions): FastifyInstance {
     done();
   });
 
-  const ready = readinessProbe(stores);
+  const ready = readinessProbe(stores, () => context.kernel.auditState?.() === "failing");
   app.get("/healthz", { config: { role: "public" } }, async () => ({ ok: true as const }));
   app.get("/readyz", { config: { role: "public" } }, async () => {
     if (await ready()) return { ready: true as const };

@@ -8,9 +8,15 @@ const PROBE = "tessera.readyz";
  * decision touches (grants, usage, audit, claims). Anyone may ask, so concurrent probes share one
  * read: a flood of probes costs the store one query per port at a time, not one per request.
  */
-export function readinessProbe(stores: ServiceStores): () => Promise<boolean> {
+export function readinessProbe(
+  stores: ServiceStores,
+  auditFailing: () => boolean = () => false,
+): () => Promise<boolean> {
   let running: Promise<boolean> | undefined;
   return () => {
+    // A denial event written after its reply was lost: until a write lands, refusals answer
+    // 503 (the kernel fails closed), so the instance is not ready either.
+    if (auditFailing()) return Promise.resolve(false);
     running ??= probe(stores).finally(() => {
       running = undefined;
     });
