@@ -53,7 +53,7 @@ export class SqliteActLedger implements ActLedger {
     return this.#db.writeBatched(CODE, () =>
       this.#db.inTransaction
         ? this.#write(act, event, exhausted)
-        : this.#db.immediate(() => this.#write(act, event, exhausted)),
+        : this.#db.batch(() => this.#write(act, event, exhausted)),
     );
   }
 

@@ -37,7 +37,7 @@ export class SqliteAuditSink implements ReadableAuditSink {
     // but a driver error, which rolls the whole batch back (group-commit.ts).
     await this.#db.write(CODE, () => {
       if (this.#db.inTransaction) this.#chain.append(valid);
-      else this.#db.immediate(() => this.#chain.append(valid));
+      else this.#db.batch(() => this.#chain.append(valid));
     });
   }
 

@@ -64,7 +64,7 @@ export class SqliteDatabase {
     });
     this.#group = new GroupCommit(
       (work) => this.run("store_unavailable", work),
-      (work) => this.run("store_unavailable", () => this.#batch(work)),
+      (work) => this.run("store_unavailable", () => this.batch(work)),
       lowerable ? (commit) => this.#unflushed(commit) : undefined,
     );
   }
@@ -199,12 +199,15 @@ export class SqliteDatabase {
   /**
    * BEGIN IMMEDIATE … COMMIT with cached statements: `immediate` builds a transaction
    * wrapper per call, which at one small batch per tick costs more than the statements.
+   * Also what a write alone of several statements (an act, an append) opens for itself.
+   * Not nestable: only outside a transaction.
    */
-  #batch(work: () => void): void {
+  batch<T>(work: () => T): T {
     this.statement("BEGIN IMMEDIATE").run();
     try {
-      work();
+      const value = work();
       this.statement("COMMIT").run();
+      return value;
     } catch (error) {
       try {
         if (this.#db.inTransaction) this.statement("ROLLBACK").run();
