@@ -12,8 +12,10 @@ import { AUDIT_LINK_DOMAIN, GENESIS_HASH } from "@tessera/core/store-kit";
  * heads), so two batches cannot deadlock each other:
  *
  * 1. claims: each distinct key once, its first act in arrival order inserting it. A key held
- *    already (by an earlier commit or an earlier act of the batch) is locked `FOR KEY SHARE`
- *    (it cannot vanish before the answer reads it) and its acts write nothing more;
+ *    already (by an earlier commit or an earlier act of the batch) is read back (a key that
+ *    vanished in between, its session ended, is inserted again, three rounds at most), and
+ *    its acts write nothing more: a batch of retries alone writes nothing, so its commit
+ *    waits for no flush;
  * 2. spends: every counter row the batch spends locked in key order (made at 0 when new), the
  *    guard (`used < maxUses`) applied act by act in arrival order, so the last use goes to the
  *    earliest act, and each changed counter written once; a spend that loses records the
@@ -80,8 +82,10 @@ export function recordActsFunction(t: (name: string) => string): string {
         SELECT coalesce(array_agg(taken.key), '{}') INTO inserted FROM taken;
         won := won || inserted;
         lost := ARRAY(SELECT unnest(pending) EXCEPT SELECT unnest(inserted) ORDER BY 1);
-        present := ARRAY(SELECT c.key FROM ${t("claims")} AS c WHERE c.key = ANY(lost)
-          ORDER BY c.key FOR KEY SHARE);
+        -- Read, not locked: a lock is a write, and a batch of retries alone would then wait
+        -- for a flush it does not need. A holder deleted before the answer reads it (its
+        -- session ended meanwhile) comes back without a record; that act fails closed.
+        present := ARRAY(SELECT c.key FROM ${t("claims")} AS c WHERE c.key = ANY(lost));
         pending := ARRAY(SELECT unnest(lost) EXCEPT SELECT unnest(present) ORDER BY 1);
       END LOOP;
       IF cardinality(pending) > 0 THEN

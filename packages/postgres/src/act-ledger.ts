@@ -149,6 +149,12 @@ export class PostgresActLedger implements ActLedger {
       if (row === undefined || Number(row.a_n) !== i + 1) {
         return { ok: false, error: new Error("record_acts answered out of order") };
       }
+      if (row.a_outcome === "claimed" && row.a_record === null) {
+        // The holder's claim was deleted (its session ended) before the batch read it back;
+        // this act wrote nothing, and a retry decides anew.
+        const error = new TesseraError(act.failCode, "the claim neither inserted nor read back");
+        return { ok: false, error };
+      }
       return { ok: true, value: toResult(act, row) };
     });
   }
