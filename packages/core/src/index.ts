@@ -147,5 +147,5 @@ export type {
   MessageEnvelope,
   MessageTransport,
 } from "./ports/transport.js";
-export type { ConsumeResult, GrantUsageStore } from "./ports/usage-store.js";
+export type { ConsumeResult, GrantUsageStore, ReleaseResult } from "./ports/usage-store.js";
 export { openStores, storePackageFor } from "./stores/open-stores.js";

@@ -1,4 +1,4 @@
-import type { ConsumeResult, GrantUsageStore } from "@tessera/core";
+import type { ConsumeResult, GrantUsageStore, ReleaseResult } from "@tessera/core";
 import { checkCarve, checkId, checkMaxUses, storageDigest } from "@tessera/core/store-kit";
 import { Batcher, groupBy, type Outcome, retryDeadlock } from "./batcher.js";
 import type { Database } from "./database.js";
@@ -28,7 +28,10 @@ interface ConsumeRequest {
  */
 export class PostgresUsageStore implements GrantUsageStore {
   readonly #db: Database;
-  readonly #sql: Record<"consume" | "upsert" | "consumeMany" | "grouped" | "read", string>;
+  readonly #sql: Record<
+    "consume" | "upsert" | "consumeMany" | "grouped" | "read" | "release",
+    string
+  >;
   readonly #batches = new Batcher<ConsumeRequest, ConsumeResult>((batch) =>
     this.#consumeBatch(batch),
   );
@@ -51,6 +54,8 @@ export class PostgresUsageStore implements GrantUsageStore {
         FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS r(key, want, max)
         WHERE u.key = r.key AND u.used + r.want <= r.max RETURNING u.key, u.used`,
       read: `SELECT used FROM ${usage} WHERE key = $1`,
+      // One use back under the row lock, never below zero.
+      release: `UPDATE ${usage} SET used = used - 1 WHERE key = $1 AND used > 0 RETURNING used`,
     };
   }
 
@@ -98,6 +103,15 @@ export class PostgresUsageStore implements GrantUsageStore {
    * its callers are then answered one after another with the single-row statements: so the
    * last use goes to the earliest caller, exactly one, and a refused caller spends nothing.
    */
+  async release(namespaceId: string, grantId: string): Promise<ReleaseResult> {
+    checkId(namespaceId, "namespaceId");
+    checkId(grantId, "grantId");
+    const key = storageDigest(namespaceId, grantId);
+    const used = await this.#consume(this.#sql.release, [key]);
+    if (used !== undefined) return { released: true, used };
+    return { released: false, used: await this.#read(key) };
+  }
+
   async #consumeBatch(batch: readonly ConsumeRequest[]): Promise<Outcome<ConsumeResult>[]> {
     const outcomes: Outcome<ConsumeResult>[] = new Array(batch.length);
     const groups = groupBy(batch, (request) => request.key);
@@ -172,9 +186,10 @@ export class PostgresUsageStore implements GrantUsageStore {
     }
     const consumed = await this.#consume(this.#sql.consume, [key, maxUses]);
     if (consumed !== undefined) return { consumed: true, used: consumed };
-    // Nothing matched: the bound is reached, or the counter row does not exist yet. Counts
-    // never go down, so a row read now at or above the bound means a refusal; this read only
-    // reports it, the decision was the guarded UPDATE above.
+    // Nothing matched: the bound is reached, or the counter row does not exist yet. A row read
+    // now at or above the bound means a refusal (as of the UPDATE above, which decided; a
+    // release since then may lower the count, and the next consume sees it); this read only
+    // reports it. Below the bound (a use given back meanwhile), the upsert decides.
     const current = await this.#readRow(key);
     if (current !== undefined && current >= maxUses) return { consumed: false, used: current };
     const upserted = await this.#consume(this.#sql.upsert, [key, maxUses, ids]);

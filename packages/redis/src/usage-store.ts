@@ -1,4 +1,9 @@
-import { type ConsumeResult, type GrantUsageStore, TesseraError } from "@tessera/core";
+import {
+  type ConsumeResult,
+  type GrantUsageStore,
+  type ReleaseResult,
+  TesseraError,
+} from "@tessera/core";
 import { checkId, checkMaxUses, storageDigest } from "@tessera/core/store-kit";
 import { type Connection, script } from "./connection.js";
 
@@ -21,6 +26,15 @@ local used = tonumber(redis.call('GET', KEYS[1]) or '0')
 local count = tonumber(ARGV[2])
 if used + count <= tonumber(ARGV[1]) then
   return {1, redis.call('INCRBY', KEYS[1], count)}
+end
+return {0, used}
+`);
+
+/** One use back, never below zero: the guard and the decrement in one script. */
+export const RELEASE = script(`
+local used = tonumber(redis.call('GET', KEYS[1]) or '0')
+if used > 0 then
+  return {1, redis.call('DECR', KEYS[1])}
 end
 return {0, used}
 `);
@@ -49,6 +63,13 @@ export class RedisUsageStore implements GrantUsageStore {
     checkMaxUses(maxUses);
     const reply = await this.#connection.eval("usage_store_unavailable", CONSUME, [key], [maxUses]);
     return resultOf(reply);
+  }
+
+  async release(namespaceId: string, grantId: string): Promise<ReleaseResult> {
+    const key = this.keyOf(namespaceId, grantId);
+    const reply = await this.#connection.eval("usage_store_unavailable", RELEASE, [key], []);
+    const { consumed, used } = resultOf(reply);
+    return { released: consumed, used };
   }
 
   async tryConsumeMany(

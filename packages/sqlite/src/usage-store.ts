@@ -1,4 +1,4 @@
-import type { ConsumeResult, GrantUsageStore } from "@tessera/core";
+import type { ConsumeResult, GrantUsageStore, ReleaseResult } from "@tessera/core";
 import { checkCarve, checkId, checkMaxUses } from "@tessera/core/store-kit";
 import type { SqliteDatabase } from "./database.js";
 
@@ -60,6 +60,26 @@ export class SqliteUsageStore implements GrantUsageStore {
         .all(namespaceId, grantId, count, maxUses) as { used: number }[];
       if (row) return { consumed: true, used: row.used };
       return { consumed: false, used: usedOf(this.#db, namespaceId, grantId) };
+    });
+  }
+
+  /** One use back, never below zero: one guarded statement, sharing a commit like a consume. */
+  release(namespaceId: string, grantId: string): Promise<ReleaseResult> {
+    try {
+      checkId(namespaceId, "namespaceId");
+      checkId(grantId, "grantId");
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#db.write(CODE, () => {
+      const [row] = this.#db
+        .statement(
+          `UPDATE tessera_usage SET used = used - 1
+           WHERE namespace_id = ? AND grant_id = ? AND used > 0 RETURNING used`,
+        )
+        .all(namespaceId, grantId) as { used: number }[];
+      if (row) return { released: true, used: row.used };
+      return { released: false, used: usedOf(this.#db, namespaceId, grantId) };
     });
   }
 

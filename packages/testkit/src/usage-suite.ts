@@ -18,6 +18,14 @@ function manyOf(store: GrantUsageStore): ManyFn {
   return (store.tryConsumeMany as ManyFn).bind(store);
 }
 
+type ReleaseFn = NonNullable<GrantUsageStore["release"]>;
+
+/** Every shipped store gives uses back; a store without the primitive fails here, by name. */
+function releaseOf(store: GrantUsageStore): ReleaseFn {
+  expect(typeof store.release, "the store implements release").toBe("function");
+  return (store.release as ReleaseFn).bind(store);
+}
+
 /**
  * The uses each success owns, `(used - count, used]`, must not overlap and must fill 1..total
  * with no gap: two spends that shared a use, or a carve that spent part of itself, would show.
@@ -191,6 +199,48 @@ export function describeUsageStoreConformance<H extends OpenedStore<GrantUsageSt
           expect(Math.max(...consumedAt)).toBe(100);
           expect(await opened.store.getUsage("ns-race", "hot")).toBe(100);
         }),
+    );
+
+    check("release gives one use back, atomically, never below zero", () =>
+      use(async ({ store }) => {
+        const release = releaseOf(store);
+        // Nothing recorded yet: nothing to give back, and no row is made at -1.
+        expect(await release("ns", "r")).toEqual({ released: false, used: 0 });
+        expect(await store.getUsage("ns", "r")).toBe(0);
+        expect(await store.tryConsume("ns", "r", 1)).toEqual({ consumed: true, used: 1 });
+        expect(await store.tryConsume("ns", "r", 1)).toEqual({ consumed: false, used: 1 });
+        // The single-use ticket given back is spendable again, once.
+        expect(await release("ns", "r")).toEqual({ released: true, used: 0 });
+        expect(await store.tryConsume("ns", "r", 1)).toEqual({ consumed: true, used: 1 });
+        expect(await store.tryConsume("ns", "r", 1)).toEqual({ consumed: false, used: 1 });
+        // Another grant and another namespace are untouched.
+        await store.tryConsume("ns", "other", 5);
+        await store.tryConsume("ns2", "r", 5);
+        await release("ns", "r");
+        expect(await store.getUsage("ns", "other")).toBe(1);
+        expect(await store.getUsage("ns2", "r")).toBe(1);
+        await expectCode(() => release(1 as unknown as string, "r"), ["invalid_input"]);
+      }),
+    );
+
+    check("64 concurrent releases of 5 uses give back exactly 5, racing consumes too", () =>
+      use(async ({ store }) => {
+        const release = releaseOf(store);
+        for (let i = 0; i < 5; i++) await store.tryConsume("ns", "rr", 10);
+        const results = await Promise.all(Array.from({ length: 64 }, () => release("ns", "rr")));
+        expect(results.filter((r) => r.released)).toHaveLength(5);
+        expect(await store.getUsage("ns", "rr")).toBe(0);
+        // Releases and consumes racing on one grant: the count ends where their sum says.
+        const mixed = await Promise.all(
+          Array.from({ length: 64 }, (_, i) =>
+            i % 2 === 0
+              ? store.tryConsume("ns", "rr", 10).then((r) => (r.consumed ? 1 : 0))
+              : release("ns", "rr").then((r) => (r.released ? -1 : 0)),
+          ),
+        );
+        const net = mixed.reduce<number>((sum, step) => sum + step, 0);
+        expect(await store.getUsage("ns", "rr")).toBe(net);
+      }),
     );
 
     check("tryConsumeMany spends all of its uses or none, against tryConsume too", () =>

@@ -1,6 +1,6 @@
 import { checkCarve, checkId, checkMaxUses } from "../contracts/store-input.js";
 import { answersSynchronously } from "../kernel/sync-ports.js";
-import type { ConsumeResult, GrantUsageStore } from "../ports/usage-store.js";
+import type { ConsumeResult, GrantUsageStore, ReleaseResult } from "../ports/usage-store.js";
 
 /**
  * Usage counts in one process's memory. `tryConsume` reads and writes without yielding to the
@@ -41,6 +41,16 @@ export class InMemoryGrantUsageStore implements GrantUsageStore {
     if (used >= maxUses) return { consumed: false, used };
     grants.set(grantId, used + 1);
     return { consumed: true, used: used + 1 };
+  }
+
+  async release(namespaceId: string, grantId: string): Promise<ReleaseResult> {
+    checkId(namespaceId, "namespaceId");
+    checkId(grantId, "grantId");
+    const grants = this.#used.get(namespaceId);
+    const used = grants?.get(grantId) ?? 0;
+    if (grants === undefined || used === 0) return { released: false, used: 0 };
+    grants.set(grantId, used - 1);
+    return { released: true, used: used - 1 };
   }
 
   async tryConsumeMany(

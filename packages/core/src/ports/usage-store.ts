@@ -20,6 +20,25 @@ export interface GrantUsageStore {
     count: number,
     maxUses: number,
   ): Promise<ConsumeResult>;
+  /**
+   * Gives one use back, atomically, never below zero: for an act that provably never
+   * happened (its transport reports nothing was sent), so the ticket it spent stays usable.
+   * Atomic like `tryConsume`, against it and against itself: N racing releases of a grant
+   * used k times give back min(N, k). Optional: without it a use is never returned (the act
+   * stays spent, as it always was). Every store Tessera ships has it.
+   */
+  release?(namespaceId: string, grantId: string): Promise<ReleaseResult>;
+}
+
+/**
+ * The optional half of `GrantUsageStore` that gives a use back (see `release`). Kept apart so
+ * that `GrantUsageStore` reads as the counting port and a store written before it still fits.
+ */
+export interface ReleaseResult {
+  /** True when one use was given back; false when the count was already zero. */
+  readonly released: boolean;
+  /** Uses recorded after this call. */
+  readonly used: number;
 }
 
 export interface ConsumeResult {
