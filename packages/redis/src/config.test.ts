@@ -55,6 +55,26 @@ describe("parseRedisUrl", () => {
     },
   );
 
+  it("a prefix may open with a hash tag; cluster=true requires one", () => {
+    expect(parseRedisUrl(`${base}?prefix=${encodeURIComponent("{acme}:")}`)).toMatchObject({
+      prefix: "{acme}:",
+      cluster: false,
+    });
+    const cluster = parseRedisUrl(`${base}?cluster=true&prefix=${encodeURIComponent("{t}:")}`);
+    expect(cluster.cluster).toBe(true);
+    expect(new URL(cluster.url).search).toBe("");
+    for (const bad of ["cluster=true", "cluster=true&prefix=t:", "cluster=yes&prefix=%7Bt%7D:"]) {
+      expect(() => parseRedisUrl(`${base}?${bad}`)).toThrow(
+        expect.objectContaining({ code: "invalid_config" }),
+      );
+    }
+    for (const prefix of ["{}:", "a{b}:", "{a}{b}", "{a:", "a}"]) {
+      expect(() => parseRedisUrl(`${base}?prefix=${encodeURIComponent(prefix)}`)).toThrow(
+        expect.objectContaining({ code: "invalid_config" }),
+      );
+    }
+  });
+
   it("accepts rediss:// (TLS)", () => {
     expect(parseRedisUrl("rediss://h:6380").prefix).toBe("tessera:");
   });

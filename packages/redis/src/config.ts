@@ -19,10 +19,18 @@ export interface RedisConfig {
   /** `CLIENT SETNAME`: lets an operator (or an outage test) find our connections. */
   readonly connectionName: string;
   readonly selfTest: boolean;
+  /**
+   * Connect to a Redis Cluster through the URL's node (`cluster=true`): the prefix must then
+   * open with a hash tag (`{name}`), so every key of the prefix, and so every script, lies in
+   * one slot.
+   */
+  readonly cluster: boolean;
 }
 
 const SCHEMES = new Set(["redis:", "rediss:"]);
 const PREFIX = /^[\w:.-]{1,64}$/;
+/** A key prefix: PREFIX's characters, optionally after a leading hash tag (`{tenant}:`). */
+const KEY_PREFIX = /^(?=.{1,64}$)(?:\{[\w:.-]+\})?[\w:.-]*$/;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 const NUMERIC_OPTIONS = {
@@ -46,10 +54,18 @@ export function parseRedisUrl(url: string): RedisConfig {
   }
   const params = parsed.searchParams;
   const prefix = params.get("prefix") ?? "tessera:";
-  if (!PREFIX.test(prefix)) {
+  if (!KEY_PREFIX.test(prefix)) {
     throw new TesseraError(
       "invalid_config",
-      `prefix ${redact(prefix)} must match ${PREFIX.source}`,
+      `prefix ${redact(prefix)} must match ${KEY_PREFIX.source}`,
+    );
+  }
+  const cluster =
+    params.get("cluster") === null ? false : flagOption(params.get("cluster"), "cluster");
+  if (cluster && !prefix.startsWith("{")) {
+    throw new TesseraError(
+      "invalid_config",
+      "on Redis Cluster the prefix must open with a hash tag, e.g. prefix={tessera}:, so that each script's keys share one slot",
     );
   }
   const numbers = {} as Record<keyof typeof NUMERIC_OPTIONS, number>;
@@ -72,8 +88,8 @@ export function parseRedisUrl(url: string): RedisConfig {
     );
   }
   const selfTest = flagOption(params.get("selfTest"), "selfTest");
-  for (const name of ["prefix", "name", "selfTest", ...Object.keys(NUMERIC_OPTIONS)]) {
+  for (const name of ["prefix", "name", "selfTest", "cluster", ...Object.keys(NUMERIC_OPTIONS)]) {
     params.delete(name);
   }
-  return { url: parsed.toString(), prefix, connectionName, selfTest, ...numbers };
+  return { url: parsed.toString(), prefix, connectionName, selfTest, cluster, ...numbers };
 }

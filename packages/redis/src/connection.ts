@@ -1,7 +1,10 @@
 import { createHash } from "node:crypto";
 import { TesseraError } from "@tessera/core";
-import { Redis } from "ioredis";
+import { Cluster, type Command, Redis } from "ioredis";
 import type { RedisConfig } from "./config.js";
+
+/** A server or a cluster: the stores send the same commands through either. */
+export type Client = Redis | Cluster;
 
 export type UnavailableCode =
   | "store_unavailable"
@@ -63,7 +66,7 @@ export class CommandCounter {
  * background, so the store answers again as soon as the server is back.
  */
 export class Connection {
-  readonly redis: Redis;
+  readonly redis: Client;
   readonly prefix: string;
   /** What this connection sent, counted where ioredis writes it. */
   readonly sent = new CommandCounter();
@@ -71,25 +74,54 @@ export class Connection {
 
   constructor(config: RedisConfig) {
     this.prefix = config.prefix;
-    this.redis = new Redis(config.url, {
+    const options = {
       lazyConnect: true,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
       commandTimeout: config.commandTimeoutMs,
       connectTimeout: config.connectTimeoutMs,
       connectionName: config.connectionName,
-      retryStrategy: (attempt) => Math.min(50 * attempt, 1_000),
-    });
+      retryStrategy: (attempt: number) => Math.min(50 * attempt, 1_000),
+    };
+    this.redis = config.cluster
+      ? new Cluster([config.url], {
+          lazyConnect: true,
+          enableOfflineQueue: false,
+          // A MOVED or ASK reply means the node did not run the command, so following it is
+          // safe; a command whose socket dropped is not re-sent (maxRetriesPerRequest 0 on
+          // the nodes), as on one server.
+          maxRedirections: 16,
+          // Asking a node for the slot map is part of connecting: the connect timeout, not
+          // ioredis's 1 s (a loaded machine misses that and the open fails).
+          slotsRefreshTimeout: config.connectTimeoutMs,
+          clusterRetryStrategy: (attempt: number) => Math.min(50 * attempt, 1_000),
+          // The nodes keep the cluster's own settings for queueing and reconnecting (a node's
+          // queue holds a command only until its socket is ready: the cluster asks the first
+          // node for its slots that way); a command already sent when a socket drops still
+          // fails (maxRetriesPerRequest 0), and the cluster reconnects.
+          redisOptions: {
+            maxRetriesPerRequest: 0,
+            commandTimeout: config.commandTimeoutMs,
+            connectTimeout: config.connectTimeoutMs,
+            connectionName: config.connectionName,
+            ...credentialsOf(config.url),
+          },
+        })
+      : new Redis(config.url, options);
     // Errors reach callers through their commands; without a listener ioredis would also
     // print every reconnect failure.
     this.redis.on("error", () => {});
     // Every command (EVALSHA included) goes through sendCommand: count it there, and hold
     // the process open while it waits for the reply (see #hold).
-    const send = this.redis.sendCommand.bind(this.redis);
-    this.redis.sendCommand = (command, stream) => {
+    // (A cluster's sendCommand takes a third argument, the node of a redirect: passed on.)
+    const client = this.redis as unknown as {
+      sendCommand(command: Command, ...rest: unknown[]): unknown;
+    };
+    const send = client.sendCommand.bind(client);
+    client.sendCommand = (command, ...rest) => {
       this.sent.count(command.name);
       this.#hold(command.promise);
-      return send(command, stream);
+      return send(command, ...rest);
     };
     // A fresh socket (connect, reconnect) starts idle unless a command already waits on it.
     this.redis.on("ready", () => {
@@ -137,7 +169,7 @@ export class Connection {
   }
 
   /** Runs `work`, turning any failure (disconnected, timeout, server error) into `failCode`. */
-  async run<T>(failCode: UnavailableCode, work: (redis: Redis) => Promise<T>): Promise<T> {
+  async run<T>(failCode: UnavailableCode, work: (redis: Client) => Promise<T>): Promise<T> {
     if (this.#closed) throw new TesseraError(failCode, "the Redis store is closed");
     try {
       return await work(this.redis);
@@ -155,7 +187,7 @@ export class Connection {
    */
   send<Reply, Result>(
     failCode: UnavailableCode,
-    work: (redis: Redis) => Promise<Reply>,
+    work: (redis: Client) => Promise<Reply>,
     check: (reply: Reply) => Result,
   ): Promise<Result> {
     if (this.#closed) {
@@ -215,15 +247,30 @@ export class Connection {
   }
 }
 
+/** The user and password of a `redis://` URL, for each node of a cluster. */
+function credentialsOf(url: string): { username?: string; password?: string; tls?: object } {
+  const parsed = new URL(url);
+  return {
+    ...(parsed.username ? { username: decodeURIComponent(parsed.username) } : {}),
+    ...(parsed.password ? { password: decodeURIComponent(parsed.password) } : {}),
+    ...(parsed.protocol === "rediss:" ? { tls: {} } : {}),
+  };
+}
+
 /** Keys per SCAN step, and so per batch handed to `each`. */
 const SCAN_COUNT = 1_000;
 
 /** SCAN over `pattern`, one batch at a time (a key may come twice; SCAN's own contract). */
 export async function scanKeys(
-  redis: Redis,
+  redis: Client,
   pattern: string,
   each: (keys: string[]) => Promise<void>,
 ): Promise<void> {
+  // A cluster's keyspace is split between its primaries: each is scanned in turn.
+  if (redis instanceof Cluster) {
+    for (const node of redis.nodes("master")) await scanKeys(node, pattern, each);
+    return;
+  }
   let cursor = "0";
   do {
     const [next, keys] = await redis.scan(cursor, "MATCH", pattern, "COUNT", SCAN_COUNT);

@@ -1,8 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { TesseraError } from "@tessera/core";
-import type { Redis } from "ioredis";
 import { claimKeyOf, readStoredClaim } from "./claim-store.js";
-import { type Connection, scanKeys, script } from "./connection.js";
+import { type Client, type Connection, scanKeys, script } from "./connection.js";
 
 /**
  * The version of the key layout (docs/stores.md, "Redis"), kept under `<prefix>layout-version`.
@@ -61,7 +60,7 @@ export async function checkLayout(connection: Connection): Promise<void> {
   }
 }
 
-async function readVersion(redis: Redis, key: string): Promise<number> {
+async function readVersion(redis: Client, key: string): Promise<number> {
   const version = Number(await redis.get(key));
   if (!Number.isInteger(version) || version < 1) {
     throw new TesseraError("store_self_test_failed", "the prefix's layout version is unreadable");
@@ -106,7 +105,7 @@ async function migrateFromVersion1(connection: Connection): Promise<void> {
 
 async function migrate(
   connection: Connection,
-  redis: Redis,
+  redis: Client,
   keepLock: () => Promise<unknown>,
 ): Promise<void> {
   const claimPrefix = connection.key("claim", "");
