@@ -64,6 +64,7 @@ describe("the entry points", () => {
         "messageResource",
         "messageSendCapability",
         "openStores",
+        "releaseUse",
         "signAuditCheckpoint",
         "storePackageFor",
         "systemClock",

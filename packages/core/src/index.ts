@@ -148,4 +148,5 @@ export type {
   MessageTransport,
 } from "./ports/transport.js";
 export type { ConsumeResult, GrantUsageStore, ReleaseResult } from "./ports/usage-store.js";
+export { releaseUse } from "./kernel/returned-uses.js";
 export { openStores, storePackageFor } from "./stores/open-stores.js";

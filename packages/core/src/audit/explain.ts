@@ -21,6 +21,7 @@ export type ExplainVerdict =
   | "invalid_request"
   | "delivery_failed"
   | "no_transport"
+  | "use_returned"
   | "refused"
   | "unknown";
 
@@ -69,6 +70,7 @@ const VERDICTS: Record<AuditReason, ExplainVerdict> = {
   invalid_request: "invalid_request",
   delivery_failed: "delivery_failed",
   no_transport: "no_transport",
+  use_returned: "use_returned",
   // The gate's refusals: its receipt tells them apart; explain reports that nothing ran.
   invalid_message: "refused",
   unknown_catalog: "refused",
@@ -101,6 +103,8 @@ const SUMMARIES: Record<ExplainVerdict, string> = {
   invalid_request: "refused: the request was malformed",
   delivery_failed: "authorized and spent, but the transport failed to deliver",
   no_transport: "refused before any grant was used: no transport is configured to deliver messages",
+  use_returned:
+    "authorized, but the transport sent nothing (no connection, or a payload it could not serialize): the use was given back",
   refused: "refused",
   unknown: "no decision is recorded for this call",
 };

@@ -74,6 +74,9 @@ export const KERNEL_REASONS = {
   delivery_failed: "transport",
   // No transport is configured: a send is refused before any grant is looked at, nothing spent.
   no_transport: "transport",
+  // The transport reported it sent nothing (no connection made, a payload it cannot
+  // serialize): the use the decision spent was given back. Its own event, after delivery_failed.
+  use_returned: "transport",
 } as const satisfies Record<string, DecisionStage>;
 export type KernelReason = keyof typeof KERNEL_REASONS;
 

@@ -15,6 +15,7 @@ import { buildGrantIndex } from "./grant-index.js";
 import { Lease } from "./lease.js";
 import { LedgerLease } from "./ledger-lease.js";
 import { isId } from "./request.js";
+import { onUseReturned } from "./returned-uses.js";
 import { versionNowOf } from "./sync-ports.js";
 import { type CachedView, TurnCache, type TurnCacheOptions, viewOf } from "./turn-cache.js";
 import type { Kernel, KernelOptions, TurnAuthority } from "./types.js";
@@ -328,6 +329,8 @@ export function createKernel(options: KernelOptions): Kernel {
   const clock = options.clock ?? systemClock;
   // Per kernel, so per usage store: see turn-cache.ts for why shared indexes are safe.
   const cache = cacheFor(options);
+  // A use given back over this usage store drops the cached sets holding its grant.
+  if (cache !== undefined && options.usage !== undefined) onUseReturned(options.usage, cache);
   const reads = new ColdReads();
   const acts = actsOf(options);
   const denials = new DenialRecorder(options.audit, options.denials);

@@ -24,6 +24,7 @@ import type {
   SendMessageResult,
   TurnAuthority,
 } from "./types.js";
+import { recordFailedDelivery } from "./unsent.js";
 
 /** Everything a lease needs, gathered by the kernel when it opens. */
 export interface LeaseParts {
@@ -55,7 +56,9 @@ export interface Send {
   readonly label: string;
 }
 
-export type Outcome = { status: "delivered"; reply?: unknown } | { status: "failed"; code: string };
+export type Outcome =
+  | { status: "delivered"; reply?: unknown }
+  | { status: "failed"; code: string; sent?: false };
 
 /** A transport that threw (or rejected) failed the delivery; it says nothing more. */
 export const THREW: Outcome = Object.freeze({ status: "failed", code: "transport_threw" });
@@ -64,7 +67,11 @@ export const THREW: Outcome = Object.freeze({ status: "failed", code: "transport
 export function outcomeOf(result: DeliveryResult): Outcome {
   try {
     if (result.status === "delivered") return result;
-    return { status: "failed", code: isId(result.code) ? result.code : "failed" };
+    const code = isId(result.code) ? result.code : "failed";
+    // Only an explicit `false` says nothing left: anything else may have been sent.
+    return result.sent === false
+      ? { status: "failed", code, sent: false }
+      : { status: "failed", code };
   } catch {
     return THREW;
   }
@@ -325,7 +332,19 @@ export class Lease implements TurnAuthority {
       );
     }
     // The use is spent: the grant authorized an act that was attempted. A failed delivery is
-    // recorded as its own transport event, so audit shows both the decision and the failure.
+    // recorded as its own transport event, so audit shows both the decision and the failure;
+    // one the transport says never left gives its use back (unsent.ts).
+    const refusal = refused("delivery_failed");
+    if (outcome.sent === false) {
+      return recordFailedDelivery(
+        this.#audit,
+        this.#scope,
+        () => this.#now(),
+        send,
+        grant,
+        outcome,
+      ).then(() => refusal);
+    }
     const failed = this.#audit.write({
       now: this.#now(),
       code: "delivery_failed",
@@ -337,7 +356,6 @@ export class Lease implements TurnAuthority {
       chain: grant.chain,
       detail: `transport answered ${redact(outcome.code)}`,
     });
-    const refusal = refused("delivery_failed");
     return failed === undefined ? Promise.resolve(refusal) : failed.then(() => refusal);
   }
 

@@ -33,6 +33,7 @@ import type {
   SendMessageResult,
   TurnAuthority,
 } from "./types.js";
+import { recordFailedDelivery } from "./unsent.js";
 
 export interface LedgerLeaseParts extends LeaseParts {
   readonly acts: ActLedger;
@@ -254,6 +255,12 @@ export class LedgerLease implements TurnAuthority {
     }
     // The use is spent: the grant authorized an act that was attempted. The failure is its own
     // event, written before the caller hears it (it reports an effect that may have happened).
+    // One the transport says never left gives its use back (unsent.ts).
+    if (outcome.sent === false) {
+      const parts = this.#parts;
+      await recordFailedDelivery(parts.audit, parts.scope, () => this.#now(), send, grant, outcome);
+      return refused("delivery_failed");
+    }
     const failed = this.#parts.audit.write({
       now: this.#now(),
       code: "delivery_failed",

@@ -61,9 +61,11 @@ export interface CachedGrants {
  * valid for one version of that subject's grants. Least recently used first out.
  *
  * The indexes are shared by every lease opened on them, the per-grant `spent` marks included.
- * That is safe because usage only grows (the usage port has no way to give a use back) and
- * the cache belongs to one kernel, so to one usage store: a grant seen spent stays spent, and
- * a stale mark could only refuse, never allow. "Unspent" is never cached (see grant-index.ts).
+ * The cache belongs to one kernel, so to one usage store, and a stale mark could only refuse,
+ * never allow. Usage grows except when a use is given back (`releaseUse`, for an act that
+ * never happened): then `forget` drops every set holding that grant, so the next turn reads
+ * it afresh instead of refusing a ticket that is unspent again. "Unspent" is never cached
+ * (see grant-index.ts).
  */
 export class TurnCache {
   /** namespace → subject → set: nested, so a look-up builds no key string. */
@@ -107,6 +109,18 @@ export class TurnCache {
       this.#last = entry;
     }
     return entry;
+  }
+
+  /**
+   * Drops every cached set of the namespace that holds `grantId`: a use of it was given back,
+   * and their views may mark it spent. Rare (a delivery that sent nothing), so a scan.
+   */
+  forget(namespaceId: string, grantId: string): void {
+    const subjects = this.#sets.get(namespaceId);
+    if (subjects === undefined) return;
+    for (const entry of [...subjects.values()]) {
+      if (entry.grants.some((grant) => grant.id === grantId)) this.#drop(entry);
+    }
   }
 
   /** Caches a freshly read grant set with its first view (replacing any older version). */
