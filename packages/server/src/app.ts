@@ -141,10 +141,15 @@ export function buildApp(options: AppOptions): FastifyInstance {
   });
   app.setErrorHandler(handleError);
   // Answers still being written after their replies land before the host closes the stores.
-  app.addHook("onClose", async () => {
+  // Writes made after their replies (answers, denial events), written now and awaited: on
+  // close, so they land before the host closes the stores, and for a host or test that needs
+  // the store settled.
+  const drain = async () => {
     await context.retry.writes.drain();
     await context.kernel.drain?.();
-  });
+  };
+  app.decorate("drainWrites", drain);
+  app.addHook("onClose", drain);
   // JSON only: a text body is a 415, not a string handed to a schema.
   app.removeContentTypeParser("text/plain");
   app.setNotFoundHandler((request, reply) => {

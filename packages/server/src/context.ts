@@ -15,6 +15,10 @@ export interface ServiceContext {
 }
 
 declare module "fastify" {
+  interface FastifyInstance {
+    /** Writes the answers and denial events still waiting after their replies, and waits. */
+    drainWrites(): Promise<void>;
+  }
   interface FastifyRequest {
     /** The authenticated principal; set by the auth hook on every non-public route. */
     principal?: Principal;

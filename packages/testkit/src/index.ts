@@ -37,6 +37,12 @@ export {
   seedFromEnvironment,
   seedReport,
 } from "./properties.js";
+export {
+  countPostgresStatements,
+  countRedisCommands,
+  countSqliteCommits,
+  type DriverCounter,
+} from "./round-trips.js";
 export { type ServiceVariable, serviceUrl } from "./services.js";
 export { startTcpProxy, type TcpProxy } from "./tcp-proxy.js";
 export { describeUsageStoreConformance } from "./usage-suite.js";

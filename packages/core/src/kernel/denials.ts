@@ -1,6 +1,11 @@
 import { TesseraError } from "../contracts/errors.js";
 import type { AuditEvent } from "../contracts/schemas.js";
 import type { AuditSink } from "../ports/audit-sink.js";
+import { WriteWindow } from "../stores/write-window.js";
+
+/** How long a denial's event waits for others to share its write, and how many may wait. */
+const WINDOW_MS = 10;
+const MAX_WAITING = 256;
 
 /**
  * Where a denial without a claim is written, for a kernel that records acts through a ledger.
@@ -19,6 +24,13 @@ export class DenialRecorder {
   readonly #sink: AuditSink | undefined;
   readonly #beforeReply: boolean;
   readonly #pending = new Set<Promise<void>>();
+  /**
+   * Denials wait here (≤ 10 ms, or 256 of them) and then start together: the reply goes out
+   * first even over a synchronous driver (better-sqlite3 would otherwise commit, fsync
+   * included, before the caller's answer was written), and the store shares one write among
+   * them.
+   */
+  readonly #window = new WriteWindow(WINDOW_MS, MAX_WAITING);
   #failing = false;
 
   constructor(sink: AuditSink | undefined, mode: "after-reply" | "before-reply" = "after-reply") {
@@ -45,7 +57,9 @@ export class DenialRecorder {
         },
       );
     }
-    const written: Promise<void> = append(sink, event)
+    const written: Promise<void> = this.#window
+      .join()
+      .then(() => append(sink, event))
       .then(
         () => undefined,
         () => {
@@ -57,9 +71,12 @@ export class DenialRecorder {
     return undefined;
   }
 
-  /** Waits for every event handed over so far. */
+  /** Writes every event handed over so far, now, and waits for them. */
   async drain(): Promise<void> {
-    while (this.#pending.size > 0) await Promise.all(this.#pending);
+    while (this.#pending.size > 0) {
+      this.#window.release();
+      await Promise.all(this.#pending);
+    }
   }
 }
 

@@ -114,6 +114,7 @@ describe("the kernel over an act ledger", () => {
     const second = await turn.sendMessage({ recipient: "bob", payload: "2", callId: "c-2" });
     expect(second).toEqual({ status: "denied", code: "tool_unavailable" });
     expect(r.delivered).toEqual(["c-1"]);
+    await r.kernel.drain?.();
     expect(r.audit.events.at(-1)).toMatchObject({ callId: "c-2", reason: "grant_exhausted" });
   });
 
