@@ -160,6 +160,7 @@ class Service:
         self.process: subprocess.Popen[str] | None = None
         self.url = ""
         self.issuer_token = ""
+        self._spare = [f"recipient-{n:02d}" for n in range(40)]
 
     def start(self) -> Service:
         made = subprocess.run(
@@ -189,9 +190,10 @@ class Service:
         self.webhook.start()
         self.function.start()
         webhooks = self.root / "webhooks.json"
-        write_private(
-            webhooks, {"recipients": {"bob": {"url": self.webhook.url, "secret": self.webhook.secret}}}
-        )
+        # bob, and recipients a test can hold a ticket of its own for (fresh_recipient).
+        endpoint = {"url": self.webhook.url, "secret": self.webhook.secret}
+        names = ["bob", *self._spare]
+        write_private(webhooks, {"recipients": {name: endpoint for name in names}})
         a2ui = self.root / "a2ui.json"
         write_private(
             a2ui,
@@ -214,6 +216,10 @@ class Service:
         for name in ("asker", "other"):
             issuer.issue_grant(name, [a2ui_function_capability(CATALOG_ID)])
         return self
+
+    def fresh_recipient(self) -> str:
+        """A webhook recipient no test has used: its tickets are the caller's alone."""
+        return self._spare.pop()
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

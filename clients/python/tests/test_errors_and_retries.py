@@ -48,10 +48,13 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
 
 
-def ticket(recipient: str, uses: int = 1) -> None:
+def ticket(uses: int = 1) -> str:
+    """A recipient of the test's own, with one ticket of ``uses`` uses for the asker."""
+    recipient = service.fresh_recipient()
     TesseraClient(service.url, service.issuer_token).issue_grant(
         "asker", [message_send_capability(recipient, "alice")], constraints=Constraints(max_uses=uses)
     )
+    return recipient
 
 
 def deliveries(call_id: str) -> int:
@@ -107,17 +110,17 @@ class ErrorFamiliesTest(unittest.TestCase):
         self.assertEqual((caught.exception.code, caught.exception.status), ("not_found", 404))
 
     def test_conflict_on_a_changed_body(self) -> None:
-        ticket("bob", uses=2)
+        to = ticket(uses=2)
         call_id = unique("conflict")
-        first = self.asker.send_message("bob", {"n": 1}, call_id=call_id)
+        first = self.asker.send_message(to, {"n": 1}, call_id=call_id)
         self.assertIsInstance(first, Delivered)
         with self.assertRaises(ConflictError) as caught:
-            self.asker.send_message("bob", {"n": 2}, call_id=call_id)
+            self.asker.send_message(to, {"n": 2}, call_id=call_id)
         self.assertEqual((caught.exception.code, caught.exception.status), ("call_id_conflict", 409))
         self.assertEqual(caught.exception.attempts, 1)  # a conflict is an answer: never retried
         self.assertEqual(deliveries(call_id), 1)
         # The same body again is the original answer, not a second delivery.
-        self.assertEqual(self.asker.send_message("bob", {"n": 1}, call_id=call_id), first)
+        self.assertEqual(self.asker.send_message(to, {"n": 1}, call_id=call_id), first)
         self.assertEqual(deliveries(call_id), 1)
 
     def test_unavailable_when_nothing_listens(self) -> None:
@@ -166,18 +169,18 @@ class RetriesTest(unittest.TestCase):
         cls.token = service.agents["asker"].token
 
     def test_a_dropped_answer_is_retried_and_gets_the_original(self) -> None:
-        ticket("bob")
+        to = ticket()
         proxy = Proxy(service.url, ["drop"])
         try:
             client = TesseraClient(proxy.url, self.token, retry=FAST)
             call_id = unique("dropped")
-            result = client.send_message("bob", {"q": "once"}, call_id=call_id)
+            result = client.send_message(to, {"q": "once"}, call_id=call_id)
             assert isinstance(result, Delivered)
             self.assertEqual(proxy.connections, 2)
             self.assertEqual(proxy.forwarded, 2)  # the service saw both requests ...
             self.assertEqual(deliveries(call_id), 1)  # ... and delivered once
             # It is the original answer: the first request's message, read back from the claim.
-            direct = TesseraClient(service.url, self.token).send_message("bob", {"q": "once"}, call_id=call_id)
+            direct = TesseraClient(service.url, self.token).send_message(to, {"q": "once"}, call_id=call_id)
             self.assertEqual(direct, result)
             delivered = [p for p in service.webhook.received if p["callId"] == call_id]
             self.assertEqual(delivered[0]["messageId"], result.message_id)
@@ -185,10 +188,10 @@ class RetriesTest(unittest.TestCase):
             proxy.close()
 
     def test_a_generated_call_id_makes_the_retry_safe(self) -> None:
-        ticket("bob")
+        to = ticket()
         proxy = Proxy(service.url, ["drop"])
         try:
-            result = TesseraClient(proxy.url, self.token, retry=FAST).send_message("bob", {"q": "gen"})
+            result = TesseraClient(proxy.url, self.token, retry=FAST).send_message(to, {"q": "gen"})
             assert isinstance(result, Delivered)
             self.assertEqual(proxy.connections, 2)
             self.assertEqual(deliveries(result.call_id), 1)
@@ -196,13 +199,13 @@ class RetriesTest(unittest.TestCase):
             proxy.close()
 
     def test_503_and_call_in_progress_are_retried(self) -> None:
-        ticket("bob")
+        to = ticket()
         unavailable = (503, {"error": {"code": "unavailable", "message": "a store did not answer"}})
         in_progress = (409, {"error": {"code": "call_in_progress", "message": "still running"}})
         proxy = Proxy(service.url, [unavailable, in_progress])
         try:
             result = TesseraClient(proxy.url, self.token, retry=FAST).send_message(
-                "bob", {"q": 1}, call_id=unique("busy")
+                to, {"q": 1}, call_id=unique("busy")
             )
             self.assertIsInstance(result, Delivered)
             self.assertEqual(proxy.connections, 3)
@@ -223,13 +226,13 @@ class RetriesTest(unittest.TestCase):
             proxy.close()
 
     def test_never_retried_without_a_call_id(self) -> None:
-        ticket("bob")
+        to = ticket()
         proxy = Proxy(service.url, ["drop"])
         try:
             client = TesseraClient(proxy.url, self.token, retry=None)
             before = len(service.webhook.received)
             with self.assertRaises(UnavailableError) as caught:
-                client.send_message("bob", {"q": "no id"})
+                client.send_message(to, {"q": "no id"})
             self.assertEqual(caught.exception.attempts, 1)
             self.assertEqual(proxy.connections, 1)
             # The service did deliver: a blind retry would have been a second decision.
