@@ -119,7 +119,7 @@ describe("webhook transport", () => {
     }
   });
 
-  it("fails with unreachable on a refused connection, and no_route for an unknown recipient", async () => {
+  it("fails with unreachable on a refused connection, and no_route for an unknown recipient: both sent nothing", async () => {
     const closed = createServer();
     await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
     const port = (closed.address() as AddressInfo).port;
@@ -130,10 +130,12 @@ describe("webhook transport", () => {
     expect(await refused.deliver(envelope("bob"))).toEqual({
       status: "failed",
       code: "unreachable",
+      sent: false,
     });
     expect(await transportTo("/ok").deliver(envelope("carol"))).toEqual({
       status: "failed",
       code: "no_route",
+      sent: false,
     });
   });
 });

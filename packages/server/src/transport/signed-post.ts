@@ -6,8 +6,42 @@ export type SignedPostResult =
   | { readonly status: "ok"; readonly body: unknown }
   | {
       readonly status: "failed";
-      readonly code: "timeout" | "unreachable" | "rejected" | "receiver_error" | "invalid_reply";
+      readonly code:
+        | "timeout"
+        | "unreachable"
+        | "rejected"
+        | "receiver_error"
+        | "invalid_reply"
+        | "unserializable";
+      /** `false`: provably nothing was sent (see `DeliveryResult.sent`). */
+      readonly sent?: false;
     };
+
+/**
+ * Connection errors that happen before a single byte of the request can be written: no
+ * connection was ever made. Anything else (a reset, a socket closed mid-request, a timeout)
+ * may come after the request reached the receiver.
+ */
+const NEVER_CONNECTED = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EADDRNOTAVAIL",
+]);
+
+function neverConnected(error: unknown): boolean {
+  const cause = (error as { cause?: unknown } | null)?.cause as
+    | { code?: unknown; errors?: unknown }
+    | undefined;
+  if (cause === undefined || cause === null) return false;
+  // Several addresses tried (IPv6 then IPv4): every attempt must have been refused.
+  if (Array.isArray(cause.errors) && cause.errors.length > 0) {
+    return cause.errors.every((e) => NEVER_CONNECTED.has((e as { code?: string })?.code ?? ""));
+  }
+  return typeof cause.code === "string" && NEVER_CONNECTED.has(cause.code);
+}
 
 /** HMAC-SHA256 over `<timestamp>.<body>`, hex. */
 export function sign(secret: string, timestamp: string, body: string): string {
@@ -31,7 +65,13 @@ export async function signedPost(
     readonly headers?: Record<string, string>;
   },
 ): Promise<SignedPostResult> {
-  const body = JSON.stringify(payload);
+  let body: string;
+  try {
+    body = JSON.stringify(payload);
+  } catch {
+    // A cycle, a BigInt, nesting past the stack: nothing can be POSTed, and nothing was.
+    return { status: "failed", code: "unserializable", sent: false };
+  }
   const timestamp = String(options.now ?? Math.floor(Date.now() / 1000));
   let response: Response;
   let text: string;
@@ -52,7 +92,10 @@ export async function signedPost(
   } catch (error) {
     const name = (error as Error).name;
     const timedOut = name === "TimeoutError" || name === "AbortError";
-    return { status: "failed", code: timedOut ? "timeout" : "unreachable" };
+    if (timedOut) return { status: "failed", code: "timeout" };
+    return neverConnected(error)
+      ? { status: "failed", code: "unreachable", sent: false }
+      : { status: "failed", code: "unreachable" };
   }
   if (response.status >= 400 && response.status < 500)
     return { status: "failed", code: "rejected" };
