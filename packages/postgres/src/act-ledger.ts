@@ -83,7 +83,7 @@ const NO_EVENT: Omit<EventParams, "settledAt"> & { settledAt: null } = {
  * The events are linked by the server (rule v2, from the content digest this side sends), so
  * the batch needs no head on the client and no ordering between processes. The bundle's audit
  * sink remembers heads of its own: after the ledger moved one, its next append finds it stale
- * and takes the locked path (two statements) once.
+ * and takes its locked path once (a transaction that locks the head).
  *
  * A batch that fails is reported to each caller under the code of the first port its act
  * touches, as a composition of the ports would: `claim_store_unavailable` for an act with a
