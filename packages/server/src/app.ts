@@ -18,7 +18,7 @@ import { type A2uiOptions, a2uiRoutes } from "./routes/a2ui.js";
 import { decisionRoutes } from "./routes/decisions.js";
 import { deriveRoute } from "./routes/derive.js";
 import { grantRoutes } from "./routes/grants.js";
-import type { ServiceStores } from "./service.js";
+import type { ServiceStores } from "./stores.js";
 import { fastifyTimeouts, type ServerTimeouts, serverTimeouts } from "./timeouts.js";
 
 export const MAX_BODY_BYTES = 64 * 1024;

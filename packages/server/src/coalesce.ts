@@ -1,5 +1,5 @@
 import { performance } from "node:perf_hooks";
-import type { ServiceStores } from "./service.js";
+import type { ServiceStores } from "./stores.js";
 
 /** A write call that held the thread this long, answered within its turn, committed in it. */
 const BLOCKING_MS = 0.05;

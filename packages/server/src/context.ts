@@ -2,7 +2,7 @@ import type { Kernel, MessageTransport } from "@tessera/core";
 import type { Metrics } from "./metrics.js";
 import type { Principal } from "./principals.js";
 import type { RetryOptions } from "./retry.js";
-import type { ServiceStores } from "./service.js";
+import type { ServiceStores } from "./stores.js";
 
 /** What every route is served with: built once per service. */
 export interface ServiceContext {

@@ -1,6 +1,6 @@
 import { performance } from "node:perf_hooks";
 import { Counter, Registry } from "prom-client";
-import type { ServiceStores } from "./service.js";
+import type { ServiceStores } from "./stores.js";
 
 type DecisionLabels = { route: string; outcome: string; code: string };
 

@@ -1,4 +1,4 @@
-import type { ServiceStores } from "./service.js";
+import type { ServiceStores } from "./stores.js";
 
 /** Names no grant or call can have a use for; the probe reads them and expects nothing. */
 const PROBE = "tessera.readyz";

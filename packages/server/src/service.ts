@@ -1,17 +1,11 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { ERROR_CATALOG, type MessageTransport, type StoreBundle } from "@tessera/core";
+import { ERROR_CATALOG, type MessageTransport } from "@tessera/core";
 import { type AppOptions, buildApp } from "./app.js";
 import { HttpProblem } from "./errors.js";
 import { type Principal, type PrincipalInput, parsePrincipals } from "./principals.js";
+import type { ServiceStores } from "./stores.js";
 
-/**
- * The ports the service touches: any `StoreBundle` from `openStores(url)` serves. Without
- * `acts`, the service composes one of the other ports (`composeActLedger`: claim, spend and
- * event written one after another, not in one transaction).
- */
-export type ServiceStores = Pick<StoreBundle, "grants" | "usage" | "audit" | "claims"> & {
-  readonly acts?: StoreBundle["acts"];
-};
+export type { ServiceStores } from "./stores.js";
 
 export interface TesseraServiceOptions {
   /** Open stores, owned by the host: the service never closes them. */
