@@ -73,6 +73,12 @@ interface Session {
   readonly owner: string;
   /** Epoch ms of its last request: a client that vanishes without DELETE is swept. */
   seen: number;
+  /**
+   * Ids of the requests whose POST is still open. The SDK's transport routes an answer to the
+   * POST by id: a second request with a live id took the route, and the first POST never got
+   * its answer.
+   */
+  readonly answering: Set<string>;
 }
 
 /**
@@ -226,6 +232,21 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
         return rpcError(res, 404, ErrorCode.InvalidRequest, "no such session");
       }
       session.seen = Date.now();
+      const ids = requestIds(body);
+      if (ids.some((id) => session.answering.has(id))) {
+        return rpcError(
+          res,
+          409,
+          ErrorCode.InvalidRequest,
+          "a request with this id is still being answered in this session: use another id",
+        );
+      }
+      if (ids.length > 0) {
+        for (const id of ids) session.answering.add(id);
+        res.once("close", () => {
+          for (const id of ids) session.answering.delete(id);
+        });
+      }
       return session.transport.handleRequest(req, res, body);
     }
     if (req.method !== "POST" || !isInitializeRequest(body)) {
@@ -236,7 +257,7 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
       sessionIdGenerator: () => randomUUID(),
       enableJsonResponse: true,
       onsessioninitialized: (id) => {
-        sessions.set(id, { transport, owner, seen: Date.now() });
+        sessions.set(id, { transport, owner, seen: Date.now(), answering: new Set() });
       },
     });
     const server = serverFor(principal, undefined);
@@ -312,20 +333,23 @@ function rpcError(res: ServerResponse, status: number, code: number, message: st
   res.end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }));
 }
 
+/** The ids of the JSON-RPC requests in a message or batch, as keys (1 and "1" differ). */
+function requestIds(body: unknown): string[] {
+  const ids: string[] = [];
+  for (const message of Array.isArray(body) ? body : [body]) {
+    if (typeof message !== "object" || message === null || !("method" in message)) continue;
+    const id = (message as { id?: unknown }).id;
+    if (typeof id === "string") ids.push(`s:${id}`);
+    else if (typeof id === "number") ids.push(`n:${id}`);
+  }
+  return ids;
+}
+
 /** Whether a JSON-RPC batch holds two requests with one id (JSON-RPC answers each id once). */
 function repeatsAnId(body: unknown): boolean {
   if (!Array.isArray(body) || body.length < 2) return false;
-  const seen = new Set<unknown>();
-  for (const message of body) {
-    if (typeof message !== "object" || message === null || !("method" in message)) continue;
-    const id = (message as { id?: unknown }).id;
-    if (id === undefined || id === null) continue;
-    // 1 and "1" are different ids.
-    const key = typeof id === "string" ? `s:${id}` : `${typeof id}:${String(id)}`;
-    if (seen.has(key)) return true;
-    seen.add(key);
-  }
-  return false;
+  const ids = requestIds(body);
+  return new Set(ids).size !== ids.length;
 }
 
 type Read =

@@ -149,4 +149,30 @@ describe("the gateway's Streamable HTTP", () => {
     ]);
     expect(harness.counts("echo")).toBe(2);
   });
+
+  it("refuses a request whose id is still being answered in the session; the first gets its answer", async () => {
+    harness = await startHarness({}, [toolGrant("alice", ["messages", "slow"])]);
+    const url = harness.url;
+    const session = await open(url);
+    const call = {
+      jsonrpc: "2.0",
+      id: 5,
+      method: "tools/call",
+      params: { name: "messages.slow", arguments: { ms: 1500 } },
+    };
+    const first = send(url, { session, body: call });
+    while (harness.counts("slow") === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    const second = await send(url, { session, body: call });
+    expect(second.status).toBe(409);
+    expect(await second.json()).toMatchObject({ error: { code: -32600 }, id: null });
+    // Before, the second took the id's route and the first POST never got an answer.
+    const answered = await first;
+    expect(answered.status).toBe(200);
+    const body = (await answered.json()) as { id: number; result: { content: { text: string }[] } };
+    expect([body.id, body.result.content[0]?.text]).toEqual([5, "slept 1500"]);
+    // Once answered, the id may come again: a replay, answered from the record.
+    const replay = await send(url, { session, body: call });
+    expect(((await replay.json()) as typeof body).result.content[0]?.text).toBe("slept 1500");
+    expect(harness.counts("slow")).toBe(1);
+  });
 });
