@@ -21,6 +21,7 @@ import { type CallKeys, type CallLedger, callKeys, canonical, sha256Hex } from "
 import { accessContext, principalKey } from "./principals.js";
 import { duplicate, keep, keptAnswer, refusal, refuse } from "./replies.js";
 import { MCP_NAMESPACE, TOOLS_CALL, toolGrants } from "./tool-grants.js";
+import { returnUnsentUse } from "./unsent.js";
 import type { CatalogEntry } from "./upstreams.js";
 
 export interface PipelineParts {
@@ -225,13 +226,21 @@ export async function callTool(
   };
   if (outcome.kind === "failed") {
     const message = `the upstream tool failed (${outcome.why}); it is not retried`;
+    const notes = [
+      `upstream failed: ${outcome.why}`,
+      ...(outcome.sent ? [] : ["nothing was sent"]),
+    ];
+    // Nothing reached the upstream: the ticket's use comes back, as its own event after the call's.
+    const recorded = audit(parts, trail, failedEvent, notes, "failed", latency).then(() =>
+      outcome.sent ? undefined : returnUnsentUse(parts, trail, decided, failedEvent, latency),
+    );
     await keep(
       parts,
       keys,
       bodyHash,
       { kind: "error", code: "upstream_failed", message },
       "failed",
-      audit(parts, trail, failedEvent, [`upstream failed: ${outcome.why}`], "failed", latency),
+      recorded,
     );
     throw gatewayError("upstream_failed", message);
   }
