@@ -220,14 +220,45 @@ function chooseSpend(
   now: number,
 ): Verdict | Promise<Verdict> {
   let spentMatch: IndexedGrant | undefined;
+  const candidates: IndexedGrant[] = [];
   for (const bucket of buckets) {
     for (const grant of bucket) {
       if (!spendable(grant, now)) continue;
-      if (!grant.spent) return { allowed: true, grant, spend: true };
-      spentMatch ??= grant;
+      if (!grant.spent) candidates.push(grant);
+      else spentMatch ??= grant;
     }
   }
-  return refuseSpent(scope, entry, match, spentMatch, resource, now);
+  const only = candidates.length === 1 ? candidates[0] : undefined;
+  if (only !== undefined) return { allowed: true, grant: only, spend: true };
+  if (candidates.length === 0) return refuseSpent(scope, entry, match, spentMatch, resource, now);
+  return chooseAmong(scope, candidates);
+}
+
+/**
+ * Several grants could be spent and the lease knows none of them spent (a view just built, as
+ * after a grant was added): the first with a use left, read from the usage store — a read, not
+ * a write — so a spent first ticket does not refuse an act another ticket covers. The last is
+ * chosen unread: its act finds out. Two acts racing for the last uses of both may still see
+ * one refused (`no_matching_grant`, audit `grant_exhausted`); it never spends twice.
+ */
+async function chooseAmong(
+  scope: DecisionScope,
+  candidates: readonly IndexedGrant[],
+): Promise<Verdict> {
+  const usage = scope.usage;
+  for (let i = 0; i < candidates.length - 1; i++) {
+    const grant = candidates[i] as IndexedGrant;
+    if (usage === undefined) return { allowed: true, grant, spend: true };
+    let used: number;
+    try {
+      used = await usage.getUsage(scope.namespaceId, grant.id);
+    } catch {
+      return STORE_DOWN;
+    }
+    if (used < (grant.maxUses as number)) return { allowed: true, grant, spend: true };
+    grant.spent = true;
+  }
+  return { allowed: true, grant: candidates[candidates.length - 1] as IndexedGrant, spend: true };
 }
 
 /**

@@ -118,6 +118,26 @@ describe("the kernel over an act ledger", () => {
     expect(r.audit.events.at(-1)).toMatchObject({ callId: "c-2", reason: "grant_exhausted" });
   });
 
+  it("a ticket spent under an older view does not refuse an act another ticket covers", async () => {
+    const r = ledgerRig();
+    await r.ticket("bob");
+    const first = await r.kernel.openTurnAuthority(ctx());
+    expect((await first.sendMessage({ recipient: "bob", payload: 1, callId: "v-1" })).status).toBe(
+      "delivered",
+    );
+    // A second ticket changes the grant set: the next turn's view is new and knows nothing spent.
+    await r.ticket("bob");
+    const second = await r.kernel.openTurnAuthority(ctx());
+    const sent = await second.sendMessage(
+      { recipient: "bob", payload: 2, callId: "v-2" },
+      claimOf("v-2"),
+    );
+    expect(sent).toMatchObject({ status: "delivered" });
+    const third = await second.sendMessage({ recipient: "bob", payload: 3, callId: "v-3" });
+    expect(third).toEqual({ status: "denied", code: "tool_unavailable" });
+    expect(r.delivered).toEqual(["v-1", "v-2"]);
+  });
+
   it("20 turns racing for one ticket: one delivery, 19 exhausted refusals, one event each", async () => {
     const r = ledgerRig();
     await r.ticket("bob");
