@@ -9,7 +9,7 @@ import {
 } from "../config/remote.js";
 import { nonEmpty, wholeNumber } from "../options.js";
 import { printJson, printLines } from "../output.js";
-import { formatEvent, openAudit, type SourceOptions } from "./audit.js";
+import { formatEvent, openAudit, type SourceOptions } from "./audit-source.js";
 
 interface FilterOptions {
   callId?: string;

@@ -17,7 +17,7 @@ import {
 import { Command } from "commander";
 import { nonEmpty } from "../options.js";
 import { printJson, printLines } from "../output.js";
-import { openAudit, type SourceOptions } from "./audit.js";
+import { openAudit, type SourceOptions } from "./audit-source.js";
 
 /**
  * Exit status when the trail does not verify (a break, or a checkpoint it fails): apart from
