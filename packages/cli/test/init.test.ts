@@ -38,6 +38,7 @@ interface Made {
   claims: string;
   principals: string;
   issuerToken: string;
+  agentToken: string;
 }
 
 function init(dir: string, ...more: string[]): Made {
@@ -69,10 +70,12 @@ describe("tessera init", () => {
     });
   });
 
-  it("prints the issuer token once and stores only its SHA-256", () => {
+  it("prints the issuer and agent tokens once and stores only their SHA-256", () => {
     const dir = join(scratch(), "data");
-    const made = init(dir, "--namespace", "team", "--authority", "owner-host");
+    const made = init(dir, "--namespace", "team", "--authority", "owner-host", "--agent", "bot");
     expect(made.issuerToken).toMatch(/^tsk_[\w-]{43}$/);
+    expect(made.agentToken).toMatch(/^tsk_[\w-]{43}$/);
+    expect(made.agentToken).not.toBe(made.issuerToken);
     expect(JSON.parse(readFileSync(made.principals, "utf8"))).toEqual({
       principals: [
         {
@@ -82,10 +85,18 @@ describe("tessera init", () => {
           actor: "issuer",
           authority: "owner-host",
         },
+        {
+          tokenSha256: tokenDigest(made.agentToken),
+          role: "agent",
+          namespaceId: "team",
+          actor: "bot",
+          authority: "owner-host",
+        },
       ],
     });
     for (const file of [made.config, made.principals, made.database]) {
       expect(readFileSync(file).includes(made.issuerToken)).toBe(false);
+      expect(readFileSync(file).includes(made.agentToken)).toBe(false);
     }
     // Two inits, two tokens: nothing is derived from the directory or the clock.
     expect(init(join(scratch(), "other")).issuerToken).not.toBe(made.issuerToken);
@@ -96,7 +107,8 @@ describe("tessera init", () => {
     const done = run({}, "init", dir);
     expect(done.code).toBe(0);
     expect(done.stdout).toContain(`provisioned ${dir}`);
-    expect(done.stdout).toMatch(/shown once[^\n]*\n {2}tsk_[\w-]{43}\n/);
+    expect(done.stdout).toMatch(/issuer token \(shown once[^\n]*\n {2}tsk_[\w-]{43}\n/);
+    expect(done.stdout).toMatch(/agent token, actor agent \(shown once[^\n]*\n {2}tsk_[\w-]{43}\n/);
     expect(done.stdout).toContain(`tessera serve --data ${dir}`);
   });
 

@@ -9,24 +9,31 @@ interface InitOptions {
   authority: string;
   host: string;
   port: number;
+  agent: string;
   json?: boolean;
 }
 
 export function initCommand(): Command {
   return new Command("init")
     .description(
-      "provision a data directory for tessera serve: private claim directory, SQLite database, config, first issuer token",
+      "provision a data directory for tessera serve: private claim directory, SQLite database, config, first issuer token and first agent token",
     )
     .argument(
       "[dir]",
       "the directory to provision (new, or empty); default $TESSERA_DATA or ./tessera-data",
     )
-    .option("--namespace <id>", "the issuer token's namespace", nonEmpty, "default")
+    .option("--namespace <id>", "the tokens' namespace", nonEmpty, "default")
     .option(
       "--authority <id>",
       "the issuer token's authority (the issuer of its grants)",
       nonEmpty,
       "host",
+    )
+    .option(
+      "--agent <id>",
+      "the agent token's actor: the subject its grants name",
+      nonEmpty,
+      "agent",
     )
     .option(
       "--host <host>",
@@ -57,6 +64,8 @@ export function initCommand(): Command {
         "",
         "issuer token (shown once; only its SHA-256 is stored, keep it secret):",
         `  ${made.issuerToken}`,
+        `agent token, actor ${options.agent} (shown once, keep it secret):`,
+        `  ${made.agentToken}`,
         "",
         `serve it: tessera serve --data ${made.dataDir}`,
       ]);

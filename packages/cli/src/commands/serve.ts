@@ -1,11 +1,12 @@
 import { DirectoryClaimStore } from "@tessera/a2ui";
-import { TesseraError } from "@tessera/core";
+import { type ClaimStore, type StoreBundle, TesseraError } from "@tessera/core";
 import {
   listen,
   loadA2uiOptions,
   loadPrincipals,
   loadWebhookTransport,
   type RunningServer,
+  type ServiceStores,
 } from "@tessera/server";
 import { Command } from "commander";
 import { loadServeConfig, type ServeConfig, type ServeFlags } from "../config/load.js";
@@ -86,7 +87,11 @@ export function serveCommand(): Command {
               await bundle.close();
               throw error;
             });
-      const stores = claims === undefined ? bundle : { ...bundle, claims };
+      // A claim directory replaces the bundle's claim port, so the bundle's act ledger (which
+      // claims in the database) must go with it: the service then composes its acts over the
+      // directory, where retries look their claims up. Keeping both claimed in one store and
+      // read in the other: every replay answered call_in_progress.
+      const stores = claims === undefined ? bundle : withClaims(bundle, claims);
       const closeStores = async () => {
         await claims?.close();
         await bundle.close();
@@ -120,6 +125,11 @@ export function serveCommand(): Command {
       await closeStores();
       announce(options.json, { event: "stopped" }, "stopped");
     });
+}
+
+function withClaims(bundle: StoreBundle, claims: ClaimStore): ServiceStores {
+  const { grants, usage, audit } = bundle;
+  return { grants, usage, audit, claims };
 }
 
 /**

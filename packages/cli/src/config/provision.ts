@@ -27,6 +27,8 @@ export interface ProvisionOptions {
   readonly authority: string;
   readonly host: string;
   readonly port: number;
+  /** The agent token's actor: the `subject` a grant names to let that token act. */
+  readonly agent: string;
 }
 
 /** What `tessera init` made. The token exists only here and in the operator's terminal. */
@@ -37,12 +39,15 @@ export interface Provisioned {
   readonly claims: string;
   readonly principals: string;
   readonly issuerToken: string;
+  /** The first agent token: decides and sends as `agent`, in the issuer's namespace. */
+  readonly agentToken: string;
 }
 
 /**
  * Provisions a data directory: the directory and its private claim directory (0700), the
- * SQLite database with its tables, the principals file holding the first issuer token's
- * SHA-256, and `tessera.json`, written last, so a directory without it was never finished.
+ * SQLite database with its tables, the principals file holding the SHA-256 of the first
+ * issuer token and of the first agent token (a newcomer acts at once, with no hand-hashing),
+ * and `tessera.json`, written last, so a directory without it was never finished.
  * Anything this call created is removed again if a later step fails: a half-provisioned
  * directory would be refused by serve, and by a second init, with no way forward.
  */
@@ -63,7 +68,8 @@ export async function provisionDataDir(
     await stores.close();
     chmodSync(database, PRIVATE_FILE_MODE);
 
-    const issuerToken = `tsk_${randomBytes(32).toString("base64url")}`;
+    const issuerToken = mintToken();
+    const agentToken = mintToken();
     const principals = dataPath(dataDir, "principals");
     writePrivate(principals, {
       principals: [
@@ -72,6 +78,13 @@ export async function provisionDataDir(
           role: "issuer",
           namespaceId: options.namespace,
           actor: "issuer",
+          authority: options.authority,
+        },
+        {
+          tokenSha256: tokenDigest(agentToken),
+          role: "agent",
+          namespaceId: options.namespace,
+          actor: options.agent,
           authority: options.authority,
         },
       ],
@@ -87,11 +100,23 @@ export async function provisionDataDir(
       port: options.port,
     };
     writePrivate(config, file);
-    return Object.freeze({ dataDir, config, database, claims, principals, issuerToken });
+    return Object.freeze({
+      dataDir,
+      config,
+      database,
+      claims,
+      principals,
+      issuerToken,
+      agentToken,
+    });
   } catch (error) {
     undo(dataDir, created);
     throw error;
   }
+}
+
+function mintToken(): string {
+  return `tsk_${randomBytes(32).toString("base64url")}`;
 }
 
 /**
