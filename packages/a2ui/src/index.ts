@@ -12,11 +12,13 @@ export { InMemoryClaimStore } from "@tessera/core";
 export { claimKeyDigest } from "@tessera/core/store-kit";
 export type { CatalogDefinition, FunctionDefinition } from "./catalog/catalog.js";
 export { FunctionCallGate } from "./gate/gate.js";
-export { kernelApproval } from "./gate/kernel-approval.js";
+export { kernelApproval, kernelDecision } from "./gate/kernel-approval.js";
 export type { SettleTiming } from "./gate/settle-queue.js";
 export type {
   ApprovalVerdict,
   ApproveFunction,
+  CallClaim,
+  DecideFunction,
   FunctionCallGateOptions,
   FunctionInvocation,
   GateReceipt,

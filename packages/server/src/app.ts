@@ -1,12 +1,15 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createKernel, type MessageTransport } from "@tessera/core";
-import { ROUTES, type RouteSpec } from "@tessera/core/http";
+import { bearerToken, ROUTES, type RouteSpec } from "@tessera/core/http";
 import { composeActLedger } from "@tessera/core/store-kit";
 import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import { WriteRounds } from "./coalesce.js";
 import type { ServiceContext } from "./context.js";
 import { HttpProblem, handleError } from "./errors.js";
+import { type JwtIdentityInput, parseJwtIdentity } from "./identity/config.js";
+import { JwtVerifier, looksLikeJwt } from "./identity/verify.js";
+import { jwtPrincipal } from "./jwt-auth.js";
 import { redactCredentials } from "./log-redaction.js";
 import { Metrics } from "./metrics.js";
 import { openApiDocument } from "./openapi.js";
@@ -27,6 +30,12 @@ export interface AppOptions {
   readonly stores: ServiceStores;
   /** Fixed, or a `PrincipalSet` the host may replace while the service runs. */
   readonly principals: readonly Principal[] | PrincipalSet;
+  /**
+   * JWT access tokens from the host's identity provider (`@tessera/server/identity`): a
+   * checked config, or a verifier the host built (its key cache shared). A bearer token that
+   * is no static principal's is verified as one; both kinds are accepted side by side.
+   */
+  readonly identity?: JwtIdentityInput | JwtVerifier;
   /** Delivers authorized messages; without one, sends are unlisted and refused `tool_unavailable`. */
   readonly transport?: MessageTransport;
   /** JSON logs (pino): `false` for none; a stream to capture them. Default: stdout, info. */
@@ -88,6 +97,13 @@ export function buildApp(options: AppOptions): FastifyInstance {
     retry: { waitMs: options.retryWaitMs ?? 5000, writes: new AnswerWrites() },
   };
   const log = options.log ?? {};
+  let keyLoadFailed = (_error: unknown) => {};
+  const verifier =
+    options.identity === undefined || options.identity instanceof JwtVerifier
+      ? options.identity
+      : new JwtVerifier(parseJwtIdentity(options.identity), {
+          onKeyLoadError: (error) => keyLoadFailed(error),
+        });
   const app: FastifyInstance = Fastify<Server>({
     bodyLimit: MAX_BODY_BYTES,
     // The caller's `x-request-id` when it is a sane token (so a host can follow one request
@@ -140,11 +156,20 @@ export function buildApp(options: AppOptions): FastifyInstance {
           },
   });
   app.setErrorHandler(handleError);
+  keyLoadFailed = (error) =>
+    app.log.warn(
+      { identity: { reason: "keys_unavailable", issuer: verifier?.config.issuer } },
+      `the issuer's keys could not be loaded: ${error instanceof Error ? error.message : "error"}`,
+    );
   // Answers still being written after their replies land before the host closes the stores.
-  // Writes made after their replies (answers, denial events), written now and awaited: on
-  // close, so they land before the host closes the stores, and for a host or test that needs
-  // the store settled.
+  // Writes made after their replies (answers, denial events, the A2UI gates' receipts and
+  // events), written now and awaited: on close, so they land before the host closes the
+  // stores, before the audit and explain routes read, and for a host or test that needs the
+  // store settled.
+  let gateReceipts: () => Promise<void> = () => Promise.resolve();
   const drain = async () => {
+    // The A2UI gates' receipts first: a receipt given up adds its event to the writes below.
+    await gateReceipts();
     await context.retry.writes.drain();
     await context.kernel.drain?.();
   };
@@ -181,6 +206,19 @@ export function buildApp(options: AppOptions): FastifyInstance {
     if (role === undefined || role === "public") return done();
     const principal = authenticate(context.principals, request.headers.authorization);
     if (principal === undefined) {
+      const token = verifier && bearerToken(request.headers.authorization);
+      if (verifier !== undefined && token !== undefined && looksLikeJwt(token)) {
+        // Not a static principal's: the issuer's JWT, verified off this callback.
+        void jwtPrincipal(verifier, token, request.log).then((found) => {
+          if (found instanceof HttpProblem) return done(found);
+          if (found.role !== role) {
+            return done(new HttpProblem("forbidden", `this route is for ${role} tokens`));
+          }
+          request.principal = found;
+          done();
+        }, done);
+        return;
+      }
       reply.header("www-authenticate", 'Bearer realm="tessera"');
       return done(new HttpProblem("unauthenticated", "a known bearer token is required"));
     }
@@ -206,7 +244,7 @@ export function buildApp(options: AppOptions): FastifyInstance {
   decisionRoutes(app, context);
   grantRoutes(app, context);
   deriveRoute(app, context);
-  a2uiRoutes(app, context, options.a2ui);
+  gateReceipts = a2uiRoutes(app, context, options.a2ui);
   return app;
 }
 

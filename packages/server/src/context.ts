@@ -16,7 +16,10 @@ export interface ServiceContext {
 
 declare module "fastify" {
   interface FastifyInstance {
-    /** Writes the answers and denial events still waiting after their replies, and waits. */
+    /**
+     * Writes what still waits after its reply (answers, denial events, the A2UI gates'
+     * receipts and events), and waits.
+     */
     drainWrites(): Promise<void>;
   }
   interface FastifyRequest {

@@ -5,22 +5,24 @@ import {
   type CallerCode,
   type ClaimKey,
   type ClaimReceipt,
-  type ClaimResult,
+  type ClaimRecord,
   type ClaimStore,
   type Clock,
   type GateReason,
+  type JsonValue,
   type ReceiptStatus,
   systemClock,
   TesseraError,
 } from "@tessera/core";
 import { type CatalogFunction, type CatalogRefusal, CatalogSet } from "../catalog/catalog.js";
 import { messageValidators } from "../schemas/official.js";
+import { type Admission, claimAndDecide, claimThenApprove } from "./admission.js";
 import { type CallMessage, readCall } from "./message.js";
 import { correlatedValidationError, refusalReply, valueReply } from "./replies.js";
 import { type SettleOutcome, SettleQueue, type SettleTiming } from "./settle-queue.js";
 import type {
-  ApprovalVerdict,
   ApproveFunction,
+  DecideFunction,
   FunctionCallGateOptions,
   FunctionInvocation,
   GateReceipt,
@@ -46,6 +48,9 @@ interface Outcome {
  * The guarantee spans exactly what the claim store spans: a `InMemoryClaimStore` covers one
  * process, a `DirectoryClaimStore` one machine, a database store every worker that uses it.
  *
+ * With `decide` (a kernel's act ledger, `kernelDecision`), the claim and the decision are one
+ * act, one durable write; without it, the claim, then `approve`.
+ *
  * Only the claim is durable before the callback. By default the receipt is written after the
  * reply (`settle: "after-reply"`): a host calls `drain()` (or `close()`) before it exits, and a
  * process that dies first leaves the call in doubt, never re-run.
@@ -55,6 +60,7 @@ export class FunctionCallGate {
   readonly #claims: ClaimStore;
   readonly #invoke: InvokeFunction;
   readonly #approve: ApproveFunction | undefined;
+  readonly #decide: DecideFunction | undefined;
   readonly #audit: AuditSink | undefined;
   readonly #clock: Clock;
   readonly #worker: string;
@@ -72,12 +78,22 @@ export class FunctionCallGate {
         "the gate needs a claim store and an invoke callback",
       );
     }
+    if (options.decide !== undefined && options.approve !== undefined) {
+      throw new TesseraError(
+        "invalid_config",
+        "give the gate approve or decide, not both: decide takes the claim and decides",
+      );
+    }
+    if (options.decide !== undefined && typeof options.decide !== "function") {
+      throw new TesseraError("invalid_config", "decide must be a function");
+    }
     // Compile the message schema now, so a broken install fails here and not on a first call.
     void messageValidators().callRendererFunction;
     this.#catalogs = new CatalogSet(options);
     this.#claims = options.claims;
     this.#invoke = options.invoke;
     this.#approve = options.approve;
+    this.#decide = options.decide;
     this.#audit = options.audit;
     this.#clock = options.clock ?? systemClock;
     this.#worker = options.worker ?? `${hostname()}:${process.pid}`;
@@ -118,6 +134,15 @@ export class FunctionCallGate {
   async drain(): Promise<void> {
     await Promise.allSettled([...this.#handling.values()]);
     await this.#settles.drain();
+  }
+
+  /**
+   * Writes now the receipts waiting after their replies, and resolves once they have been
+   * written or given up. Unlike `drain()`, it does not wait for calls still running (a
+   * callback that has not returned holds nothing here). Never rejects.
+   */
+  settled(): Promise<void> {
+    return this.#settles.drain();
   }
 
   /**
@@ -177,46 +202,36 @@ export class FunctionCallGate {
       });
     }
     const key: ClaimKey = { session, functionCallId: id };
-    let claim: ClaimResult;
-    try {
-      claim = await this.#claims.claim(key, {
-        bodyHash: message.bodyHash,
-        claimedAt: this.#clock.now(),
-        worker: this.#worker,
-      });
-    } catch (error) {
+    const record: ClaimRecord = {
+      bodyHash: message.bodyHash,
+      claimedAt: this.#clock.now(),
+      worker: this.#worker,
+    };
+    const admitted = await this.#admit(key, record, invocation);
+    if (admitted.status === "unavailable") {
       // Fail closed: nothing runs when the store cannot say who owns the ID.
       const reply = refusalReply("claim_store_unavailable", id);
       return this.#finish(session, id, reply, "denied", {
         reason: "claim_store_unavailable",
-        detail: error instanceof TesseraError ? error.code : "error",
+        detail: admitted.detail,
       });
     }
-    if (claim.status !== "claimed") {
+    if (admitted.status === "duplicate") {
       return this.#finish(session, id, refusalReply("duplicate_call", id), "none", {
         reason: "duplicate_call",
-        previous: claim.existing.receipt?.status ?? "in_doubt",
-        changedBody: claim.existing.bodyHash !== message.bodyHash,
+        previous: admitted.existing.receipt?.status ?? "in_doubt",
+        changedBody: admitted.existing.bodyHash !== message.bodyHash,
       });
     }
 
     // From here on the claim is held: every outcome is settled, and a refusal consumes the ID
     // (a new ID is a new attempt).
-    if (this.#approve) {
-      let refused: "policy_denied" | "approval_denied" | undefined;
-      let detail: string | undefined;
-      try {
-        refused = refusalOf(await this.#approve(invocation));
-      } catch {
-        refused = "approval_denied";
-        detail = "approval hook threw";
-      }
-      if (refused) {
-        return this.#settle(key, refusalReply(refused, id), "denied", {
-          reason: refused,
-          detail,
-        });
-      }
+    if (admitted.status === "refused") {
+      const { reason, detail } = admitted;
+      const reply = refusalReply(reason, id);
+      // A refusal `decide` recorded was settled `denied` in its own act.
+      if (admitted.settled) return this.#finish(session, id, reply, "denied", { reason, detail });
+      return this.#settle(key, reply, "denied", { reason, detail });
     }
 
     let value: unknown;
@@ -229,6 +244,14 @@ export class FunctionCallGate {
       });
     }
     return this.#settle(key, valueReply(id, value), "dispatched", { reason: "dispatched" });
+  }
+
+  /** The exclusive claim, then policy and approval: one act through `decide` when the gate has one. */
+  #admit(key: ClaimKey, record: ClaimRecord, invocation: FunctionInvocation): Promise<Admission> {
+    const decide = this.#decide;
+    return decide === undefined
+      ? claimThenApprove(this.#claims, this.#approve, key, record, invocation)
+      : claimAndDecide(decide, key, record, invocation);
   }
 
   /**
@@ -244,7 +267,12 @@ export class FunctionCallGate {
     outcome: Outcome,
   ): Promise<GateResult> {
     const receipt: ClaimReceipt = { status, settledAt: this.#clock.now() };
-    if (this.#timing === "before-reply") return this.#settleFirst(key, receipt, reply, outcome);
+    // A gate that decides through an act ledger keeps the reply as the claim's answer, as the
+    // service keeps every act's answer; without `decide`, the settle is the receipt alone.
+    const answer = this.#decide === undefined ? undefined : (reply as unknown as JsonValue);
+    if (this.#timing === "before-reply") {
+      return this.#settleFirst(key, receipt, reply, outcome, answer);
+    }
     // Not async itself: an extra async layer would cost the reply two more microtask turns.
     let finished: Promise<GateResult> | undefined;
     const audit = this.#audit;
@@ -257,6 +285,7 @@ export class FunctionCallGate {
           const result = await finished;
           if (result) await this.#record(result, notRecorded(failure), "in_doubt");
         }),
+      answer,
     );
     finished = this.#finish(key.session, key.functionCallId, reply, status, outcome);
     return finished;
@@ -267,13 +296,16 @@ export class FunctionCallGate {
     receipt: ClaimReceipt,
     reply: GateReply,
     outcome: Outcome,
+    answer: JsonValue | undefined,
   ): Promise<GateResult> {
     // Awaited here, so drain() covers it through the call itself; the queue only for retries.
     let note: string | undefined;
     try {
-      await this.#claims.settle(key, receipt);
+      await (answer === undefined
+        ? this.#claims.settle(key, receipt)
+        : this.#claims.settle(key, receipt, answer));
     } catch (error) {
-      const settled = await this.#settles.retry(key, receipt, error);
+      const settled = await this.#settles.retry(key, receipt, error, answer);
       note = settled.recorded ? undefined : notRecorded(settled);
     }
     // `return await`: a returned promise would cost the reply two more microtask turns.
@@ -353,15 +385,6 @@ function checkCatalog(
   } catch {
     return "unreadable";
   }
-}
-
-/** `undefined` when the verdict approves; otherwise the reason it refuses with. */
-function refusalOf(verdict: ApprovalVerdict): "policy_denied" | "approval_denied" | undefined {
-  if (verdict === true) return undefined;
-  if (typeof verdict === "object" && verdict !== null && verdict.allow === true) return undefined;
-  return typeof verdict === "object" && verdict !== null && verdict.reason === "policy_denied"
-    ? "policy_denied"
-    : "approval_denied";
 }
 
 function replyCode(reply: GateReply): CallerCode | null {

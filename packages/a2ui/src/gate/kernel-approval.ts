@@ -1,11 +1,23 @@
 import {
   A2UI_CALL_ACTION,
   type AccessContext,
+  type AuthorizeRequest,
   type AuthorizeResult,
   a2uiFunctionResource,
   type Kernel,
+  TesseraError,
 } from "@tessera/core";
-import type { ApprovalVerdict, ApproveFunction, FunctionInvocation } from "./types.js";
+import type {
+  ApprovalVerdict,
+  ApproveFunction,
+  DecideFunction,
+  FunctionInvocation,
+} from "./types.js";
+
+/** Whose authority decides a call: the trusted identity behind its host session. */
+type ContextOf = (
+  invocation: FunctionInvocation,
+) => AccessContext | undefined | Promise<AccessContext | undefined>;
 
 /**
  * The gate's approval step as a kernel decision, so an A2UI function call is an act like any
@@ -23,9 +35,7 @@ import type { ApprovalVerdict, ApproveFunction, FunctionInvocation } from "./typ
  */
 export function kernelApproval(
   kernel: Kernel,
-  contextOf: (
-    invocation: FunctionInvocation,
-  ) => AccessContext | undefined | Promise<AccessContext | undefined>,
+  contextOf: ContextOf,
   onDecision?: (answer: AuthorizeResult) => void,
 ): ApproveFunction {
   return async (invocation): Promise<ApprovalVerdict> => {
@@ -33,11 +43,7 @@ export function kernelApproval(
     if (ctx === undefined) return REFUSED;
     const turn = await kernel.openTurnAuthority(ctx);
     try {
-      const answer = await turn.authorize({
-        action: A2UI_CALL_ACTION,
-        resource: a2uiFunctionResource(invocation.catalogId, invocation.call),
-        callId: invocation.functionCallId,
-      });
+      const answer = await turn.authorize(callRequest(invocation));
       onDecision?.(answer);
       return answer.status === "allowed" ? true : REFUSED;
     } finally {
@@ -47,3 +53,47 @@ export function kernelApproval(
 }
 
 const REFUSED: ApprovalVerdict = Object.freeze({ allow: false, reason: "policy_denied" });
+
+/**
+ * The same kernel decision as `kernelApproval`, made in ONE act with the gate's claim: the
+ * gate's `decide` option. The turn's `authorize(request, { claim })` records the claim, the
+ * bounded use and the kernel's audit event in one transaction of the kernel's act ledger
+ * (`createKernel({ acts })`; a kernel without one rejects, and the gate fails closed with
+ * nothing claimed). A key claimed before comes back as `AlreadyClaimed`: nothing decided or
+ * spent, the gate answers the duplicate. A refusal's claim is settled `denied` in that same
+ * write. `contextOf` answering `undefined` rejects (nobody to decide for, nothing claimed: the
+ * gate answers `claim_store_unavailable` and the ID stays free).
+ *
+ *     new FunctionCallGate({ claims, catalogs, invoke,
+ *       decide: kernelDecision(kernel, (call) => contextOfSession(call.session)) })
+ */
+export function kernelDecision(
+  kernel: Kernel,
+  contextOf: ContextOf,
+  onDecision?: (answer: AuthorizeResult) => void,
+): DecideFunction {
+  return async (claim, invocation) => {
+    const ctx = await contextOf(invocation);
+    if (ctx === undefined) {
+      throw new TesseraError("invalid_input", "no trusted identity acts for this session");
+    }
+    const turn = await kernel.openTurnAuthority(ctx);
+    try {
+      const answer = await turn.authorize(callRequest(invocation), { claim });
+      if (answer.status === "already_claimed") return answer;
+      onDecision?.(answer);
+      return answer.status === "allowed" ? true : REFUSED;
+    } finally {
+      await turn.close();
+    }
+  };
+}
+
+/** `a2ui.call` on the catalog function, under the call's own ID. */
+function callRequest(invocation: FunctionInvocation): AuthorizeRequest {
+  return {
+    action: A2UI_CALL_ACTION,
+    resource: a2uiFunctionResource(invocation.catalogId, invocation.call),
+    callId: invocation.functionCallId,
+  };
+}

@@ -1,4 +1,10 @@
-import { type ClaimKey, type ClaimReceipt, type ClaimStore, isTesseraError } from "@tessera/core";
+import {
+  type ClaimKey,
+  type ClaimReceipt,
+  type ClaimStore,
+  isTesseraError,
+  type JsonValue,
+} from "@tessera/core";
 import { WriteWindow } from "@tessera/core/store-kit";
 
 /**
@@ -59,23 +65,32 @@ export class SettleQueue {
    * `SETTLE_WINDOW_MS` (or once `SETTLE_WINDOW_MAX` wait, or on `drain()`), so the settles of
    * calls that reply close together reach the store together. `onGiveUp` runs when the
    * receipt could not be written (a throw from it is swallowed: the claim reads in doubt either
-   * way). Resolves once the settle and `onGiveUp` have ended.
+   * way). `answer`, when given, is settled with the receipt (the claim's answer). Resolves once
+   * the settle and `onGiveUp` have ended.
    */
   write(
     key: ClaimKey,
     receipt: ClaimReceipt,
     onGiveUp?: (outcome: SettleOutcome & { recorded: false }) => Promise<void>,
+    answer?: JsonValue,
   ): Promise<SettleOutcome> {
     const id = this.#next++;
-    const running = this.#window.join().then(() => this.#first(id, key, receipt, onGiveUp));
+    const running = this.#window
+      .join()
+      .then(() => this.#first(id, { key, receipt, answer }, onGiveUp));
     this.#pending.set(id, running);
     return running;
   }
 
   /** Attempts 2.. of a settle whose first attempt (made by the caller) failed with `error`. */
-  retry(key: ClaimKey, receipt: ClaimReceipt, error: unknown): Promise<SettleOutcome> {
+  retry(
+    key: ClaimKey,
+    receipt: ClaimReceipt,
+    error: unknown,
+    answer?: JsonValue,
+  ): Promise<SettleOutcome> {
     const id = this.#next++;
-    const running = this.#retry(id, key, receipt, error, undefined);
+    const running = this.#retry(id, { key, receipt, answer }, error, undefined);
     this.#pending.set(id, running);
     return running;
   }
@@ -94,13 +109,12 @@ export class SettleQueue {
   /** The first attempt; retries only when it fails. */
   #first(
     id: number,
-    key: ClaimKey,
-    receipt: ClaimReceipt,
+    settle: Settle,
     onGiveUp: ((outcome: SettleOutcome & { recorded: false }) => Promise<void>) | undefined,
   ): Promise<SettleOutcome> {
     let first: Promise<void>;
     try {
-      first = this.#claims.settle(key, receipt);
+      first = this.#send(settle);
     } catch (error) {
       // A store that throws instead of rejecting is handled the same way.
       first = Promise.reject(error);
@@ -110,19 +124,25 @@ export class SettleQueue {
         this.#pending.delete(id);
         return RECORDED;
       },
-      (error: unknown) => this.#retry(id, key, receipt, error, onGiveUp),
+      (error: unknown) => this.#retry(id, settle, error, onGiveUp),
     );
+  }
+
+  /** Without an answer, the store's two-argument settle, exactly as before answers existed. */
+  #send({ key, receipt, answer }: Settle): Promise<void> {
+    return answer === undefined
+      ? this.#claims.settle(key, receipt)
+      : this.#claims.settle(key, receipt, answer);
   }
 
   async #retry(
     id: number,
-    key: ClaimKey,
-    receipt: ClaimReceipt,
+    settle: Settle,
     first: unknown,
     onGiveUp: ((outcome: SettleOutcome & { recorded: false }) => Promise<void>) | undefined,
   ): Promise<SettleOutcome> {
     try {
-      const outcome = await this.#attempts(key, receipt, first);
+      const outcome = await this.#attempts(settle, first);
       if (!outcome.recorded && onGiveUp !== undefined) {
         try {
           await onGiveUp(outcome);
@@ -137,7 +157,7 @@ export class SettleQueue {
   }
 
   /** Attempts 2..ATTEMPTS, after the first failed with `first`. */
-  async #attempts(key: ClaimKey, receipt: ClaimReceipt, first: unknown): Promise<SettleOutcome> {
+  async #attempts(settle: Settle, first: unknown): Promise<SettleOutcome> {
     let code = codeOf(first);
     for (let attempt = 1; ; attempt++) {
       if (FINAL_CODES.has(code) || attempt === ATTEMPTS) {
@@ -146,13 +166,20 @@ export class SettleQueue {
       // Not unref'd: a host awaiting drain() before exit must not exit with a retry pending.
       await new Promise((resolve) => setTimeout(resolve, RETRY_PAUSES_MS[attempt - 1]));
       try {
-        await this.#claims.settle(key, receipt);
+        await this.#send(settle);
         return RECORDED;
       } catch (error) {
         code = codeOf(error);
       }
     }
   }
+}
+
+/** One settle: the receipt, and the answer when the gate keeps one. */
+interface Settle {
+  readonly key: ClaimKey;
+  readonly receipt: ClaimReceipt;
+  readonly answer: JsonValue | undefined;
 }
 
 const RECORDED: SettleOutcome = Object.freeze({ recorded: true });

@@ -1,4 +1,13 @@
-import type { AuditSink, ClaimStore, Clock, GateReason, ReceiptStatus } from "@tessera/core";
+import type {
+  AlreadyClaimed,
+  AuditSink,
+  ClaimKey,
+  ClaimRecord,
+  ClaimStore,
+  Clock,
+  GateReason,
+  ReceiptStatus,
+} from "@tessera/core";
 import type { SettleTiming } from "./settle-queue.js";
 
 /** What the gate hands to the host's callback and approval hook: the validated call. */
@@ -23,6 +32,28 @@ export type ApproveFunction = (
   invocation: FunctionInvocation,
 ) => ApprovalVerdict | Promise<ApprovalVerdict>;
 
+/** The claim a `DecideFunction` records in the same act as its decision. */
+export interface CallClaim {
+  readonly key: ClaimKey;
+  readonly record: ClaimRecord;
+}
+
+/**
+ * Claim and decision as one act (a kernel's act ledger: claim, bounded use and audit event in
+ * one durable write), used instead of `claims.claim` + `approve`. It resolves:
+ * - `AlreadyClaimed` when the key was taken before: nothing was decided (the gate answers the
+ *   duplicate as always, with the existing claim);
+ * - otherwise the verdict, the claim recorded with it. A refusal's claim must already be
+ *   settled `denied` by that same act (the act ledger does this): the gate writes nothing more
+ *   for it.
+ * It rejects only when nothing was recorded (the ledger's all or nothing): the gate then fails
+ * closed (`claim_store_unavailable`) and the ID stays free for a retry. See `kernelDecision`.
+ */
+export type DecideFunction = (
+  claim: CallClaim,
+  invocation: FunctionInvocation,
+) => Promise<ApprovalVerdict | AlreadyClaimed>;
+
 export interface FunctionCallGateOptions {
   /** Shared across every worker that may see the same session, or the guarantee is per process. */
   readonly claims: ClaimStore;
@@ -36,6 +67,12 @@ export interface FunctionCallGateOptions {
   readonly invoke: InvokeFunction;
   /** Policy and approval, consulted after the claim and before the callback. */
   readonly approve?: ApproveFunction;
+  /**
+   * Claim and decision in one act, instead of `claims.claim` then `approve` (give at most one
+   * of `approve` and `decide`). The store still settles the call (`claims.settle`), with the
+   * reply as the claim's answer.
+   */
+  readonly decide?: DecideFunction;
   readonly audit?: AuditSink;
   readonly clock?: Clock;
   /** Who claims, for operators reading a claim (default `host:pid`). */

@@ -4,7 +4,7 @@ import {
   FunctionCallGate,
   type FunctionInvocation,
   type GateResult,
-  kernelApproval,
+  kernelDecision,
 } from "@tessera/a2ui";
 import type { AuditSink } from "@tessera/core";
 import {
@@ -17,6 +17,7 @@ import type { FastifyInstance } from "fastify";
 import type { ServiceContext } from "../context.js";
 import { HttpProblem, parse } from "../errors.js";
 import { explainPrincipal, gateSession, type Principal, principalKey } from "../principals.js";
+import type { AnswerWrites } from "../retry.js";
 import { signedPost } from "../transport/signed-post.js";
 import { turnContext } from "./decisions.js";
 
@@ -53,15 +54,24 @@ interface Pending {
 
 /**
  * The A2UI gate for hosts whose functions run elsewhere. `claim` runs the gate up to the
- * dispatch (validate, catalog, exclusive claim in the shared store, the kernel's decision on
- * `a2ui.call` for that catalog function, audit) and either answers
+ * dispatch (validate, catalog, then one act: the exclusive claim in the shared store and the
+ * kernel's decision on `a2ui.call` for that catalog function, recorded together) and either answers
  * the refusal reply or hands out a dispatch handle; `settle` gives the function's value or error
  * and answers the reply to send. The gate's own rules hold: a call ID is claimed once per
  * session across every instance sharing the store; a retry gets `INVALID_FUNCTION_CALL`.
  * Handles live in the instance that issued them: an instance that stops leaves its open
  * calls in doubt, never re-dispatched.
+ *
+ * What a call costs before its reply: the act, one durable write (claim, bounded use, the
+ * kernel's event; a refusal's claim settled `denied` in it). The gate's own events and the
+ * receipt (with the reply as the claim's answer) are written after the reply, in write windows.
+ * Returns what writes the receipts waiting after replies now (for `app.drainWrites()`).
  */
-export function a2uiRoutes(app: FastifyInstance, context: ServiceContext, options?: A2uiOptions) {
+export function a2uiRoutes(
+  app: FastifyInstance,
+  context: ServiceContext,
+  options?: A2uiOptions,
+): () => Promise<void> {
   const route = (name: "a2uiClaim" | "a2uiSettle" | "a2uiCall") => ({
     method: ROUTES[name].method,
     url: ROUTES[name].path,
@@ -74,11 +84,14 @@ export function a2uiRoutes(app: FastifyInstance, context: ServiceContext, option
     app.route({ ...route("a2uiClaim"), handler: unconfigured });
     app.route({ ...route("a2uiSettle"), handler: unconfigured });
     app.route({ ...route("a2uiCall"), handler: unconfigured });
-    return;
+    return async () => undefined;
   }
   const { stores, metrics } = context;
   const calls = new AsyncLocalStorage<CallScope>();
-  const decided = { approve: approval(context, calls), audit: stampedAudit(stores, calls) };
+  const decided = {
+    decide: decision(context, calls),
+    audit: stampedAudit(stores, calls, context.retry.writes),
+  };
   const twoStep = new FunctionCallGate({
     claims: stores.claims,
     catalogs: options.catalogs,
@@ -160,14 +173,15 @@ export function a2uiRoutes(app: FastifyInstance, context: ServiceContext, option
 
   app.addHook("onClose", async () => {
     for (const open of pending.values()) open.settle({ error: new Error("the service stopped") });
-    // Receipts written after their replies land before the host closes the stores.
+    // Receipts and events written after their replies land before the host closes the stores.
     await twoStep.drain();
+    await context.retry.writes.drain();
   });
 
   const endpoint = options.functionEndpoint;
   if (endpoint === undefined) {
     app.route({ ...route("a2uiCall"), handler: unconfigured });
-    return;
+    return () => twoStep.settled();
   }
   const oneStep = new FunctionCallGate({
     claims: stores.claims,
@@ -198,17 +212,24 @@ export function a2uiRoutes(app: FastifyInstance, context: ServiceContext, option
       return { reply: { ...result.reply }, receipt: result.receipt.status };
     },
   });
-  app.addHook("onClose", () => oneStep.drain());
+  app.addHook("onClose", async () => {
+    await oneStep.drain();
+    await context.retry.writes.drain();
+  });
+  return async () => {
+    await Promise.all([twoStep.settled(), oneStep.settled()]);
+  };
 }
 
 /**
- * The gate's approval as the kernel's decision for the call's principal (`kernelApproval`):
- * `a2ui.call` on that catalog function, a bounded grant consumed like any act, the kernel's
- * own audit event; a refusal is the gate's `denied`. The turn's trace is the call ID, as the
- * gate's own events have it, so `?traceId=` finds both.
+ * The gate's claim and decision as one act of the kernel for the call's principal
+ * (`kernelDecision`): the claim, `a2ui.call` on that catalog function with a bounded grant's use,
+ * and the kernel's audit event, in one write of the act ledger; a refusal is the gate's `denied`,
+ * its claim settled in that write. The turn's trace is the call ID, as the gate's own events
+ * have it, so `?traceId=` finds both.
  */
-function approval(context: ServiceContext, calls: AsyncLocalStorage<CallScope>) {
-  return kernelApproval(
+function decision(context: ServiceContext, calls: AsyncLocalStorage<CallScope>) {
+  return kernelDecision(
     context.kernel,
     (invocation) => {
       const principal = calls.getStore()?.principal;
@@ -226,21 +247,36 @@ function approval(context: ServiceContext, calls: AsyncLocalStorage<CallScope>) 
  * The store's audit sink as the gate sees it: each event stamped with the principal of the call
  * it belongs to, as the kernel stamps its own, so the principal's explain and audit routes find
  * them. The gate itself knows only the host session.
+ *
+ * Written after the reply, in the service's write window (`AnswerWrites`, with the answers):
+ * the gate's event reports what the caller got (receipt, reply code), while what was decided
+ * and spent is already durable in the kernel's act, so it need not cost the caller a write of
+ * its own. A crash inside the window (≤ 10 ms) can lose a gate event, never the act; the audit
+ * and explain routes write what waits before they read. An event the sink refuses is lost, as
+ * the gate's events always were (the gate ignores audit failures: the outcome stands).
  */
 function stampedAudit(
   stores: ServiceContext["stores"],
   calls: AsyncLocalStorage<CallScope>,
+  writes: AnswerWrites,
 ): AuditSink {
+  let next = 0;
   return {
     append: (event) => {
       const principal = calls.getStore()?.principal;
-      if (principal === undefined) return stores.audit.append(event);
-      const purpose = principal.purpose;
-      return stores.audit.append({
-        ...event,
-        ...explainPrincipal(principal),
-        ...(purpose === undefined ? {} : { purpose }),
+      const purpose = principal?.purpose;
+      const stamped =
+        principal === undefined
+          ? event
+          : {
+              ...event,
+              ...explainPrincipal(principal),
+              ...(purpose === undefined ? {} : { purpose }),
+            };
+      writes.later(`gate-event\u0000${next++}`, async () => {
+        await stores.audit.append(stamped);
       });
+      return Promise.resolve();
     },
   };
 }

@@ -100,6 +100,8 @@ export function decisionRoutes(app: FastifyInstance, context: ServiceContext): v
     ...route("explain"),
     handler: async (request) => {
       const { callId } = parse(ExplainQuerySchema, request.query, "query");
+      // Read your own writes: what waits after earlier replies (denial and gate events) lands first.
+      await app.drainWrites();
       // Scoped to the whole principal: another principal's call ID reads exactly like an ID
       // nobody used (verdict unknown), so the answer tells nothing about anyone else.
       const e = await explain(context.stores.audit, callId, explainPrincipal(principalOf(request)));
@@ -115,6 +117,7 @@ export function decisionRoutes(app: FastifyInstance, context: ServiceContext): v
         throw new HttpProblem("invalid_request", "give exactly one of callId or traceId", "callId");
       }
       const mine = explainPrincipal(principalOf(request));
+      await app.drainWrites();
       const events = await context.stores.audit.read({
         ...(query.callId === undefined ? {} : { callId: query.callId }),
         ...(query.traceId === undefined ? {} : { traceId: query.traceId }),
