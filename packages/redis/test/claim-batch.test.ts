@@ -56,6 +56,34 @@ suite("redis claims sent together", () => {
     expect(await stores.claims.get(key("missing"))).toBeUndefined();
   });
 
+  it("settles in one tick with answers: each key keeps its own answer, the first settle's", async () => {
+    const opened = await openTestStores(url as string);
+    cleanups.push(opened.close);
+    const { stores } = opened;
+    const key = (id: string) => ({ session: "answers", functionCallId: id });
+    for (const id of ["x", "y", "z"]) {
+      await stores.claims.claim(key(id), { bodyHash: "h", claimedAt: 1 });
+    }
+    await Promise.all([
+      stores.claims.settle(key("x"), { status: "dispatched", settledAt: 2 }, { reply: "x\ny" }),
+      stores.claims.settle(key("y"), { status: "failed", settledAt: 2 }),
+      stores.claims.settle(key("z"), { status: "dispatched", settledAt: 2 }, [1, { z: null }]),
+      stores.claims.settle(key("x"), { status: "failed", settledAt: 3 }, { reply: "later" }),
+    ]);
+    expect(await stores.claims.get(key("x"))).toMatchObject({
+      receipt: { status: "dispatched", settledAt: 2 },
+      answer: { reply: "x\ny" },
+    });
+    const y = await stores.claims.get(key("y"));
+    expect(y?.receipt).toEqual({ status: "failed", settledAt: 2 });
+    expect(y && "answer" in y).toBe(false);
+    expect((await stores.claims.get(key("z")))?.answer).toEqual([1, { z: null }]);
+    expect(await stores.claims.claim(key("z"), { bodyHash: "h2", claimedAt: 4 })).toMatchObject({
+      status: "already_claimed",
+      existing: { answer: [1, { z: null }] },
+    });
+  });
+
   it("claims in one tick: one winner per key, the losers read the winner's record", async () => {
     const opened = await openTestStores(url as string);
     cleanups.push(opened.close);
