@@ -14,6 +14,7 @@ const SECTIONS: Record<string, () => Promise<BenchModule>> = {
   stores: () => import("./stores/index.js"),
   mcp: () => import("./mcp/index.js"),
   service: () => import("./service/index.js"),
+  cli: () => import("./cli/index.js"),
 };
 
 const { values } = parseArgs({ options: { only: { type: "string" } } });

@@ -1,7 +1,7 @@
 import type { StoreBundle } from "@tessera/core";
 import { openStoresByUrl as openExplained } from "./stores.js";
 
-export { buildProgram } from "./program.js";
+export { buildProgram } from "./full-program.js";
 
 /** @deprecated Use `StoreBundle` from `@tessera/core`. Kept for one release. */
 export type OpenedStores = StoreBundle;

@@ -1,5 +1,4 @@
-import { isTesseraClientError } from "@tessera/client";
-import { isTesseraError } from "@tessera/core";
+// Nothing heavy here: bin.ts loads this before it knows which command runs.
 
 export function printJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
@@ -30,28 +29,4 @@ export function writeError(code: string, message: string, extra: object = {}): v
       ? `${JSON.stringify({ error: { code, message, ...extra } })}\n`
       : `tessera: ${code}: ${message}\n`,
   );
-}
-
-/**
- * Exit codes: 0 done, 1 unexpected failure, 2 a refusal or misuse with a stable code
- * (the code is printed first so scripts can match on it).
- */
-export function reportError(error: unknown): number {
-  if (isTesseraClientError(error)) {
-    const { code, message, ...extra } = error.toJSON() as { code: string; message: string };
-    writeError(code, message, extra);
-    return 2;
-  }
-  if (isTesseraError(error)) {
-    writeError(error.code, error.message);
-    return 2;
-  }
-  if (jsonErrors) {
-    const message = error instanceof Error ? error.message : String(error);
-    process.stderr.write(`${JSON.stringify({ error: { code: "unexpected", message } })}\n`);
-    return 1;
-  }
-  const message = error instanceof Error ? (error.stack ?? error.message) : String(error);
-  process.stderr.write(`tessera: unexpected failure: ${message}\n`);
-  return 1;
 }

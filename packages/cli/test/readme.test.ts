@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import type { Command } from "commander";
 import { describe, expect, it } from "vitest";
-import { buildProgram } from "../src/program.js";
+import { buildProgram } from "../src/full-program.js";
 
 const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
 
