@@ -78,13 +78,15 @@ export function buildApp(options: AppOptions): FastifyInstance {
     options.principals instanceof PrincipalSet
       ? options.principals
       : new PrincipalSet(options.principals);
+  // Every decision is one act: claim (retry-safe calls), spend and event in one write.
+  const acts = stores.acts ?? composeActLedger(stores);
   const context: ServiceContext = {
+    acts,
     kernel: createKernel({
       grants: stores.grants,
       usage: stores.usage,
       audit: stores.audit,
-      // Every decision is one act: claim (retry-safe calls), spend and event in one write.
-      acts: stores.acts ?? composeActLedger(stores),
+      acts,
       denials: options.audit?.denials ?? "after-reply",
       ...(options.transport === undefined ? {} : { transport: options.transport }),
     }),

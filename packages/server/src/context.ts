@@ -1,4 +1,4 @@
-import type { Kernel, MessageTransport } from "@tessera/core";
+import type { ActLedger, Kernel, MessageTransport } from "@tessera/core";
 import type { Metrics } from "./metrics.js";
 import type { Principal } from "./principals.js";
 import type { RetryOptions } from "./retry.js";
@@ -7,6 +7,8 @@ import type { ServiceStores } from "./stores.js";
 /** What every route is served with: built once per service. */
 export interface ServiceContext {
   readonly kernel: Kernel;
+  /** The store's act ledger, the kernel's own: events written beside acts go through it too. */
+  readonly acts: ActLedger;
   readonly stores: ServiceStores;
   readonly principals: readonly Principal[];
   readonly metrics: Metrics;

@@ -17,7 +17,6 @@ import type { FastifyInstance } from "fastify";
 import type { ServiceContext } from "../context.js";
 import { HttpProblem, parse } from "../errors.js";
 import { explainPrincipal, gateSession, type Principal, principalKey } from "../principals.js";
-import type { AnswerWrites } from "../retry.js";
 import { signedPost } from "../transport/signed-post.js";
 import { turnContext } from "./decisions.js";
 
@@ -90,7 +89,7 @@ export function a2uiRoutes(
   const calls = new AsyncLocalStorage<CallScope>();
   const decided = {
     decide: decision(context, calls),
-    audit: stampedAudit(stores, calls, context.retry.writes),
+    audit: stampedAudit(context, calls),
   };
   const twoStep = new FunctionCallGate({
     claims: stores.claims,
@@ -244,22 +243,22 @@ function decision(context: ServiceContext, calls: AsyncLocalStorage<CallScope>) 
 }
 
 /**
- * The store's audit sink as the gate sees it: each event stamped with the principal of the call
- * it belongs to, as the kernel stamps its own, so the principal's explain and audit routes find
+ * The audit sink as the gate sees it: each event stamped with the principal of the call it
+ * belongs to, as the kernel stamps its own, so the principal's explain and audit routes find
  * them. The gate itself knows only the host session.
  *
  * Written after the reply, in the service's write window (`AnswerWrites`, with the answers):
  * the gate's event reports what the caller got (receipt, reply code), while what was decided
  * and spent is already durable in the kernel's act, so it need not cost the caller a write of
- * its own. A crash inside the window (≤ 10 ms) can lose a gate event, never the act; the audit
- * and explain routes write what waits before they read. An event the sink refuses is lost, as
- * the gate's events always were (the gate ignores audit failures: the outcome stands).
+ * its own. It goes through the act ledger (an act of one event), not beside it: the events of
+ * a window share its batches, and on Redis a ledger that sees only its own writes on the audit
+ * stream needs no second script to relearn the stream's head. A crash inside the window
+ * (≤ 10 ms) can lose a gate event, never the act; the audit and explain routes write what
+ * waits before they read. An event the store refuses is lost, as the gate's events always
+ * were (the gate ignores audit failures: the outcome stands).
  */
-function stampedAudit(
-  stores: ServiceContext["stores"],
-  calls: AsyncLocalStorage<CallScope>,
-  writes: AnswerWrites,
-): AuditSink {
+function stampedAudit(context: ServiceContext, calls: AsyncLocalStorage<CallScope>): AuditSink {
+  const { acts, retry } = context;
   let next = 0;
   return {
     append: (event) => {
@@ -273,8 +272,8 @@ function stampedAudit(
               ...explainPrincipal(principal),
               ...(purpose === undefined ? {} : { purpose }),
             };
-      writes.later(`gate-event\u0000${next++}`, async () => {
-        await stores.audit.append(stamped);
+      retry.writes.later(`gate-event\u0000${next++}`, async () => {
+        await acts.record({ event: stamped });
       });
       return Promise.resolve();
     },
