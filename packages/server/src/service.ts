@@ -12,6 +12,8 @@ export interface TesseraServiceOptions {
   readonly stores: ServiceStores;
   /** Who may call, and as whom (`loadPrincipals(path)` reads them from a file). */
   readonly principals: readonly (Principal | PrincipalInput)[];
+  /** JWT access tokens of the host's identity provider, beside the static principals. */
+  readonly identity?: AppOptions["identity"];
   /**
    * Delivers authorized messages (`webhookTransport`, or core's `InProcessTransport`). Without
    * one, `messages.send` is not listed and sends are refused `tool_unavailable`, nothing spent.
@@ -93,5 +95,6 @@ export function appOptions(options: TesseraServiceOptions): AppOptions {
     ...(options.retryWaitMs === undefined ? {} : { retryWaitMs: options.retryWaitMs }),
     ...(options.a2ui === undefined ? {} : { a2ui: options.a2ui }),
     ...(options.audit === undefined ? {} : { audit: options.audit }),
+    ...(options.identity === undefined ? {} : { identity: options.identity }),
   };
 }

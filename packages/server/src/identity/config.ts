@@ -1,0 +1,106 @@
+import { TesseraError } from "@tessera/core";
+import { z } from "zod";
+
+/**
+ * How the service (and the MCP gateway) accepts JWT access tokens from the host's identity
+ * provider: whose tokens (issuer), minted for whom (audience: this service's own resource URL,
+ * RFC 8707), signed how (asymmetric algorithms only), with which keys (the issuer's JWKS, or a
+ * file), and which claims say who the caller is. Checked once at start; every problem names
+ * its field.
+ */
+
+/**
+ * Asymmetric JWS algorithms only. `none` and the HMAC family are not expressible: a key set of
+ * public keys must never verify a token keyed by one of those public keys read as a secret.
+ */
+export const ASYMMETRIC_ALGORITHMS = [
+  "RS256",
+  "RS384",
+  "RS512",
+  "PS256",
+  "PS384",
+  "PS512",
+  "ES256",
+  "ES384",
+  "ES512",
+  "EdDSA",
+  "Ed25519",
+] as const;
+export type AsymmetricAlgorithm = (typeof ASYMMETRIC_ALGORITHMS)[number];
+
+const id = z.string().min(1).max(512);
+/** A claim name (`sub`, `client_id`) or a dotted path into nested claims (`ext.tenant`). */
+const claimName = z.string().regex(/^[A-Za-z0-9_:$-]+(\.[A-Za-z0-9_:$-]+)*$/, "a claim name");
+/** Where one part of the principal comes from: a claim of the token, or a fixed value. */
+const Source = z.union([z.strictObject({ claim: claimName }), z.strictObject({ value: id })]);
+export type ClaimSource = z.infer<typeof Source>;
+
+const ClaimMapSchema = z.strictObject({
+  namespaceId: Source,
+  actor: Source.default({ claim: "sub" }),
+  /** The grant issuer this principal decides under (`AccessContext.authority`). */
+  authority: Source,
+  owner: Source.optional(),
+  purpose: Source.optional(),
+  /** Must read `agent` or `issuer`; any other value is refused, never defaulted. */
+  role: Source.default({ value: "agent" }),
+  /** The A2UI gate's trusted host session; derived from the identity when absent. */
+  session: Source.optional(),
+});
+export type ClaimMap = z.infer<typeof ClaimMapSchema>;
+
+export const JwtIdentitySchema = z
+  .strictObject({
+    /** The `iss` every token must carry, exactly. */
+    issuer: z.string().min(1),
+    /** This service's resource URL: a token whose `aud` does not name it is refused. */
+    audience: z.url({ protocol: /^https?$/ }),
+    /** The issuer's JWKS (`jwks_uri` of its discovery document); HTTPS, or HTTP on loopback. */
+    jwksUri: z.url({ protocol: /^https?$/ }).optional(),
+    /** A JWKS file (public keys), read at start and again when a token names an unknown key. */
+    jwksFile: z.string().min(1).optional(),
+    algorithms: z.array(z.enum(ASYMMETRIC_ALGORITHMS)).min(1).default(["RS256", "PS256", "ES256"]),
+    /** Tolerance for `exp` and `nbf` against this machine's clock. */
+    clockSkewSeconds: z.int().min(0).max(300).default(30),
+    /** At most one JWKS fetch this often when tokens name keys it does not hold. */
+    jwksRefetchSeconds: z.int().min(1).max(3600).default(30),
+    /** Keys older than this are refreshed in the background; a failed refresh keeps them. */
+    jwksMaxAgeSeconds: z.int().min(1).max(86_400).default(600),
+    jwksTimeoutMs: z.int().positive().max(60_000).default(5000),
+    /** A scope the token's `scope` must list (space-separated), else 403 `insufficient_scope`. */
+    requiredScope: z
+      .string()
+      .regex(/^[\x21\x23-\x5B\x5D-\x7E]+$/, "one scope token")
+      .optional(),
+    claims: ClaimMapSchema,
+  })
+  .refine((c) => (c.jwksUri === undefined) !== (c.jwksFile === undefined), {
+    message: "name exactly one of jwksUri and jwksFile",
+    path: ["jwksUri"],
+  })
+  .refine((c) => c.jwksUri === undefined || httpsOrLoopback(new URL(c.jwksUri)), {
+    message: "must be https: (http: only on a loopback address, for tests)",
+    path: ["jwksUri"],
+  });
+
+export type JwtIdentityConfig = z.infer<typeof JwtIdentitySchema>;
+export type JwtIdentityInput = z.input<typeof JwtIdentitySchema>;
+
+/** Checks an identity config given as data; `invalid_config` names every field that is wrong. */
+export function parseJwtIdentity(value: unknown): JwtIdentityConfig {
+  const parsed = JwtIdentitySchema.safeParse(value);
+  if (!parsed.success) {
+    const where = parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
+    throw new TesseraError("invalid_config", `the identity config does not match: ${where}`);
+  }
+  return parsed.data;
+}
+
+/** Keys fetched in clear text could be swapped on the way: only this machine is trusted so. */
+export function httpsOrLoopback(url: URL): boolean {
+  if (url.protocol === "https:") return true;
+  const host = url.hostname.replace(/^\[|\]$/g, "");
+  return (
+    url.protocol === "http:" && (host === "localhost" || host === "::1" || /^127\./.test(host))
+  );
+}

@@ -1,0 +1,191 @@
+import { type JWTPayload, errors as joseErrors, jwtVerify } from "jose";
+import type { ClaimMap, ClaimSource, JwtIdentityConfig } from "./config.js";
+import { CachedKeySet, jwksFromFile, jwksFromUrl, KeysUnavailable, UnknownKey } from "./keys.js";
+
+/** Who a verified token says the caller is, mapped by the configured claims. */
+export interface TokenIdentity {
+  readonly namespaceId: string;
+  readonly actor: string;
+  readonly authority: string;
+  readonly owner?: string;
+  readonly purpose?: string;
+  readonly role: "agent" | "issuer";
+  readonly session?: string;
+  /** The token's `scope` (space-separated) or `scp` (array), as a list. */
+  readonly scopes: readonly string[];
+}
+
+/**
+ * What failed, named for logs and for the caller's `error_description`; never the token or a
+ * claim's value. 401 for the token itself, 403 for a good token that does not map to a
+ * principal or lacks the required scope.
+ */
+export type TokenRefusal =
+  | "malformed"
+  | "algorithm_not_allowed"
+  | "unknown_key"
+  | "keys_unavailable"
+  | "bad_signature"
+  | "expired"
+  | "not_yet_valid"
+  | "wrong_issuer"
+  | "wrong_audience"
+  | "invalid_claims"
+  | "unmapped_claims"
+  | "insufficient_scope";
+
+export type TokenVerdict =
+  | { readonly ok: true; readonly identity: TokenIdentity }
+  | {
+      readonly ok: false;
+      readonly status: 401 | 403;
+      readonly reason: TokenRefusal;
+      /** One sentence naming the failure (a claim's name at most). */
+      readonly detail: string;
+    };
+
+/** Longer than any access token a provider mints; longer input is refused unread. */
+const MAX_TOKEN_CHARS = 16_384;
+const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*$/;
+
+/** A compact JWS's shape: three base64url parts. Anything else is not for this verifier. */
+export function looksLikeJwt(token: string): boolean {
+  return token.length <= MAX_TOKEN_CHARS && JWT_SHAPE.test(token);
+}
+
+export interface JwtVerifierOptions {
+  /** Told about every failed key-set load (the JWKS endpoint down, a bad file). */
+  readonly onKeyLoadError?: (error: unknown) => void;
+  readonly now?: () => number;
+}
+
+/**
+ * Verifies access tokens from one issuer for one audience and maps their claims to a
+ * principal. Keys are cached for the verifier's lifetime: build one per service, not per
+ * request. The one place both the service and the MCP gateway validate tokens.
+ */
+export class JwtVerifier {
+  readonly config: JwtIdentityConfig;
+  readonly #keys: CachedKeySet;
+
+  constructor(config: JwtIdentityConfig, options: JwtVerifierOptions = {}) {
+    this.config = config;
+    this.#keys = new CachedKeySet({
+      load:
+        config.jwksUri !== undefined
+          ? jwksFromUrl(config.jwksUri, config.jwksTimeoutMs)
+          : jwksFromFile(config.jwksFile as string),
+      refetchMs: config.jwksRefetchSeconds * 1000,
+      maxAgeMs: config.jwksMaxAgeSeconds * 1000,
+      ...(options.now === undefined ? {} : { now: options.now }),
+      ...(options.onKeyLoadError === undefined ? {} : { onLoadError: options.onKeyLoadError }),
+    });
+  }
+
+  async verify(token: string): Promise<TokenVerdict> {
+    if (!looksLikeJwt(token)) return refused(401, "malformed", "the token is not a compact JWT");
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, this.#keys.key, {
+        issuer: this.config.issuer,
+        audience: this.config.audience,
+        algorithms: [...this.config.algorithms],
+        clockTolerance: this.config.clockSkewSeconds,
+        requiredClaims: ["exp"],
+      }));
+    } catch (error) {
+      return verificationFailure(error);
+    }
+    const mapped = mapClaims(payload, this.config.claims);
+    if (typeof mapped === "string") return refused(403, "unmapped_claims", mapped);
+    const required = this.config.requiredScope;
+    if (required !== undefined && !mapped.scopes.includes(required)) {
+      return refused(403, "insufficient_scope", `the token's scope lacks ${required}`);
+    }
+    return { ok: true, identity: mapped };
+  }
+}
+
+function refused(status: 401 | 403, reason: TokenRefusal, detail: string): TokenVerdict {
+  return { ok: false, status, reason, detail };
+}
+
+function verificationFailure(error: unknown): TokenVerdict {
+  if (error instanceof joseErrors.JWTExpired) {
+    return refused(401, "expired", "the token is expired");
+  }
+  if (error instanceof joseErrors.JWTClaimValidationFailed) {
+    switch (error.claim) {
+      case "iss":
+        return refused(401, "wrong_issuer", "the token is from another issuer");
+      case "aud":
+        return refused(401, "wrong_audience", "the token is for another audience");
+      case "nbf":
+        return refused(401, "not_yet_valid", "the token is not valid yet");
+      default:
+        return refused(401, "invalid_claims", `the token's ${error.claim} claim is invalid`);
+    }
+  }
+  if (error instanceof joseErrors.JOSEAlgNotAllowed) {
+    return refused(401, "algorithm_not_allowed", "the token's algorithm is not allowed");
+  }
+  if (error instanceof joseErrors.JWSSignatureVerificationFailed) {
+    return refused(401, "bad_signature", "the token's signature does not verify");
+  }
+  if (error instanceof UnknownKey) {
+    return refused(401, "unknown_key", "the token's key is not one of the issuer's");
+  }
+  if (error instanceof KeysUnavailable) {
+    return refused(401, "keys_unavailable", "the issuer's keys cannot be read");
+  }
+  if (error instanceof joseErrors.JOSENotSupported) {
+    return refused(401, "algorithm_not_allowed", "the token's algorithm or key is not supported");
+  }
+  // JWSInvalid, JWTInvalid, a key that does not fit the algorithm: not a token we can trust.
+  return refused(401, "malformed", "the token cannot be verified");
+}
+
+/** The principal the claims map to, or the sentence saying which part did not map. */
+function mapClaims(payload: JWTPayload, map: ClaimMap): TokenIdentity | string {
+  const parts: Record<string, string> = {};
+  // Every configured part must map, optional ones too: a principal missing its configured
+  // owner or purpose would be a wider one than the configuration describes.
+  for (const [part, source] of Object.entries(map) as [keyof ClaimMap, ClaimSource | undefined][]) {
+    if (source === undefined) continue;
+    const value = "value" in source ? source.value : claimAt(payload, source.claim);
+    if (value === undefined) {
+      return `the claim ${"claim" in source ? source.claim : "?"} (${part}) is missing or not a string`;
+    }
+    parts[part] = value;
+  }
+  const role = parts.role;
+  if (role !== "agent" && role !== "issuer") {
+    return "the role claim reads neither agent nor issuer";
+  }
+  return {
+    namespaceId: parts.namespaceId as string,
+    actor: parts.actor as string,
+    authority: parts.authority as string,
+    role,
+    scopes: scopesOf(payload),
+    ...(parts.owner === undefined ? {} : { owner: parts.owner }),
+    ...(parts.purpose === undefined ? {} : { purpose: parts.purpose }),
+    ...(parts.session === undefined ? {} : { session: parts.session }),
+  };
+}
+
+/** A string claim by name or dotted path; undefined when absent, empty, too long or not a string. */
+function claimAt(payload: JWTPayload, path: string): string | undefined {
+  let node: unknown = payload;
+  for (const step of path.split(".")) {
+    if (typeof node !== "object" || node === null || !Object.hasOwn(node, step)) return undefined;
+    node = (node as Record<string, unknown>)[step];
+  }
+  return typeof node === "string" && node.length > 0 && node.length <= 512 ? node : undefined;
+}
+
+function scopesOf(payload: JWTPayload): string[] {
+  if (typeof payload.scope === "string") return payload.scope.split(" ").filter(Boolean);
+  if (Array.isArray(payload.scp)) return payload.scp.filter((s) => typeof s === "string");
+  return [];
+}
