@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { closeSync, fstatSync, openSync, readFileSync } from "node:fs";
 import { TesseraError } from "@tessera/core";
 import { z } from "zod";
 import type { A2uiOptions } from "./routes/a2ui.js";
@@ -22,7 +22,7 @@ const A2uiFile = z.strictObject({
 
 /**
  * `{ "recipients": { "<name>": { "url", "secret" } }, "timeoutMs"? }` → the webhook transport.
- * The file holds secrets: keep it mode 0600, beside the principals file.
+ * The file holds secrets: mode 0600 (one others may read is refused `invalid_config`).
  */
 export function loadWebhookTransport(path: string) {
   const file = readJsonFile(path, WebhooksFile, "webhooks");
@@ -44,11 +44,29 @@ export function loadA2uiOptions(path: string): A2uiOptions {
   };
 }
 
+/**
+ * Both files hold secrets (HMAC keys), so, like the principals file and the data directory,
+ * one that others may read is refused rather than used: a webhook secret read by another user
+ * forges deliveries. Checked on the descriptor the file is read from.
+ */
 function readJsonFile<S extends z.ZodType>(path: string, schema: S, what: string): z.output<S> {
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    const fd = openSync(path, "r");
+    try {
+      const mode = fstatSync(fd).mode & 0o777;
+      if ((mode & 0o077) !== 0) {
+        throw new TesseraError(
+          "invalid_config",
+          `the ${what} file at ${path} is mode 0${mode.toString(8)}: it holds secrets, so others may not read it; chmod 600 ${path}`,
+        );
+      }
+      text = readFileSync(fd, "utf8");
+    } finally {
+      closeSync(fd);
+    }
   } catch (error) {
+    if (error instanceof TesseraError) throw error;
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT" || code === "ENOTDIR") {
       throw new TesseraError("file_not_found", `no ${what} file at ${path}`, { cause: error });
