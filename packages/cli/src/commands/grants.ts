@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import {
   carveDelegatedUses,
   type DerivationRequest,
@@ -83,6 +84,45 @@ function readGrantFile(path: string): unknown {
   }
 }
 
+interface AddOptions extends StoreOption {
+  file: string;
+  namespace?: string;
+  issuer?: string;
+  json?: boolean;
+}
+
+/**
+ * What `grants issue` gets from the service (a fresh id, now, the token's namespace and
+ * issuer), `grants add` takes from the flags and the clock, for the fields the file leaves
+ * out. A field given both ways must agree: a flag never silently loses to the file.
+ */
+function completeGrant(raw: unknown, options: AddOptions): unknown {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return raw;
+  const grant = { ...(raw as Record<string, unknown>) };
+  for (const [field, flag, value] of [
+    ["namespaceId", "--namespace", options.namespace],
+    ["issuer", "--issuer", options.issuer],
+  ] as const) {
+    if (grant[field] === undefined) {
+      if (value === undefined) {
+        throw new TesseraError(
+          "invalid_usage",
+          `the grant file has no ${field}: give it in the file or with ${flag}`,
+        );
+      }
+      grant[field] = value;
+    } else if (value !== undefined && grant[field] !== value) {
+      throw new TesseraError(
+        "invalid_usage",
+        `${flag} ${value} disagrees with the file's ${field} ${JSON.stringify(grant[field])}`,
+      );
+    }
+  }
+  grant.id ??= randomUUID();
+  grant.issuedAt ??= new Date().toISOString();
+  return grant;
+}
+
 export function grantsCommand(): Command {
   const grants = new Command("grants").description("issue, revoke and list capability grants");
 
@@ -139,12 +179,20 @@ export function grantsCommand(): Command {
 
   grants
     .command("add")
-    .description("add a grant from a JSON file (or - for standard input), validated first")
+    .description(
+      "add a grant to a store from a JSON file (or - for standard input), validated first; id and issuedAt default to a fresh UUID and now, namespaceId and issuer to --namespace and --issuer",
+    )
     .requiredOption("--store <url>", "grant store", nonEmpty)
-    .requiredOption("--file <path>", "grant JSON", nonEmpty)
+    .requiredOption(
+      "--file <path>",
+      "grant JSON: { subject, capabilities, constraints?, id?, issuedAt?, namespaceId?, issuer? }",
+      nonEmpty,
+    )
+    .option("--namespace <id>", "the grant's namespaceId when the file has none", nonEmpty)
+    .option("--issuer <id>", "the grant's issuer when the file has none", nonEmpty)
     .option("--json", "print JSON")
-    .action(async (options: StoreOption & { file: string; json?: boolean }) => {
-      const parsed = GrantSchema.safeParse(readGrantFile(options.file));
+    .action(async (options: AddOptions) => {
+      const parsed = GrantSchema.safeParse(completeGrant(readGrantFile(options.file), options));
       if (!parsed.success) {
         throw new TesseraError(
           "invalid_grant",
