@@ -111,6 +111,17 @@ describe("serve configuration: file < environment < flags", () => {
     ).toMatchObject({ webhooks: "/env/hooks.json", a2ui: "/flag/a2ui.json" });
   });
 
+  it("finds the identity provider's file in the data directory, the environment or a flag", () => {
+    const dir = dataDir({ ...base, identity: "identity.json" });
+    expect(loadServeConfig({ data: dir }, {})).toMatchObject({ identity: `${dir}/identity.json` });
+    expect(
+      loadServeConfig({ data: dir }, { TESSERA_IDENTITY: "/env/identity.json" }),
+    ).toMatchObject({ identity: "/env/identity.json" });
+    expect(loadServeConfig({ data: dir, identity: "/flag/id.json" }, {})).toMatchObject({
+      identity: "/flag/id.json",
+    });
+  });
+
   it("works without a data directory from flags or environment alone, defaulting to loopback:8787", () => {
     expect(loadServeConfig({ store: "sqlite:x.db", principals: "p.json" }, {})).toEqual({
       store: "sqlite:x.db",

@@ -8,6 +8,7 @@ import {
   type RunningServer,
   type ServiceStores,
 } from "@tessera/server";
+import { loadJwtIdentity } from "@tessera/server/identity";
 import { Command } from "commander";
 import { loadServeConfig, type ServeConfig, type ServeFlags } from "../config/load.js";
 import { nonEmpty, wholeNumber } from "../options.js";
@@ -52,6 +53,11 @@ export function serveCommand(): Command {
       nonEmpty,
     )
     .option(
+      "--identity <file>",
+      "JSON: the identity provider whose JWT access tokens are accepted beside the principals (issuer, audience, jwksUri, claims; see docs/service.md) (or TESSERA_IDENTITY, or identity in tessera.json)",
+      nonEmpty,
+    )
+    .option(
       "--headers-timeout <ms>",
       "a client's headers must arrive within this (default 10000; or TESSERA_HEADERS_TIMEOUT_MS, or headersTimeoutMs in tessera.json)",
       wholeNumber(1, 3_600_000),
@@ -78,6 +84,7 @@ export function serveCommand(): Command {
       const transport =
         config.webhooks === undefined ? undefined : loadWebhookTransport(config.webhooks);
       const a2ui = config.a2ui === undefined ? undefined : loadA2uiOptions(config.a2ui);
+      const identity = config.identity === undefined ? undefined : loadJwtIdentity(config.identity);
       // The CLI opens the stores itself, to word an open failure for the operator.
       const bundle = await openStoresByUrl(config.store);
       const claims =
@@ -104,6 +111,7 @@ export function serveCommand(): Command {
         ...config.timeouts,
         ...(transport === undefined ? {} : { transport }),
         ...(a2ui === undefined ? {} : { a2ui }),
+        ...(identity === undefined ? {} : { identity }),
       }).catch(async (error: unknown) => {
         await closeStores();
         throw error;

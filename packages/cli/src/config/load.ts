@@ -28,6 +28,8 @@ export interface ServeConfig {
   readonly webhooks?: string;
   /** The A2UI catalogs file. */
   readonly a2ui?: string;
+  /** The identity provider's config file (JWT access tokens). */
+  readonly identity?: string;
   /** The service's request timeouts given in any layer; absent ones take the service's defaults. */
   readonly timeouts?: ServerTimeouts;
 }
@@ -40,6 +42,7 @@ export interface ServeFlags {
   port?: number;
   webhooks?: string;
   a2ui?: string;
+  identity?: string;
   headersTimeout?: number;
   requestTimeout?: number;
   keepAliveTimeout?: number;
@@ -81,6 +84,7 @@ export function loadServeConfig(flags: ServeFlags, env: Env = process.env): Serv
   const tls = fromEnv.TESSERA_TLS ?? file?.tls;
   const webhooks = flags.webhooks ?? fromEnv.TESSERA_WEBHOOKS ?? inDir(file?.webhooks);
   const a2ui = flags.a2ui ?? fromEnv.TESSERA_A2UI ?? inDir(file?.a2ui);
+  const identity = flags.identity ?? fromEnv.TESSERA_IDENTITY ?? inDir(file?.identity);
   const timeouts = layeredTimeouts(flags, fromEnv, file);
   // The claim directory is private to this machine: it serves the file's own store only. A
   // store named by flag or environment (PostgreSQL or Redis shared by several instances)
@@ -97,6 +101,7 @@ export function loadServeConfig(flags: ServeFlags, env: Env = process.env): Serv
     ...(tls === undefined ? {} : { tls }),
     ...(webhooks === undefined ? {} : { webhooks }),
     ...(a2ui === undefined ? {} : { a2ui }),
+    ...(identity === undefined ? {} : { identity }),
     ...(timeouts === undefined ? {} : { timeouts }),
   });
 }

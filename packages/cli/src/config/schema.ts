@@ -30,6 +30,8 @@ export const ConfigFileSchema = z.strictObject({
   webhooks: text.optional(),
   /** The A2UI gate's catalogs file (`tessera serve --a2ui`). */
   a2ui: text.optional(),
+  /** JWT access tokens from an identity provider: its config file (`tessera serve --identity`). */
+  identity: text.optional(),
   /** How long a client may take to send a request or stay idle (`tessera serve --*-timeout`). */
   headersTimeoutMs: ms.optional(),
   requestTimeoutMs: ms.optional(),
@@ -62,6 +64,7 @@ export const ServeEnvSchema = z.object({
   TESSERA_TLS: TlsSchema.optional(),
   TESSERA_WEBHOOKS: text.optional(),
   TESSERA_A2UI: text.optional(),
+  TESSERA_IDENTITY: text.optional(),
   TESSERA_HEADERS_TIMEOUT_MS: envMs.optional(),
   TESSERA_REQUEST_TIMEOUT_MS: envMs.optional(),
   TESSERA_KEEP_ALIVE_TIMEOUT_MS: envMs.optional(),

@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import { TesseraError } from "@tessera/core";
 import { z } from "zod";
 
@@ -94,6 +96,31 @@ export function parseJwtIdentity(value: unknown): JwtIdentityConfig {
     throw new TesseraError("invalid_config", `the identity config does not match: ${where}`);
   }
   return parsed.data;
+}
+
+/**
+ * Reads and checks an identity file (`tessera serve --identity`, `identity` in tessera.json):
+ * the config above as JSON. A relative `jwksFile` is the identity file's folder's.
+ */
+export function loadJwtIdentity(path: string): JwtIdentityConfig {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, "utf8"));
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") {
+      throw new TesseraError("file_not_found", `no identity file at ${path}`, { cause: error });
+    }
+    throw new TesseraError(
+      "invalid_config",
+      `the identity file at ${path} cannot be read (${code ?? "not JSON"})`,
+      { cause: error },
+    );
+  }
+  const config = parseJwtIdentity(raw);
+  return config.jwksFile === undefined
+    ? config
+    : { ...config, jwksFile: resolve(dirname(path), config.jwksFile) };
 }
 
 /** Keys fetched in clear text could be swapped on the way: only this machine is trusted so. */

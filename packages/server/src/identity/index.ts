@@ -12,6 +12,7 @@ export {
   type JwtIdentityConfig,
   type JwtIdentityInput,
   JwtIdentitySchema,
+  loadJwtIdentity,
   parseJwtIdentity,
 } from "./config.js";
 export {
