@@ -249,7 +249,7 @@ export class TesseraClient {
           "service_unreachable",
           timedOut
             ? `no answer from ${route.method} ${route.path} within ${this.#timeoutMs} ms`
-            : `${route.method} ${route.path}: ${describeNetworkError(error)}`,
+            : `${route.method} ${redactedUrl(url)}: ${describeNetworkError(error)}`,
           { attempts: attempt, cause: error },
         ),
       };
@@ -323,13 +323,31 @@ function parseJson(text: string): { ok: boolean; value: unknown } {
   }
 }
 
+/**
+ * fetch's own message is "fetch failed" whatever happened; the cause says what did (refused,
+ * a name that does not resolve, a port fetch will not use, a TLS failure), so that is what
+ * an operator reads, with the URL it happened to.
+ */
 function describeNetworkError(error: unknown): string {
-  const cause = (error as { cause?: { code?: string } } | undefined)?.cause;
-  if (cause?.code === "ECONNREFUSED") return "connection refused";
-  if (cause?.code === "ECONNRESET" || cause?.code === "UND_ERR_SOCKET") return "connection reset";
+  const cause = (error as { cause?: { code?: string; message?: string } } | undefined)?.cause;
+  if (cause?.code === "ECONNREFUSED") return "connection refused (ECONNREFUSED)";
+  if (cause?.code === "ECONNRESET" || cause?.code === "UND_ERR_SOCKET")
+    return `connection reset (${cause.code})`;
   if (cause?.code === "ENOTFOUND" || cause?.code === "EAI_AGAIN")
-    return "host name does not resolve";
-  return cause?.code ?? (error instanceof Error ? error.message : "network error");
+    return `host name does not resolve (${cause.code})`;
+  const message = cause?.message ?? (error instanceof Error ? error.message : "network error");
+  return cause?.code === undefined || message.includes(cause.code)
+    ? message
+    : `${message} (${cause.code})`;
+}
+
+/** The URL as an error may show it: credentials in it never reach a message or a log. */
+function redactedUrl(raw: string | URL): string {
+  const url = new URL(raw);
+  url.username = "";
+  url.password = "";
+  url.search = "";
+  return url.href;
 }
 
 /** `AbortSignal.any` where Node has it (20.3+), the same by hand before. */
