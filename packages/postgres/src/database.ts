@@ -70,7 +70,16 @@ export class Database {
     } catch (error) {
       throw unavailable(failCode, error);
     }
+    // A checked-out client has no listener of the pool's: a backend that ends while no
+    // statement of ours is in flight (the server killed or restarted between BEGIN and
+    // COMMIT: "terminating connection due to unexpected postmaster exit") emits 'error' on
+    // the client, which unheard killed the whole process. Heard here, the connection is
+    // dropped on release and the next statement of the work fails as `failCode`.
     let broken = false;
+    const lost = () => {
+      broken = true;
+    };
+    client.on("error", lost);
     try {
       await client.query("BEGIN");
       const result = await work(client);
@@ -85,6 +94,7 @@ export class Database {
       if (error instanceof TesseraError) throw error;
       throw unavailable(failCode, error);
     } finally {
+      client.removeListener("error", lost);
       client.release(broken);
     }
   }

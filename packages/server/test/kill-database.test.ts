@@ -134,6 +134,10 @@ for (const [name, start, binaries] of backends) {
         await crash;
         expect(times.killAt, "the database was killed mid-load").toBeGreaterThan(0);
         await sleep(300); // answers settled after their replies (≤ 10 ms window) land
+        expect(
+          serve.child.exitCode ?? serve.child.signalCode,
+          serve.output().slice(-4000),
+        ).toBeNull();
 
         const retried = await retryEveryCall(seen);
         const inDoubt = await listInDoubt();
