@@ -84,7 +84,12 @@ describe("a deeply nested payload at the service", () => {
       const { status, body } = await send(deepJson(levels), callId);
       expect(status).toBe(200);
       expect(body).toMatchObject({ status: "denied", code: "invalid_request" });
-      const after = await stores.audit.read();
+      // A denial's event is written just after the reply (the kernel's write window).
+      let after = await stores.audit.read();
+      for (let i = 0; i < 50 && after.length === events; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        after = await stores.audit.read();
+      }
       expect(after.slice(events).map((e) => [e.reason, e.code])).toEqual([
         ["invalid_request", "invalid_request"],
       ]);
