@@ -1,4 +1,9 @@
-import { type AuditEvent, type ReadableAuditSink, TesseraError } from "@tessera/core";
+import {
+  type ActLedger,
+  type AuditEvent,
+  type ReadableAuditSink,
+  TesseraError,
+} from "@tessera/core";
 import {
   AuditAppendQueue,
   type AuditFilter,
@@ -63,11 +68,20 @@ export class RedisAuditSink implements ReadableAuditSink {
     write: (stream, head, events) => this.#write(stream, head, events),
   });
 
-  constructor(connection: Connection) {
+  readonly #ledger: ActLedger | undefined;
+
+  /**
+   * With `ledger` (a bundle's own act ledger over the same connection), events are appended as
+   * acts of that ledger: one writer per connection, so the ledger and the sink never make each
+   * other relink (each would otherwise find the head the other moved and pay a second script).
+   */
+  constructor(connection: Connection, ledger?: ActLedger) {
     this.#connection = connection;
+    this.#ledger = ledger;
   }
 
   append(event: AuditEvent): Promise<void> {
+    if (this.#ledger !== undefined) return this.#ledger.record({ event }).then(nothing);
     return this.#queue.append(event);
   }
 
@@ -143,3 +157,5 @@ export class RedisAuditSink implements ReadableAuditSink {
     return limit === undefined ? events : events.slice(0, limit);
   }
 }
+
+function nothing(): void {}

@@ -50,11 +50,22 @@ const openers = storeOpeners<Connected>({
   disconnect: ({ connection }) => connection.close(),
   usage: ({ connection }) => new RedisUsageStore(connection),
   grants: ({ connection }) => new RedisGrantStore(connection),
-  audit: ({ connection }) => new RedisAuditSink(connection),
+  audit: (opened) => new RedisAuditSink(opened.connection, ledgerOf(opened)),
   claims: ({ connection, config }, release) =>
     new RedisClaimStore(connection, config.claimTtlMs, release),
-  acts: ({ connection, config }) => new RedisActLedger(connection, config.claimTtlMs),
+  acts: (opened) => ledgerOf(opened),
 });
+
+/** One act ledger per connection, shared by the bundle's `acts` and its audit sink's appends. */
+const ledgers = new WeakMap<object, RedisActLedger>();
+function ledgerOf(opened: { connection: Connection; config: { claimTtlMs: number } }) {
+  let ledger = ledgers.get(opened);
+  if (ledger === undefined) {
+    ledger = new RedisActLedger(opened.connection, opened.config.claimTtlMs);
+    ledgers.set(opened, ledger);
+  }
+  return ledger;
+}
 
 /**
  * Opens the stores behind `redis://host:port/db?prefix=NAME`, then runs the self-test; a
