@@ -36,6 +36,7 @@ import { accessContext, authenticate, principalKey } from "./principals.js";
 import { fixedSource, TOOLS_CALL, toolGrants } from "./tool-grants.js";
 import type { McpTransport, UpstreamInput } from "./types.js";
 import { connectUpstreams, type Upstreams } from "./upstreams.js";
+import { bearerPrincipal, type ProtectedResource } from "./bearer.js";
 
 export interface McpGatewayOptions {
   /** Upstream MCP servers by name: a stdio command, a Streamable HTTP URL, or a transport. */
@@ -53,6 +54,12 @@ export interface McpGatewayOptions {
   readonly limits?: Partial<Limits>;
   /** Streamable HTTP without MCP sessions: every call then needs an idempotency key. */
   readonly stateless?: boolean;
+  /**
+   * Access tokens of the host's identity provider, beside `principals` (HTTP only): the
+   * verifier, this gateway's resource URL and its issuers, for the 401 challenge and the
+   * Protected Resource Metadata `listenMcpGateway` serves.
+   */
+  readonly protectedResource?: ProtectedResource;
 }
 
 export interface McpGateway {
@@ -64,6 +71,8 @@ export interface McpGateway {
   listTools(principal: Principal): Promise<Tool[]>;
   /** Closes every session and upstream client; the stores stay the host's to close. */
   close(): Promise<void>;
+  /** As given in the options: what `listenMcpGateway` publishes as resource metadata. */
+  readonly protectedResource?: ProtectedResource;
 }
 
 const INFO = { name: "tessera-mcp-gateway", version: "0.1.0" };
@@ -180,7 +189,16 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
   };
 
   const handleHttp = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const principal = authenticate(principals, header(req, "authorization"));
+    let principal = authenticate(principals, header(req, "authorization"));
+    if (principal === undefined && options.protectedResource !== undefined) {
+      // No static principal's: the identity provider's access token, or its challenge.
+      const found = await bearerPrincipal(options.protectedResource, header(req, "authorization"));
+      if ("status" in found) {
+        if (found.challenge !== undefined) res.setHeader("WWW-Authenticate", found.challenge);
+        return rpcError(res, found.status, ErrorCode.InvalidRequest, found.message);
+      }
+      principal = found;
+    }
     if (principal === undefined) {
       res.setHeader("WWW-Authenticate", 'Bearer realm="tessera-mcp"');
       return rpcError(res, 401, ErrorCode.InvalidRequest, "a valid bearer token is required");
@@ -288,7 +306,15 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
     await upstreams.close();
   };
 
-  return Object.freeze({ handleHttp, serve, listTools, close });
+  return Object.freeze({
+    handleHttp,
+    serve,
+    listTools,
+    close,
+    ...(options.protectedResource === undefined
+      ? {}
+      : { protectedResource: options.protectedResource }),
+  });
 }
 
 function checkPrincipals(input: readonly Principal[]): readonly Principal[] {

@@ -15,6 +15,7 @@ import {
 } from "@tessera/core";
 import type { GatewayConfig } from "./config.js";
 import { existingStore } from "./config-paths.js";
+import { resourceMetadata, resourceMetadataUrl } from "./bearer.js";
 import { createMcpGateway, type McpGateway } from "./gateway.js";
 
 export interface ListeningGateway {
@@ -30,6 +31,18 @@ export async function listenMcpGateway(
 ): Promise<ListeningGateway> {
   const server = createServer((req, res) => {
     const path = (req.url ?? "").split("?")[0];
+    const resource = gateway.protectedResource;
+    if (
+      resource !== undefined &&
+      req.method === "GET" &&
+      (path === "/.well-known/oauth-protected-resource" ||
+        path === new URL(resourceMetadataUrl(resource.resource)).pathname)
+    ) {
+      // RFC 9728: where a client that got our 401 learns which issuer mints our tokens.
+      res.writeHead(200, { "content-type": "application/json", "cache-control": "max-age=300" });
+      res.end(JSON.stringify(resourceMetadata(resource)));
+      return;
+    }
     if (path !== "/mcp") {
       res.writeHead(404, { "content-type": "application/json" });
       res.end('{"error":"not_found"}');
