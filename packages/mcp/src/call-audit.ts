@@ -1,17 +1,7 @@
 import type { AuditEvent, CallerCode } from "@tessera/core";
-import type { Caller, PipelineParts } from "./calls.js";
 import { gatewayError } from "./errors.js";
+import type { PipelineParts, Trail } from "./pipeline.js";
 import { TOOLS_CALL } from "./tool-grants.js";
-
-/** The parts of one call's audit event the pipeline learns as it goes. */
-export interface Trail {
-  readonly caller: Caller;
-  readonly started: number;
-  readonly argsDigest: string;
-  callId: string;
-  traceId: string;
-  tool: string | undefined;
-}
 
 /** An event the gateway decides itself (before or beside the kernel). */
 export function gateEvent(code: CallerCode | null, reason: AuditEvent["reason"]): AuditEvent {
@@ -30,8 +20,8 @@ export function gateEvent(code: CallerCode | null, reason: AuditEvent["reason"])
 }
 
 /**
- * Writes the call's one event: the principal, the tool, the digest of the arguments (never the
- * arguments), the decision, the upstream outcome and the latency.
+ * Writes one event of the call: the principal, the tool, the digest of the arguments (never the
+ * arguments), the decision or the upstream's outcome, and the latency.
  */
 export async function audit(
   parts: PipelineParts,
@@ -43,6 +33,27 @@ export async function audit(
 ): Promise<void> {
   const sink = parts.audit;
   if (sink === undefined) return;
+  const event = stamp(parts, trail, base, notes, receipt, latency);
+  try {
+    await sink.append(event);
+  } catch {
+    throw gatewayError("audit_unavailable", "the audit sink refused the call's event");
+  }
+}
+
+/**
+ * The call's event, not written: `base` (the kernel's decision, or the gateway's own) with the
+ * call's principal, session, tool, argument digest, notes and latency. An act's event is
+ * stamped this way before the act ledger records it.
+ */
+export function stamp(
+  parts: PipelineParts,
+  trail: Trail,
+  base: AuditEvent | undefined,
+  notes: readonly string[],
+  receipt?: string,
+  latency?: number,
+): AuditEvent {
   const { principal, session } = trail.caller;
   const ms = latency ?? Math.round(performance.now() - trail.started);
   const event: AuditEvent = {
@@ -65,9 +76,5 @@ export async function audit(
   if (principal.purpose !== undefined) event.purpose = principal.purpose;
   if (session !== undefined) event.session = session;
   if (receipt !== undefined) event.receipt = receipt;
-  try {
-    await sink.append(Object.freeze(event));
-  } catch {
-    throw gatewayError("audit_unavailable", "the audit sink refused the call's event");
-  }
+  return Object.freeze(event);
 }

@@ -1,48 +1,37 @@
 import { randomUUID } from "node:crypto";
 import type { CallToolRequest, CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import {
+  type Act,
+  type AlreadyClaimed,
   type AuditEvent,
-  type AuditSink,
-  type Clock,
+  type AuthorizeResult,
   createKernel,
   type GrantSource,
-  type GrantUsageStore,
   isTesseraError,
   type Kernel,
-  type TurnAuthority,
 } from "@tessera/core";
 import { boundedCanonicalJson, MAX_JSON_DEPTH, redact } from "@tessera/core/store-kit";
-import { audit, gateEvent, type Trail } from "./call-audit.js";
-import type { Limits, Principal } from "./config.js";
+import { audit, gateEvent, stamp } from "./call-audit.js";
 import { gatewayError } from "./errors.js";
 import { forward } from "./forward.js";
 import { CALL_ID_KEY, IDEMPOTENCY_KEY } from "./keys.js";
-import { type CallKeys, type CallLedger, callKeys, canonical, sha256Hex } from "./ledger.js";
+import { type CallKeys, callKeys, canonical, sha256Hex } from "./ledger.js";
+import type { Caller, PipelineParts, Trail } from "./pipeline.js";
 import { accessContext, principalKey } from "./principals.js";
 import { duplicate, keep, keptAnswer, refusal, refuse } from "./replies.js";
 import { MCP_NAMESPACE, TOOLS_CALL, toolGrants } from "./tool-grants.js";
 import { returnUnsentUse } from "./unsent.js";
 import type { CatalogEntry } from "./upstreams.js";
 
-export interface PipelineParts {
-  readonly catalog: ReadonlyMap<string, CatalogEntry>;
-  readonly grants: GrantSource;
-  readonly usage: GrantUsageStore | undefined;
-  readonly audit: AuditSink | undefined;
-  readonly clock: Clock;
-  readonly ledger: CallLedger;
-  readonly limits: Limits;
-  /** One kernel per catalog entry (an entry replaced by a tools refresh gets a new one). */
-  readonly kernels: WeakMap<CatalogEntry, Kernel>;
-  /** The kernel's events of calls being decided, by trace ID. */
-  readonly decisions: Map<string, AuditEvent[]>;
-}
+export type { Caller, PipelineParts } from "./pipeline.js";
 
 /**
  * The kernel of one catalog entry, made once: it sees only the grants that can reach that tool
  * (see tool-grants.ts), and keeps them validated and indexed between calls while the source's
- * `grantsVersion` is unchanged (the kernel's turn cache). Its decision events are handed to the
- * call that asked, by trace ID, and written by the call as its one audit event.
+ * `grantsVersion` is unchanged (the kernel's turn cache). It records each decision through the
+ * store's act ledger, the call's claim in the same act; the act's event is stamped first with
+ * what the gateway knows of the call (principal, session, tool, argument digest), found by the
+ * turn's trace ID, so a decision is one event and one write.
  */
 function kernelFor(parts: PipelineParts, entry: CatalogEntry): Kernel {
   let kernel = parts.kernels.get(entry);
@@ -55,21 +44,40 @@ function kernelFor(parts: PipelineParts, entry: CatalogEntry): Kernel {
     source.grantsVersion = (ns, subject) =>
       (grants.grantsVersion as NonNullable<GrantSource["grantsVersion"]>)(ns, subject);
   }
+  const acts = parts.acts;
   kernel = createKernel({
     grants: source,
     ...(parts.usage === undefined ? {} : { usage: parts.usage }),
-    audit: { append: (event) => void parts.decisions.get(event.traceId)?.push(event) },
+    ...(parts.audit === undefined ? {} : { audit: parts.audit }),
+    acts: {
+      record: (act: Act) => {
+        const deciding = parts.deciding.get(act.event.traceId);
+        if (deciding === undefined) return acts.record(act);
+        const { trail } = deciding;
+        const event = stamp(parts, trail, act.event, [], receiptOf(act.event));
+        const exhausted =
+          act.exhausted === undefined
+            ? undefined
+            : stamp(parts, trail, act.exhausted, [], receiptOf(act.exhausted));
+        return acts
+          .record({ ...act, event, ...(exhausted === undefined ? {} : { exhausted }) })
+          .then((result) => {
+            if (result.status === "recorded") {
+              deciding.recorded = result.recorded === "event" ? event : exhausted;
+            }
+            return result;
+          });
+      },
+    },
     clock: parts.clock,
   });
   parts.kernels.set(entry, kernel);
   return kernel;
 }
 
-/** Who is calling, over which MCP session (undefined on a stateless connection). */
-export interface Caller {
-  readonly principal: Principal;
-  readonly session: string | undefined;
-  readonly requestId: string | number;
+/** A refusal's event says its claim was settled `denied` in the same write. */
+function receiptOf(event: AuditEvent): string | undefined {
+  return event.outcome === "denied" ? "denied" : undefined;
 }
 
 /**
@@ -119,36 +127,6 @@ export async function callTool(
   // canonical({ name, arguments }): its keys in sorted order.
   const bodyHash = sha256Hex(`{"arguments":${argsText},"name":${canonical(params.name)}}`);
   const entry = parts.catalog.get(params.name);
-  const bound = entry === undefined ? undefined : boundSegments(entry, args);
-  // The turn's grant read (a version check when warm) has no effect: it goes out beside the
-  // claim instead of after it. Deciding and spending still wait for the claim.
-  const opening =
-    entry === undefined || bound === undefined || typeof bound === "string"
-      ? undefined
-      : kernelFor(parts, entry).openTurnAuthority(accessContext(caller.principal, trail.traceId));
-  opening?.catch(() => undefined);
-  const now = parts.clock.now();
-  let claimed: Awaited<ReturnType<CallLedger["claim"]>>;
-  try {
-    claimed = await parts.ledger.claim(
-      keys,
-      bodyHash,
-      trail.traceId,
-      now,
-      now + parts.limits.upstreamTimeoutMs + 5_000,
-    );
-  } catch (error) {
-    void closeOpened(opening);
-    await audit(parts, trail, gateEvent(null, "claim_store_unavailable"), [
-      `claim store: ${codeOf(error)}`,
-    ]);
-    throw gatewayError("claim_store_unavailable", "the claim store did not answer: nothing ran");
-  }
-  if (claimed.kind !== "claimed") {
-    void closeOpened(opening);
-    return duplicate(parts, trail, claimed);
-  }
-
   if (entry === undefined) {
     // Refused exactly as a granted-but-spent tool is: the caller cannot tell them apart.
     return refuse(parts, trail, keys, bodyHash, "tool_unavailable", "no_capability", [
@@ -156,42 +134,57 @@ export async function callTool(
     ]);
   }
   trail.tool = entry.exposedName;
-  if (typeof bound === "string" || bound === undefined || opening === undefined) {
+  const bound = boundSegments(entry, args);
+  if (typeof bound === "string") {
     return refuse(parts, trail, keys, bodyHash, "invalid_request", "invalid_request", [
-      `bound argument ${bound ?? "?"} is not a usable path segment`,
+      `bound argument ${bound} is not a usable path segment`,
     ]);
   }
 
-  const captured: AuditEvent[] = [];
-  parts.decisions.set(trail.traceId, captured);
-  let decision: Awaited<ReturnType<TurnAuthority["authorize"]>>;
+  // The decision and the claim are one act: one write before anything is forwarded.
+  const now = parts.clock.now();
+  const claim = parts.ledger.claimOf(
+    keys,
+    bodyHash,
+    trail.traceId,
+    now,
+    now + parts.limits.upstreamTimeoutMs + 5_000,
+  );
+  const deciding = { trail, recorded: undefined as AuditEvent | undefined };
+  parts.deciding.set(trail.traceId, deciding);
+  let decision: AuthorizeResult | AlreadyClaimed;
   try {
-    const turn = await opening;
+    const turn = await kernelFor(parts, entry).openTurnAuthority(
+      accessContext(caller.principal, trail.traceId),
+    );
     try {
-      decision = await turn.authorize({
-        action: TOOLS_CALL,
-        resource: { namespace: MCP_NAMESPACE, path: [entry.server, entry.tool, ...bound] },
-        callId: trail.callId,
-      });
+      decision = await turn.authorize(
+        {
+          action: TOOLS_CALL,
+          resource: { namespace: MCP_NAMESPACE, path: [entry.server, entry.tool, ...bound] },
+          callId: trail.callId,
+        },
+        { claim },
+      );
     } finally {
       await turn.close();
     }
+  } catch (error) {
+    // Nothing of the act was written (the ledger's all or nothing): a retry gets a decision.
+    await audit(parts, trail, gateEvent(null, "claim_store_unavailable"), [
+      `act ledger: ${codeOf(error)}`,
+    ]);
+    throw gatewayError("claim_store_unavailable", "the store did not record the call: nothing ran");
   } finally {
-    parts.decisions.delete(trail.traceId);
+    parts.deciding.delete(trail.traceId);
   }
-  const decided = captured[captured.length - 1];
-  if (decision.status === "denied") {
-    const result = refusal(decision.code, trail.callId);
-    await keep(
-      parts,
-      keys,
-      bodyHash,
-      { kind: "result", result },
-      "denied",
-      audit(parts, trail, decided ?? gateEvent(decision.code, "no_capability"), [], "denied"),
-    );
-    return result;
+  if (decision.status === "already_claimed") {
+    const found = await parts.ledger.duplicateOf(keys, bodyHash, decision.existing, now);
+    return duplicate(parts, trail, found);
   }
+  // A refusal's claim was settled, with the code as its answer, in the act's write.
+  if (decision.status === "denied") return refusal(decision.code, trail.callId);
+  const decided = deciding.recorded;
 
   const outcome = await forward(entry, args, parts.limits.upstreamTimeoutMs);
   const latency = Math.round(performance.now() - started);
@@ -200,26 +193,17 @@ export async function callTool(
       ...outcome.result,
       _meta: { ...(outcome.result._meta ?? {}), [CALL_ID_KEY]: trail.callId },
     };
-    // The answer is kept after the reply whatever the audit sink does: the call did run.
-    await keep(
-      parts,
+    // The act's event said the call was allowed; its receipt and answer go into the claim.
+    parts.ledger.settleLater(
       keys,
-      bodyHash,
       keptAnswer(result, parts.limits, trail.callId),
       "dispatched",
-      audit(
-        parts,
-        trail,
-        decided,
-        [`upstream ok${result.isError ? " (tool error)" : ""}`],
-        "dispatched",
-        latency,
-      ),
+      parts.clock.now(),
     );
     return result;
   }
   const failedEvent: AuditEvent = {
-    ...(decided as AuditEvent),
+    ...(decided ?? gateEvent(null, "allowed")),
     outcome: "denied",
     code: "delivery_failed",
     reason: "delivery_failed",
@@ -237,7 +221,6 @@ export async function callTool(
     await keep(
       parts,
       keys,
-      bodyHash,
       { kind: "error", code: "upstream_failed", message },
       "failed",
       recorded,
@@ -248,7 +231,6 @@ export async function callTool(
   await keep(
     parts,
     keys,
-    bodyHash,
     { kind: "in_doubt", message },
     undefined,
     audit(parts, trail, failedEvent, [`upstream in doubt: ${outcome.why}`], "in_doubt", latency),
@@ -305,13 +287,6 @@ function boundSegments(entry: CatalogEntry, args: Record<string, unknown>): stri
     bound.push(value);
   }
   return bound;
-}
-
-/** A turn opened beside a claim the call then lost (or could not make): nothing is decided in it. */
-async function closeOpened(opening: Promise<TurnAuthority> | undefined): Promise<void> {
-  try {
-    await (await opening)?.close();
-  } catch {}
 }
 
 function codeOf(error: unknown): string {

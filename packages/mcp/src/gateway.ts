@@ -12,6 +12,7 @@ import {
   type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
 import {
+  type ActLedger,
   type AuditSink,
   type ClaimStore,
   type Clock,
@@ -22,6 +23,8 @@ import {
   systemClock,
   TesseraError,
 } from "@tessera/core";
+import { composeActLedger } from "@tessera/core/store-kit";
+import { bearerPrincipal, type ProtectedResource } from "./bearer.js";
 import { type Caller, callTool, type PipelineParts } from "./calls.js";
 import {
   type Limits,
@@ -36,7 +39,6 @@ import { accessContext, authenticate, principalKey } from "./principals.js";
 import { fixedSource, TOOLS_CALL, toolGrants } from "./tool-grants.js";
 import type { McpTransport, UpstreamInput } from "./types.js";
 import { connectUpstreams, type Upstreams } from "./upstreams.js";
-import { bearerPrincipal, type ProtectedResource } from "./bearer.js";
 
 export interface McpGatewayOptions {
   /** Upstream MCP servers by name: a stdio command, a Streamable HTTP URL, or a transport. */
@@ -50,6 +52,13 @@ export interface McpGatewayOptions {
   /** Shared by every gateway process that must refuse the others' replays. Memory when absent. */
   readonly claims?: ClaimStore;
   readonly audit?: AuditSink;
+  /**
+   * The act ledger of the same stores (a store bundle's `acts`): a call's claim, spend and
+   * decision's event are then one write before anything is forwarded. Needs `claims` from the
+   * same bundle (answers are settled into the claim it recorded). Without it the gateway
+   * composes one of `claims`, `usage` and `audit`, one write after another.
+   */
+  readonly acts?: ActLedger;
   readonly clock?: Clock;
   readonly limits?: Partial<Limits>;
   /** Streamable HTTP without MCP sessions: every call then needs an idempotency key. */
@@ -98,6 +107,14 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
   if (typeof options?.grants?.listGrants !== "function") {
     throw new TesseraError("invalid_config", "the MCP gateway needs a grant source");
   }
+  if (options.acts !== undefined) {
+    if (typeof options.acts?.record !== "function") {
+      throw new TesseraError("invalid_config", "acts is an act ledger: { record(act) }");
+    }
+    if (options.claims === undefined) {
+      throw new TesseraError("invalid_config", "acts needs the claim store of the same stores");
+    }
+  }
   const principals = checkPrincipals(options.principals);
   const limits = LimitsSchema.parse(options.limits ?? {});
   const rules = checkRules(options.tools ?? {});
@@ -113,16 +130,18 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
     limits.restartBackoffMs,
   );
   const clock = options.clock ?? systemClock;
+  const claims = options.claims ?? new InMemoryClaimStore();
   const parts: PipelineParts = {
     catalog: upstreams.catalog,
     grants: options.grants,
     usage: options.usage,
     audit: options.audit,
+    acts: options.acts ?? composedActs(claims, options.usage, options.audit),
     clock,
-    ledger: new CallLedger(options.claims ?? new InMemoryClaimStore()),
+    ledger: new CallLedger(claims),
     limits,
     kernels: new WeakMap(),
-    decisions: new Map(),
+    deciding: new Map(),
   };
   const sessions = new Map<string, Session>();
   const stateless = options.stateless === true;
@@ -399,4 +418,28 @@ async function readJson(req: IncomingMessage, limit: number): Promise<Read> {
   } catch {
     return { kind: "not_json" };
   }
+}
+
+/**
+ * The act ledger of ports given one by one: claim, spend, event, one write after another (see
+ * core's composeActLedger). Without a usage store a bounded grant cannot be counted: its act
+ * fails (`usage_store_unavailable`) and nothing runs. Without an audit sink events go nowhere,
+ * as the gateway's own do.
+ */
+function composedActs(
+  claims: ClaimStore,
+  usage: GrantUsageStore | undefined,
+  audit: AuditSink | undefined,
+): ActLedger {
+  const unavailable = async (): Promise<never> => {
+    throw new TesseraError(
+      "usage_store_unavailable",
+      "no usage store: a bounded grant is not spent",
+    );
+  };
+  return composeActLedger({
+    claims,
+    usage: usage ?? { getUsage: unavailable, tryConsume: unavailable },
+    audit: audit ?? { append: () => undefined },
+  });
 }

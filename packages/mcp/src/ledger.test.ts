@@ -1,10 +1,25 @@
 import { hostname } from "node:os";
-import { InMemoryClaimStore } from "@tessera/core";
+import { type ClaimStore, InMemoryClaimStore } from "@tessera/core";
 import { describe, expect, it } from "vitest";
-import { CallLedger, callKeys, digest } from "./ledger.js";
+import { type CallKeys, CallLedger, callKeys, type Duplicate, digest } from "./ledger.js";
 
 const NOW = 1_000_000;
 const BODY = digest({ name: "t", arguments: {} });
+
+/** What an act does with the call's claim: claims it, or answers the duplicate. */
+async function act(
+  ledger: CallLedger,
+  store: ClaimStore,
+  keys: CallKeys,
+  trace: string,
+  deadline = NOW + 60_000,
+  body = BODY,
+): Promise<{ readonly kind: "claimed" } | Duplicate> {
+  const claim = ledger.claimOf(keys, body, trace, NOW, deadline);
+  const result = await store.claim(claim.key, claim.record);
+  if (result.status === "claimed") return { kind: "claimed" };
+  return ledger.duplicateOf(keys, body, result.existing, NOW);
+}
 
 /** A claim left by some gateway process, then the ledger's reading of a duplicate. */
 async function duplicateOf(worker: object): Promise<string> {
@@ -15,8 +30,7 @@ async function duplicateOf(worker: object): Promise<string> {
     claimedAt: NOW,
     worker: JSON.stringify(worker),
   });
-  const found = await new CallLedger(claims).claim(keys, BODY, "trace", NOW, NOW + 1000);
-  return found.kind;
+  return (await act(new CallLedger(claims), claims, keys, "trace", NOW + 1000)).kind;
 }
 
 describe("an unsettled claim: in progress or in doubt", () => {
@@ -50,26 +64,25 @@ describe("an unsettled claim: in progress or in doubt", () => {
 });
 
 describe("the answer, written after the reply", () => {
-  /** A claim store whose writes of kept answers take a while (a slow durable store). */
+  /** A claim store whose settles (the kept answers) take a while (a slow durable store). */
   function slowAnswers(): InMemoryClaimStore {
     const store = new InMemoryClaimStore();
-    const claim = store.claim.bind(store);
-    store.claim = async (key, record) => {
-      if (key.session.startsWith("mcp.result:")) {
-        await new Promise((resolve) => setTimeout(resolve, 150));
-      }
-      return claim(key, record);
+    const settle = store.settle.bind(store);
+    store.settle = async (key, receipt, answer) => {
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      return settle(key, receipt, answer);
     };
     return store;
   }
   const result = { content: [{ type: "text" as const, text: "done" }] };
 
   it("a duplicate in the same process waits for it and gets the recorded answer", async () => {
-    const ledger = new CallLedger(slowAnswers());
+    const store = slowAnswers();
+    const ledger = new CallLedger(store);
     const keys = callKeys("p", "key:k");
-    expect((await ledger.claim(keys, BODY, "t", NOW, NOW + 60_000)).kind).toBe("claimed");
-    ledger.recordLater(keys, BODY, { kind: "result", result }, "dispatched", NOW);
-    const again = await ledger.claim(keys, BODY, "t2", NOW, NOW + 60_000);
+    expect((await act(ledger, store, keys, "t")).kind).toBe("claimed");
+    ledger.settleLater(keys, { kind: "result", result }, "dispatched", NOW);
+    const again = await act(ledger, store, keys, "t2");
     expect(again).toMatchObject({ kind: "recorded", recorded: { kind: "result", result } });
   });
 
@@ -77,17 +90,73 @@ describe("the answer, written after the reply", () => {
     const store = slowAnswers();
     const keys = callKeys("p", "key:k");
     const first = new CallLedger(store);
-    await first.claim(keys, BODY, "t", NOW, NOW + 60_000);
-    first.recordLater(keys, BODY, { kind: "result", result }, "dispatched", NOW);
+    await act(first, store, keys, "t");
+    first.settleLater(keys, { kind: "result", result }, "dispatched", NOW);
     // A second ledger over the same store stands for another gateway process on this host.
-    expect((await new CallLedger(store).claim(keys, BODY, "t2", NOW, NOW + 60_000)).kind).toBe(
-      "in_progress",
-    );
+    expect((await act(new CallLedger(store), store, keys, "t2")).kind).toBe("in_progress");
     await first.drain();
-    expect((await new CallLedger(store).claim(keys, BODY, "t3", NOW, NOW + 60_000)).kind).toBe(
-      "recorded",
-    );
+    expect((await act(new CallLedger(store), store, keys, "t3")).kind).toBe("recorded");
     expect(await store.listInDoubt()).toHaveLength(0);
+  });
+});
+
+describe("where the answer lives", () => {
+  const result = { content: [{ type: "text" as const, text: "done" }] };
+
+  it("in the claim's own answer field, settled with its receipt: no second key", async () => {
+    const store = new InMemoryClaimStore();
+    const ledger = new CallLedger(store);
+    const keys = callKeys("p", "key:k");
+    await act(ledger, store, keys, "t");
+    ledger.settleLater(keys, { kind: "result", result }, "dispatched", NOW);
+    await ledger.drain();
+    const stored = await store.get(keys.claim);
+    expect(stored?.receipt?.status).toBe("dispatched");
+    expect(stored?.answer).toEqual({ kind: "result", result });
+    // The worker field keeps who claimed (for in-doubt listings), never the answer.
+    expect(stored?.worker).not.toContain("done");
+    expect(await store.get(keys.legacy)).toBeUndefined();
+  });
+
+  it("a refusal settled by the act ledger ({ status, code }) replays as that refusal", async () => {
+    const store = new InMemoryClaimStore();
+    const ledger = new CallLedger(store);
+    const keys = callKeys("p", "key:k");
+    await act(ledger, store, keys, "t");
+    await store.settle(
+      keys.claim,
+      { status: "denied", settledAt: NOW },
+      { status: "denied", code: "tool_unavailable" },
+    );
+    expect(await act(ledger, store, keys, "t2")).toMatchObject({
+      kind: "recorded",
+      recorded: { kind: "denied", code: "tool_unavailable" },
+    });
+  });
+
+  it("a call recorded by the previous release (answer under its second key) still replays", async () => {
+    const store = new InMemoryClaimStore();
+    const keys = callKeys("p", "key:old");
+    const old = { bodyHash: BODY, claimedAt: NOW };
+    await store.claim(keys.claim, { ...old, worker: JSON.stringify({ w: "h:1", t: "t", d: NOW }) });
+    await store.claim(keys.legacy, { ...old, worker: JSON.stringify({ kind: "result", result }) });
+    await store.settle(keys.legacy, { status: "dispatched", settledAt: NOW });
+    await store.settle(keys.claim, { status: "dispatched", settledAt: NOW });
+    expect(await act(new CallLedger(store), store, keys, "t2")).toMatchObject({
+      kind: "recorded",
+      recorded: { kind: "result", result },
+    });
+  });
+
+  it("a call in doubt stays unsettled (listed) and reads in doubt in its own process at once", async () => {
+    const store = new InMemoryClaimStore();
+    const ledger = new CallLedger(store);
+    const keys = callKeys("p", "key:k");
+    await act(ledger, store, keys, "t");
+    ledger.settleLater(keys, { kind: "in_doubt", message: "no answer" }, undefined, NOW);
+    await ledger.drain();
+    expect(await store.listInDoubt()).toHaveLength(1);
+    expect((await act(ledger, store, keys, "t2")).kind).toBe("in_doubt");
   });
 });
 
@@ -96,27 +165,27 @@ describe("answers written after their replies share a window", () => {
     const store = new InMemoryClaimStore();
     let turn = 0;
     const written: number[] = [];
-    const claim = store.claim.bind(store);
-    store.claim = async (key, record) => {
-      if (key.session.startsWith("mcp.result:")) written.push(turn);
-      return claim(key, record);
+    const settle = store.settle.bind(store);
+    store.settle = async (key, receipt, answer) => {
+      written.push(turn);
+      return settle(key, receipt, answer);
     };
     const ledger = new CallLedger(store);
     const result = { content: [{ type: "text" as const, text: "done" }] };
     const a = callKeys("p", "key:a");
     const b = callKeys("p", "key:b");
-    await ledger.claim(a, BODY, "t", NOW, NOW + 60_000);
-    await ledger.claim(b, BODY, "t", NOW, NOW + 60_000);
+    await act(ledger, store, a, "t");
+    await act(ledger, store, b, "t");
     const nextTurn = async () => {
       await new Promise((resolve) => setImmediate(resolve));
       turn++;
     };
-    ledger.recordLater(a, BODY, { kind: "result", result }, "dispatched", NOW);
+    ledger.settleLater(a, { kind: "result", result }, "dispatched", NOW);
     await nextTurn();
     await nextTurn();
     // Written a turn after its reply, the first answer would be in the store by now.
     expect(written).toEqual([]);
-    ledger.recordLater(b, BODY, { kind: "result", result }, "dispatched", NOW);
+    ledger.settleLater(b, { kind: "result", result }, "dispatched", NOW);
     await nextTurn();
     await ledger.drain();
     expect(written).toHaveLength(2);

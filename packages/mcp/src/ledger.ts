@@ -1,22 +1,25 @@
 import * as crypto from "node:crypto";
 import { hostname } from "node:os";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import type { ClaimKey, ClaimStore, StoredClaim } from "@tessera/core";
+import type { ActOptions, ClaimKey, ClaimStore, JsonValue, StoredClaim } from "@tessera/core";
 import { WriteWindow } from "@tessera/core/store-kit";
 
 /**
- * Replay protection for `tools/call` over the claim-store port. The call's key is claimed
- * *before* anything is decided, spent or forwarded; of every request carrying it exactly one
- * goes on. The port's receipt holds a status only, so the answer a duplicate must get back is
- * kept beside it, under a second key of the same store (prefix `mcp.result:`), in the record's
- * free-form `worker` field: one store, one connection, shared by every gateway process. The
- * answer is written before the call's own claim is settled, so a settled claim always has one.
+ * Replay protection for `tools/call` over the claim of the call's act. The call's key is
+ * claimed in the same act as its decision (the act ledger: claim, spend and audit event in one
+ * write, before anything is forwarded); of every request carrying it exactly one goes on. A
+ * refusal settles its claim in that same write, with `{ status: "denied", code }` as its
+ * answer. A forwarded call's answer (the tool result, or the error it ended with) and receipt
+ * are settled into the claim's own `answer` field after the caller has its reply
+ * (`settleLater`, in a write window shared by the answers in flight): a gateway that dies in
+ * between leaves the call unsettled with no answer, which every later duplicate reads as in
+ * doubt — the truth, since the call did run. Duplicates arriving in this process meanwhile wait
+ * for the write; those reaching another process read the call in progress. Never forwarded
+ * either way.
  *
- * Only the claim must be durable before anything is forwarded. The answer and the receipts are
- * written after the caller has its reply (`recordLater`): a gateway that dies in between leaves
- * the call unsettled with no answer, which every later duplicate reads as in doubt — the truth,
- * since the call did run. Duplicates arriving in this process meanwhile wait for the write;
- * those reaching another process read the call in progress. Never forwarded either way.
+ * The release before the act ledger kept the answer under a second key (session prefix
+ * `mcp.result:`, JSON in `worker`): a settled claim without an answer is looked up there, so
+ * calls recorded before an upgrade still replay. Nothing is written there any more.
  */
 
 /** What the first call of a key ended with, replayed to every duplicate. */
@@ -26,32 +29,32 @@ export type Recorded =
   /** Forwarded, then no answer (timeout, lost connection): it may have run. Never settled. */
   | { readonly kind: "in_doubt"; readonly message: string };
 
+/** A refusal's answer, as the act ledger settles it. */
+export interface DeniedRecord {
+  readonly kind: "denied";
+  readonly code: string;
+}
+
 export type Duplicate =
   | { readonly kind: "conflict"; readonly trace: string | undefined }
-  | { readonly kind: "recorded"; readonly recorded: Recorded; readonly trace: string | undefined }
+  | {
+      readonly kind: "recorded";
+      readonly recorded: Recorded | DeniedRecord;
+      readonly trace: string | undefined;
+    }
   | { readonly kind: "in_progress"; readonly trace: string | undefined }
   | { readonly kind: "in_doubt"; readonly trace: string | undefined };
 
-/**
- * A `Recorded` already serialized, for a caller that has its result's JSON in hand (it measured
- * the result's size with it): the answer is then not serialized twice.
- */
-export class RecordedJson {
-  readonly json: string;
-  constructor(json: string) {
-    this.json = json;
-  }
-}
-
 export interface CallKeys {
   readonly claim: ClaimKey;
-  readonly result: ClaimKey;
+  /** Where the release before the act ledger kept the answer: read for replays, never written. */
+  readonly legacy: ClaimKey;
 }
 
 export function callKeys(scope: string, id: string): CallKeys {
   return {
     claim: { session: `mcp:${scope}`, functionCallId: id },
-    result: { session: `mcp.result:${scope}`, functionCallId: id },
+    legacy: { session: `mcp.result:${scope}`, functionCallId: id },
   };
 }
 
@@ -95,98 +98,95 @@ const INSTANCE = crypto.randomUUID();
 /** How long answers written after their replies wait for others to share a commit with. */
 const WINDOW_MS = 10;
 const MAX_WAITING = 256;
+/** In-doubt calls this process remembers, so its own duplicates read them in doubt at once. */
+const MAX_REMEMBERED = 4096;
 
 export class CallLedger {
   readonly #claims: ClaimStore;
   /** Answers being written after their reply, by call key: duplicates here wait for them. */
   readonly #pending = new Map<string, Promise<void>>();
-  /** Answers whose replies are out wait here to share a commit (see `recordLater`). */
+  /** Answers whose replies are out wait here to share a commit (see `settleLater`). */
   readonly #window = new WriteWindow(WINDOW_MS, MAX_WAITING);
+  /**
+   * Calls this process forwarded that came back with no answer. Their claims stay unsettled
+   * (listed in doubt); another process reads them in progress until their deadline passes.
+   */
+  readonly #inDoubt = new Set<string>();
 
   constructor(claims: ClaimStore) {
     this.#claims = claims;
   }
 
-  /** Claims the key; on a duplicate, says what the first call came to. */
-  async claim(
+  /** The claim a call's act records with its decision. */
+  claimOf(
     keys: CallKeys,
     bodyHash: string,
     trace: string,
     now: number,
     deadline: number,
-  ): Promise<{ readonly kind: "claimed" } | Duplicate> {
+  ): NonNullable<ActOptions["claim"]> {
     const meta: ClaimMeta = { w: WORKER, i: INSTANCE, t: trace, d: deadline };
-    const claimed = await this.#claims.claim(keys.claim, {
-      bodyHash,
-      claimedAt: now,
-      worker: JSON.stringify(meta),
-    });
-    if (claimed.status === "claimed") return { kind: "claimed" };
-    const existing = claimed.existing;
+    return { key: keys.claim, record: { bodyHash, claimedAt: now, worker: JSON.stringify(meta) } };
+  }
+
+  /** What a request whose act found the key claimed (`existing`) is told. */
+  async duplicateOf(
+    keys: CallKeys,
+    bodyHash: string,
+    existing: StoredClaim,
+    now: number,
+  ): Promise<Duplicate> {
     const first = metaOf(existing);
     const t = first?.t;
     if (existing.bodyHash !== bodyHash) return { kind: "conflict", trace: t };
-    const pending = this.#pending.get(pendingKey(keys));
+    const id = pendingKey(keys);
+    let stored: StoredClaim | undefined = existing;
+    const pending = this.#pending.get(id);
     if (pending !== undefined) {
       // A duplicate waiting here has no reason to wait for the window as well.
       this.#window.release();
       await pending;
+      stored = await this.#claims.get(keys.claim);
     }
-    const recorded = await this.#recorded(keys.result);
+    if (this.#inDoubt.has(id)) return { kind: "in_doubt", trace: t };
+    const recorded = await this.#recorded(keys, stored);
     if (recorded !== undefined) {
       if (recorded.kind === "in_doubt") return { kind: "in_doubt", trace: t };
       return { kind: "recorded", recorded, trace: t };
     }
+    if (stored?.receipt !== undefined) return { kind: "in_doubt", trace: t };
     return inDoubt(first, now) ? { kind: "in_doubt", trace: t } : { kind: "in_progress", trace: t };
   }
 
   /**
-   * Keeps the answer, then settles the claim with `status`; an in-doubt call keeps its answer
-   * only (its claim stays unsettled, so operators find it with `listInDoubt`).
+   * Settles the claim with `status` and `answer` in its own field, off the caller's path: once
+   * `after` (the call's audit events) has landed and the reply has gone out, in a write window
+   * shared by the answers in flight (one commit for all of them). A call in doubt (`status`
+   * undefined) is not settled: its claim stays listed by `listInDoubt`. A failed write is
+   * swallowed (the call then reads in doubt, never forwarded again): the caller already has the
+   * answer of what did happen.
    */
-  async record(
+  settleLater(
     keys: CallKeys,
-    bodyHash: string,
-    recorded: Recorded | RecordedJson,
-    status: "dispatched" | "denied" | "failed" | undefined,
-    now: number,
-  ): Promise<void> {
-    await this.#claims.claim(keys.result, {
-      bodyHash,
-      claimedAt: now,
-      worker: recorded instanceof RecordedJson ? recorded.json : JSON.stringify(recorded),
-    });
-    // The answer's own key is settled at once, so that `listInDoubt` lists calls, not answers;
-    // an in-doubt answer settles as `failed` (no outcome came back), its call stays unsettled.
-    // Both at once: duplicates read the answer's key, not the receipt, so order is not needed.
-    await Promise.all([
-      this.#claims.settle(keys.result, { status: status ?? "failed", settledAt: now }),
-      status === undefined
-        ? undefined
-        : this.#claims.settle(keys.claim, { status, settledAt: now }),
-    ]);
-  }
-
-  /**
-   * `record`, off the caller's path: the reply goes out while the answer is written. A failed
-   * write is swallowed (the call then reads in doubt, never forwarded again): the caller already
-   * has the answer of what did happen.
-   */
-  recordLater(
-    keys: CallKeys,
-    bodyHash: string,
-    recorded: Recorded | RecordedJson,
-    status: "dispatched" | "denied" | "failed" | undefined,
+    answer: Recorded,
+    status: "dispatched" | "failed" | undefined,
     now: number,
     after?: Promise<unknown>,
   ): void {
     const id = pendingKey(keys);
-    // Started once `after` (the call's audit event) has landed and the reply has gone out: on
-    // a durable store its commit then never queues beside the writes the reply waits for.
+    if (status === undefined) {
+      if (this.#inDoubt.size >= MAX_REMEMBERED) this.#inDoubt.clear();
+      this.#inDoubt.add(id);
+      return;
+    }
+    // Started once `after` has landed and the reply has gone out: on a durable store its commit
+    // then never queues beside the writes the reply waits for.
     const start = after === undefined ? nextTurn() : after.then(nextTurn, nextTurn);
     const write = start
       .then(() => this.#window.join())
-      .then(() => this.record(keys, bodyHash, recorded, status, now))
+      .then(() =>
+        this.#claims.settle(keys.claim, { status, settledAt: now }, answer as unknown as JsonValue),
+      )
       .catch(() => undefined)
       .finally(() => {
         if (this.#pending.get(id) === write) this.#pending.delete(id);
@@ -202,15 +202,36 @@ export class CallLedger {
     }
   }
 
-  async #recorded(key: ClaimKey): Promise<Recorded | undefined> {
-    const stored = await this.#claims.get(key);
-    if (stored?.worker === undefined) return undefined;
+  /** The claim's own answer; for a claim settled by the previous release, its second key's. */
+  async #recorded(
+    keys: CallKeys,
+    stored: StoredClaim | undefined,
+  ): Promise<Recorded | DeniedRecord | undefined> {
+    const answer = stored?.answer;
+    if (answer !== undefined) return answerOf(answer);
+    if (stored?.receipt === undefined) return undefined;
+    const legacy = await this.#claims.get(keys.legacy);
+    if (legacy?.worker === undefined) return undefined;
     try {
-      return JSON.parse(stored.worker) as Recorded;
+      return JSON.parse(legacy.worker) as Recorded;
     } catch {
       return { kind: "in_doubt", message: "the recorded answer is unreadable" };
     }
   }
+}
+
+/** A claim's answer as the gateway kept it, or the act ledger's refusal `{ status, code }`. */
+function answerOf(answer: JsonValue): Recorded | DeniedRecord {
+  const value = answer as { kind?: unknown; status?: unknown; code?: unknown };
+  if (value !== null && typeof value === "object") {
+    if (value.status === "denied" && typeof value.code === "string") {
+      return { kind: "denied", code: value.code };
+    }
+    if (value.kind === "result" || value.kind === "error" || value.kind === "in_doubt") {
+      return value as unknown as Recorded;
+    }
+  }
+  return { kind: "in_doubt", message: "the recorded answer is unreadable" };
 }
 
 /** Resolves after the I/O of this turn of the event loop (the reply's write among it). */

@@ -111,6 +111,7 @@ export async function openMcpGateway(config: GatewayConfig): Promise<OpenedGatew
       usage: bundle.usage,
       claims: bundle.claims,
       audit: bundle.audit,
+      ...("acts" in bundle ? { acts: bundle.acts } : {}),
       limits: config.limits,
       stateless: config.stateless,
     });

@@ -1,13 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { type CallToolResult, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { CallerCode } from "@tessera/core";
-import { redact } from "@tessera/core/store-kit";
-import { audit, gateEvent, type Trail } from "./call-audit.js";
-import type { PipelineParts } from "./calls.js";
+import { MAX_ANSWER_BYTES, redact } from "@tessera/core/store-kit";
+import { audit, gateEvent, stamp } from "./call-audit.js";
 import type { Limits } from "./config.js";
 import { gatewayError } from "./errors.js";
 import { CALL_ID_KEY, CODE_KEY } from "./keys.js";
-import { type CallKeys, type CallLedger, type Recorded, RecordedJson } from "./ledger.js";
+import type { CallKeys, Duplicate, Recorded } from "./ledger.js";
+import type { PipelineParts, Trail } from "./pipeline.js";
 
 /*
  * What a call answers when it is not forwarded (a duplicate, a refusal), and how an answer is
@@ -18,7 +18,7 @@ import { type CallKeys, type CallLedger, type Recorded, RecordedJson } from "./l
 export async function duplicate(
   parts: PipelineParts,
   trail: Trail,
-  found: Exclude<Awaited<ReturnType<CallLedger["claim"]>>, { kind: "claimed" }>,
+  found: Duplicate,
 ): Promise<CallToolResult> {
   const original = trail.callId;
   // Its own call ID, so explain(original) keeps telling the first call's story.
@@ -42,6 +42,8 @@ export async function duplicate(
     case "recorded": {
       const recorded = found.recorded;
       if (recorded.kind === "result") return recorded.result;
+      // Refused in its act: the claim was settled with the code; the refusal is rebuilt.
+      if (recorded.kind === "denied") return refusal(recorded.code as CallerCode, original);
       if (recorded.kind === "error")
         throw new McpError(-32012, recorded.message, { code: recorded.code });
       throw gatewayError("call_in_doubt", recorded.message);
@@ -49,6 +51,11 @@ export async function duplicate(
   }
 }
 
+/**
+ * A refusal the gateway decides itself (no such tool, an unusable bound argument), recorded as
+ * the call's act: its claim, settled `denied` with the code as its answer, and its event, in
+ * one write before the reply. A request that finds the key claimed is told what the first came to.
+ */
 export async function refuse(
   parts: PipelineParts,
   trail: Trail,
@@ -58,16 +65,23 @@ export async function refuse(
   reason: "no_capability" | "invalid_request",
   detail: string[],
 ): Promise<CallToolResult> {
-  const result = refusal(code, trail.callId);
-  await keep(
-    parts,
-    keys,
-    bodyHash,
-    { kind: "result", result },
-    "denied",
-    audit(parts, trail, gateEvent(code, reason), detail, "denied"),
-  );
-  return result;
+  const now = parts.clock.now();
+  const claim = parts.ledger.claimOf(keys, bodyHash, trail.traceId, now, now);
+  const event = stamp(parts, trail, gateEvent(code, reason), detail, "denied");
+  let recorded: Awaited<ReturnType<PipelineParts["acts"]["record"]>>;
+  try {
+    recorded = await parts.acts.record({ claim, event });
+  } catch {
+    throw gatewayError("claim_store_unavailable", "the store did not record the call: nothing ran");
+  }
+  if (recorded.status === "already_claimed") {
+    return duplicate(
+      parts,
+      trail,
+      await parts.ledger.duplicateOf(keys, bodyHash, recorded.existing, now),
+    );
+  }
+  return refusal(code, trail.callId);
 }
 
 export function refusal(code: CallerCode, callId: string): CallToolResult {
@@ -82,35 +96,36 @@ function refusalText(text: string, callId: string): CallToolResult {
   return { content: [{ type: "text", text }], isError: true, _meta: { [CALL_ID_KEY]: callId } };
 }
 
-/** The result to keep for duplicates, serialized once: the text that measured it is the one stored. */
-export function keptAnswer(result: CallToolResult, limits: Limits, callId: string): RecordedJson {
+/**
+ * The result to keep for duplicates: itself when its JSON fits the limit (and the claim
+ * store's bound on an answer), else a note that it ran.
+ */
+export function keptAnswer(result: CallToolResult, limits: Limits, callId: string): Recorded {
+  const limit = Math.min(limits.maxRecordedResultBytes, MAX_ANSWER_BYTES - 64);
   const json = JSON.stringify(result);
   // Up to 3 UTF-8 bytes per UTF-16 unit: most results are measured without counting bytes.
-  const fits =
-    json.length * 3 <= limits.maxRecordedResultBytes ||
-    Buffer.byteLength(json) <= limits.maxRecordedResultBytes;
-  const kept = fits
-    ? json
-    : JSON.stringify(
-        refusalText("the first call completed; its result was too large to keep", callId),
-      );
-  return new RecordedJson(`{"kind":"result","result":${kept}}`);
+  const fits = json.length * 3 <= limit || Buffer.byteLength(json) <= limit;
+  return {
+    kind: "result",
+    result: fits
+      ? result
+      : refusalText("the first call completed; its result was too large to keep", callId),
+  };
 }
 
 /**
- * Keeps the answer for duplicates and settles, once the call's audit event (`audited`) has
- * landed or failed and the reply is out (see ledger.ts); answers `audited`, for the reply to
- * wait on. If the store fails here the call has happened but its claim stays unsettled:
- * duplicates read it in doubt, and it is never forwarded again.
+ * Settles the claim with the answer once the call's audit events (`audited`) have landed or
+ * failed and the reply is out (see ledger.ts); answers `audited`, for the reply to wait on. If
+ * the store fails there the call has happened but its claim stays unsettled: duplicates read it
+ * in doubt, and it is never forwarded again.
  */
 export function keep(
   parts: PipelineParts,
   keys: CallKeys,
-  bodyHash: string,
-  recorded: Recorded | RecordedJson,
-  status: "dispatched" | "denied" | "failed" | undefined,
+  recorded: Recorded,
+  status: "dispatched" | "failed" | undefined,
   audited: Promise<void>,
 ): Promise<void> {
-  parts.ledger.recordLater(keys, bodyHash, recorded, status, parts.clock.now(), audited);
+  parts.ledger.settleLater(keys, recorded, status, parts.clock.now(), audited);
   return audited;
 }

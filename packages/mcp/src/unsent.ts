@@ -1,6 +1,6 @@
 import { type AuditEvent, releaseUse } from "@tessera/core";
-import { audit, type Trail } from "./call-audit.js";
-import type { PipelineParts } from "./calls.js";
+import { audit } from "./call-audit.js";
+import type { PipelineParts, Trail } from "./pipeline.js";
 
 /**
  * A call the upstream provably never received (no connection, an unknown session: see

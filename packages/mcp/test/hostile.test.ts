@@ -198,7 +198,7 @@ describe("upstream failures are reported, audited and never retried", () => {
     await expect(alice.callTool(call)).rejects.toSatisfy((e) => rpcCode(e) === "upstream_failed");
     await expect(alice.callTool(call)).rejects.toSatisfy((e) => rpcCode(e) === "upstream_failed");
     expect(harness.counts("malformed")).toBe(1);
-    const event = (await harness.audit.read({ callId: "m-1" }))[0];
+    const event = (await harness.audit.read({ callId: "m-1" })).at(-1);
     expect(event).toMatchObject({ reason: "delivery_failed", receipt: "failed" });
     expect(await harness.claims.listInDoubt()).toHaveLength(0);
   });
@@ -213,7 +213,7 @@ describe("upstream failures are reported, audited and never retried", () => {
     await expect(alice.callTool(call)).rejects.toSatisfy((e) => rpcCode(e) === "call_in_doubt");
     expect(harness.counts("slow")).toBe(1);
     expect(await harness.claims.listInDoubt()).toHaveLength(1);
-    const event = (await harness.audit.read({ callId: "t-1" }))[0];
+    const event = (await harness.audit.read({ callId: "t-1" })).at(-1);
     expect(event).toMatchObject({ reason: "delivery_failed", receipt: "in_doubt" });
   });
 

@@ -121,7 +121,7 @@ describe("the MCP gateway over Streamable HTTP (official SDK client)", () => {
     expect(textOf(await send("carol"))).toBe("tool_unavailable");
   });
 
-  it("writes one audit event per call: principal, tool, args digest (never the args), outcome, latency", async () => {
+  it("writes one audit event per allowed call, its act's: principal, tool, args digest (never the args), decision, latency", async () => {
     harness = await startHarness({}, [toolGrant("alice", ["messages", "echo"])]);
     const alice = await harness.client(ALICE_TOKEN);
     const secret = "the-secret-argument-value";
@@ -135,11 +135,12 @@ describe("the MCP gateway over Streamable HTTP (official SDK client)", () => {
       namespaceId: "acme",
       action: "tools/call",
       reason: "allowed",
-      receipt: "dispatched",
     });
+    // Recorded with the claim before forwarding: the receipt is settled into the claim.
+    expect(event?.receipt).toBeUndefined();
     expect(event?.resource).toBe("mcp:/messages/echo");
+    expect(event?.detail).toMatch(/tool messages\.echo/);
     expect(event?.detail).toMatch(/args sha256:[0-9a-f]{64}/);
-    expect(event?.detail).toMatch(/upstream ok/);
     expect(event?.detail).toMatch(/latency \d+ ms/);
     expect(JSON.stringify(harness.audit.events)).not.toContain(secret);
   });

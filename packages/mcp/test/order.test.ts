@@ -72,12 +72,16 @@ async function rig(options: {
   const claims = new InMemoryClaimStore();
   const claim = claims.claim.bind(claims);
   claims.claim = async (key, record) => {
-    const answer = key.session.startsWith("mcp.result:");
-    log.push(answer ? "answer kept" : "claim start");
-    if (!answer) await options.claimGate?.opened;
+    log.push("claim start");
+    await options.claimGate?.opened;
     const claimed = await claim(key, record);
-    if (!answer) log.push("claim end");
+    log.push("claim end");
     return claimed;
+  };
+  const settle = claims.settle.bind(claims);
+  claims.settle = async (key, receipt, answer) => {
+    log.push(answer === undefined ? "settled" : "answer kept");
+    return settle(key, receipt, answer);
   };
   const audit = new InMemoryAuditSink();
   const append = audit.append.bind(audit);
@@ -96,6 +100,7 @@ async function rig(options: {
   const upstream = new McpServer({ name: "up", version: "1.0.0" });
   upstream.registerTool("echo", { inputSchema: { text: z.string() } }, async ({ text }) => {
     runs++;
+    log.push("upstream");
     return { content: [{ type: "text", text }] };
   });
   const [gatewaySide, upstreamSide] = InMemoryTransport.createLinkedPair();
@@ -139,29 +144,39 @@ describe("a call's store work, in order", () => {
     expect(runs()).toBe(1);
   });
 
-  it("the answer is kept once the call's audit event has landed, after the reply", async () => {
+  it("the act (claim, spend, event) lands before the upstream runs; the answer is kept after the reply", async () => {
     const auditGate = gate();
-    const { log, client, gateway } = await rig({ auditGate });
+    const { log, runs, client, gateway } = await rig({ auditGate });
     const reply = client.callTool(call("k-2"));
     await until(log, "audit start");
-    // Give a write started beside the audit every chance to show.
+    // Give the upstream, or a write started beside the act's event, every chance to show.
     await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(runs()).toBe(0);
     expect(log).not.toContain("answer kept");
     auditGate.open();
     await reply;
     await gateway.close();
-    expect(log.indexOf("answer kept")).toBeGreaterThan(log.indexOf("audit end"));
+    const act = log.indexOf("audit end");
+    expect(log.slice(log.indexOf("claim start"), act + 1)).toEqual([
+      "claim start",
+      "claim end",
+      "spend",
+      "audit start",
+      "audit end",
+    ]);
+    expect(log.indexOf("upstream")).toBeGreaterThan(act);
+    // One event per allowed call (the act's): the receipt and answer go into the claim.
+    expect(log.filter((e) => e === "audit start")).toHaveLength(1);
+    expect(log.indexOf("answer kept")).toBeGreaterThan(log.indexOf("upstream"));
   });
 
-  it("an audit sink that refuses: the caller gets audit_unavailable, the answer is still kept", async () => {
+  it("an audit sink that refuses the act's event: the caller is told nothing ran, and nothing did", async () => {
     const { runs, client } = await rig({ failAudit: 1 });
     const first = client.callTool(call("k-3"));
     await expect(first).rejects.toSatisfy(
-      (e) => (e as { data?: { code?: string } }).data?.code === "audit_unavailable",
+      (e) => (e as { data?: { code?: string } }).data?.code === "claim_store_unavailable",
     );
-    // The call did run: its replay is answered from the record, not run again.
-    const replay = await client.callTool(call("k-3"));
-    expect(replay.content).toEqual([{ type: "text", text: "hi" }]);
-    expect(runs()).toBe(1);
+    // No effect without its record: the upstream never ran.
+    expect(runs()).toBe(0);
   });
 });

@@ -83,11 +83,13 @@ describe("a single-use ticket and an upstream that is down", () => {
     await expect(alice.callTool(down)).rejects.toSatisfy((e) => rpcCode(e) === "upstream_failed");
     expect(await usage.getUsage("acme", grant.id)).toBe(0);
     const events = await harness.audit.read({ callId: "down-1" });
+    // The act's event (recorded before forwarding), the upstream's outcome, the use given back.
     expect(events.map((e) => [e.reason, e.receipt])).toEqual([
+      ["allowed", undefined],
       ["delivery_failed", "failed"],
       ["use_returned", "failed"],
     ]);
-    expect(events[0]?.detail).toMatch(/nothing was sent/);
+    expect(events[1]?.detail).toMatch(/nothing was sent/);
     expect((await explain(harness.audit, "down-1")).verdict).toBe("use_returned");
     // The replay of that key answers what it answered; it is not forwarded again.
     await expect(alice.callTool(down)).rejects.toSatisfy((e) => rpcCode(e) === "upstream_failed");
@@ -134,7 +136,7 @@ describe("a single-use ticket and an upstream that is down", () => {
     await expect(alice.callTool(call)).rejects.toSatisfy((e) => rpcCode(e) === "upstream_failed");
     expect(await usage.getUsage("acme", grant.id)).toBe(1);
     const events = await harness.audit.read({ callId: "sent-1" });
-    expect(events.map((e) => e.reason)).toEqual(["delivery_failed"]);
+    expect(events.map((e) => e.reason)).toEqual(["allowed", "delivery_failed"]);
     await upstream.kill();
   });
 });

@@ -137,7 +137,8 @@ describe("an error the upstream sent", () => {
           (e) => rpcCode(e) === "upstream_failed",
         );
         expect(await inDoubtOnceSettled(h)).toEqual([]);
-        const event = (await h.audit.read({ callId: key }))[0];
+        // The act's event (allowed, before forwarding), then the outcome's.
+        const event = (await h.audit.read({ callId: key })).at(-1);
         expect(event).toMatchObject({ receipt: "failed" });
         // The upstream is still connected: the next call runs on it.
         const echo = await alice.callTool({ name: "raw.echo", arguments: { text: "still" } });
@@ -160,7 +161,9 @@ describe("a connection to an HTTP upstream", () => {
     expect(readCounts(countFile, "drop")).toBe(1);
     const inDoubt = await h.claims.listInDoubt();
     expect(inDoubt.map((claim) => claim.functionCallId)).toEqual(["key:drop-1"]);
-    expect((await h.audit.read({ callId: "drop-1" }))[0]).toMatchObject({ receipt: "in_doubt" });
+    expect((await h.audit.read({ callId: "drop-1" })).at(-1)).toMatchObject({
+      receipt: "in_doubt",
+    });
     // The next call opens a new session and runs.
     const echo = await alice.callTool({ name: "raw.echo", arguments: { text: "after" } });
     expect(textOf(echo)).toBe("after");
