@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { isTesseraError, redact, TesseraError } from "../contracts/errors.js";
+import { isTesseraError, TesseraError } from "../contracts/errors.js";
 import { MESSAGE_SEND_ACTION, messageResource } from "../contracts/messages.js";
 import type { Act, ActLedger, ActResult } from "../ports/act-ledger.js";
 import type { MessageEnvelope } from "../ports/transport.js";
@@ -254,25 +254,10 @@ export class LedgerLease implements TurnAuthority {
       );
     }
     // The use is spent: the grant authorized an act that was attempted. The failure is its own
-    // event, written before the caller hears it (it reports an effect that may have happened).
-    // One the transport says never left gives its use back (unsent.ts).
-    if (outcome.sent === false) {
-      const parts = this.#parts;
-      await recordFailedDelivery(parts.audit, parts.scope, () => this.#now(), send, grant, outcome);
-      return refused("delivery_failed");
-    }
-    const failed = this.#parts.audit.write({
-      now: this.#now(),
-      code: "delivery_failed",
-      reason: "delivery_failed",
-      callId: send.callId,
-      action: MESSAGE_SEND_ACTION,
-      resource: send.label,
-      grantId: grant.id,
-      chain: grant.chain,
-      detail: `transport answered ${redact(outcome.code)}`,
-    });
-    if (failed !== undefined) await failed;
+    // event, written before the caller hears it (it reports an effect that may have happened);
+    // one the transport says never left gives its use back (unsent.ts).
+    const parts = this.#parts;
+    await recordFailedDelivery(parts.audit, parts.scope, () => this.#now(), send, grant, outcome);
     return refused("delivery_failed");
   }
 
