@@ -84,6 +84,12 @@ export const GatewayConfigSchema = z.strictObject({
    * `_meta` (a JSON-RPC id alone is not a replay key).
    */
   stateless: z.boolean().default(false),
+  /**
+   * The identity provider's config file (`@tessera/server/identity`'s, as `tessera serve
+   * --identity` reads it): its access tokens are accepted over HTTP beside `principals`, and its
+   * `audience` is this gateway's resource URL. Relative to the config's folder.
+   */
+  identity: z.string().min(1).optional(),
   limits: LimitsSchema.default(LimitsSchema.parse({})),
 });
 export type GatewayConfig = z.infer<typeof GatewayConfigSchema>;
@@ -161,5 +167,10 @@ function resolveConfigPaths(config: GatewayConfig, baseDir: string): GatewayConf
       "command" in spec ? { ...spec, cwd: resolve(baseDir, spec.cwd ?? ".") } : spec;
   }
   const stores = config.stores === undefined ? undefined : storeInFolder(config.stores, baseDir);
-  return { ...config, upstreams, ...(stores === undefined ? {} : { stores }) };
+  return {
+    ...config,
+    upstreams,
+    ...(stores === undefined ? {} : { stores }),
+    ...(config.identity === undefined ? {} : { identity: resolve(baseDir, config.identity) }),
+  };
 }

@@ -5,6 +5,13 @@
  */
 
 export {
+  type BearerRefusal,
+  type BearerVerifier,
+  type ProtectedResource,
+  resourceMetadata,
+  resourceMetadataUrl,
+} from "./bearer.js";
+export {
   type GatewayConfig,
   type GatewayConfigInput,
   type Limits,

@@ -15,7 +15,7 @@ import {
 } from "@tessera/core";
 import type { GatewayConfig } from "./config.js";
 import { existingStore } from "./config-paths.js";
-import { resourceMetadata, resourceMetadataUrl } from "./bearer.js";
+import { type ProtectedResource, resourceMetadata, resourceMetadataUrl } from "./bearer.js";
 import { createMcpGateway, type McpGateway } from "./gateway.js";
 
 export interface ListeningGateway {
@@ -90,7 +90,11 @@ export interface OpenedGateway {
  * Opens the config's stores and connects its upstreams. A `sqlite:` store file must exist (or
  * the URL say `create=true`): a gateway never starts an empty claim history by accident.
  */
-export async function openMcpGateway(config: GatewayConfig): Promise<OpenedGateway> {
+export async function openMcpGateway(
+  config: GatewayConfig,
+  /** The identity provider's tokens (built by the host: `tessera mcp` from `config.identity`). */
+  extra: { readonly protectedResource?: ProtectedResource } = {},
+): Promise<OpenedGateway> {
   const bundle =
     config.stores === undefined
       ? {
@@ -114,6 +118,9 @@ export async function openMcpGateway(config: GatewayConfig): Promise<OpenedGatew
       ...("acts" in bundle ? { acts: bundle.acts } : {}),
       limits: config.limits,
       stateless: config.stateless,
+      ...(extra.protectedResource === undefined
+        ? {}
+        : { protectedResource: extra.protectedResource }),
     });
   } catch (error) {
     await bundle.close();

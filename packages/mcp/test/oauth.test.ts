@@ -1,12 +1,15 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { ClientCredentialsProvider } from "@modelcontextprotocol/sdk/client/auth-extensions.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { InMemoryGrantStore, InMemoryGrantUsageStore } from "@tessera/core";
-import { createMcpGateway, listenMcpGateway } from "@tessera/mcp";
+import { createMcpGateway, listenMcpGateway, loadGatewayConfig } from "@tessera/mcp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 // The one verifier both faces use; the test reaches it by path (the CLI composes the two).
@@ -200,5 +203,19 @@ describe("the MCP gateway as an OAuth resource server", () => {
     } finally {
       await client.close();
     }
+  });
+
+  it("a gateway config names its identity file relative to its own folder", () => {
+    const dir = mkdtempSync(join(tmpdir(), "mcp-identity-"));
+    const file = join(dir, "gateway.json");
+    writeFileSync(
+      file,
+      JSON.stringify({
+        upstreams: { up: { url: "http://127.0.0.1:9/mcp" } },
+        principals: [PRINCIPALS[0]],
+        identity: "identity.json",
+      }),
+    );
+    expect(loadGatewayConfig(file).identity).toBe(join(dir, "identity.json"));
   });
 });

@@ -1,5 +1,13 @@
 import { TesseraError } from "@tessera/core";
-import { listenMcpGateway, loadGatewayConfig, openMcpGateway, serveMcpStdio } from "@tessera/mcp";
+import {
+  type GatewayConfig,
+  listenMcpGateway,
+  loadGatewayConfig,
+  openMcpGateway,
+  type ProtectedResource,
+  serveMcpStdio,
+} from "@tessera/mcp";
+import { JwtVerifier, loadJwtIdentity } from "@tessera/server/identity";
 import { Command } from "commander";
 import { nonEmpty, wholeNumber } from "../options.js";
 
@@ -40,7 +48,11 @@ export function mcpCommand(): Command {
           "--stdio needs the caller's token in TESSERA_MCP_TOKEN",
         );
       }
-      const opened = await openMcpGateway(config);
+      const protectedResource = identityOf(config);
+      const opened = await openMcpGateway(
+        config,
+        protectedResource === undefined ? {} : { protectedResource },
+      );
       const stopped = new Promise<void>((resolve) => {
         process.once("SIGINT", () => resolve());
         process.once("SIGTERM", () => resolve());
@@ -74,6 +86,30 @@ export function mcpCommand(): Command {
       await opened.close();
       announce(options.json, { event: "stopped" }, "stopped");
     });
+}
+
+/**
+ * The identity provider named by the config: its tokens verified by the same code as the
+ * service's, its `audience` the gateway's resource URL, each refusal one stderr line (what
+ * failed, never the token).
+ */
+function identityOf(config: GatewayConfig): ProtectedResource | undefined {
+  if (config.identity === undefined) return undefined;
+  const identity = loadJwtIdentity(config.identity);
+  const verifier = new JwtVerifier(identity, {
+    onKeyLoadError: (error) =>
+      process.stderr.write(
+        `tessera mcp: the issuer's keys could not be loaded: ${error instanceof Error ? error.message : "error"}\n`,
+      ),
+  });
+  return {
+    resource: identity.audience,
+    authorizationServers: [identity.issuer],
+    ...(identity.requiredScope === undefined ? {} : { requiredScope: identity.requiredScope }),
+    verifier,
+    onRefused: ({ reason, detail }) =>
+      process.stderr.write(`tessera mcp: bearer token refused: ${detail} (${reason})\n`),
+  };
 }
 
 function announce(json: boolean | undefined, event: object, text: string): void {
