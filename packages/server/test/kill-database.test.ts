@@ -43,6 +43,11 @@ const WORKERS = 12;
 const OUTAGE_MS = 800;
 /** How long clients keep retrying once it is back (a call in doubt answers 409 after 5 s). */
 const SETTLE_MS = 8_000;
+/**
+ * How long before the kill a denial without a call ID may have been answered and still be lost:
+ * its event was still waiting for the store (window, then queue) when the database died.
+ */
+const LOST_DENIAL_MAX_AGE_MS = 2_000;
 /** How long the last pass retries each call ID. */
 const LAST_PASS_MS = 7_000;
 
@@ -248,13 +253,15 @@ for (const [name, start, binaries] of backends) {
         ).toHaveLength(1);
         if (outcome === "allowed") expect(deliveries.get(s.job.callId)).toBe(1);
       }
-      // Denials without a call ID are written after their reply: a crash may lose those still in
-      // the write window (≤ 10 ms) or in the write the database died under, never others.
+      // Denials without a call ID are written after their reply: a crash may lose those whose
+      // write had not landed yet (the ≤ 10 ms window, then the store's write queue: measured up
+      // to ~0.7 s on PostgreSQL under this load, printed as lostDenialAgesMs), never others.
       for (const s of lostDenials) {
-        expect(s.answeredAt, `lost denial ${s.job.recipient}`).toBeGreaterThanOrEqual(
-          times.killAt - 250,
+        const answeredAt = s.answeredAt ?? 0;
+        expect(answeredAt, `lost denial ${s.job.recipient}`).toBeGreaterThanOrEqual(
+          times.killAt - LOST_DENIAL_MAX_AGE_MS,
         );
-        expect(s.answeredAt).toBeLessThanOrEqual(times.backAt);
+        expect(answeredAt).toBeLessThanOrEqual(times.backAt);
       }
 
       // No claim blocks its call ID forever: each gets an answer again (the one first given,
@@ -284,14 +291,22 @@ for (const [name, start, binaries] of backends) {
         failedAttempts: seen.reduce((n, s) => n + s.statuses.filter((x) => x !== 200).length, 0),
         answeredWithCallId: answeredWithId,
         ticketsSpent: spent,
+        answers: tally(seen.map((s) => s.answer && `${s.answer.status}:${s.answer.code ?? ""}`)),
         delivered: [...deliveries.keys()].filter((c) => c.startsWith(prefix)).length,
         denialsWithoutCallId: denialsWithoutId,
-        denialsLostInWindow: lostDenials.length,
+        denialsLost: lostDenials.length,
+        lostDenialAgesMs: lostDenials.map((d) => times.killAt - (d.answeredAt ?? 0)),
         inDoubtAfterDelivery: doubtful.length,
         outageMs: times.backAt - times.killAt,
       };
     }
   });
+}
+
+function tally(values: readonly (string | undefined)[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const v of values) if (v !== undefined) counts[v] = (counts[v] ?? 0) + 1;
+  return counts;
 }
 
 /** A read right after a restart may meet a connection the crash left dead: try a few times. */
