@@ -209,15 +209,12 @@ async function serveStderr(args: string[], env: Record<string, string>): Promise
   const child = spawn(process.execPath, [BIN, "serve", ...args], {
     env: { ...process.env, ...env },
   });
-  let stdout = "";
   let stderr = "";
-  child.stderr.on("data", (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
   await new Promise<void>((resolve, reject) => {
-    child.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString();
-      if (stdout.includes("listening on")) resolve();
+    // "listening on" is text on stderr: stdout holds only JSON.
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+      if (stderr.includes("tessera serve: listening on")) resolve();
     });
     child.once("close", (code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
   });

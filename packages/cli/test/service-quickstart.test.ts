@@ -106,6 +106,7 @@ describe("docs/service.md quick start", () => {
         });
         child.stderr?.on("data", (chunk: Buffer) => {
           output += chunk.toString();
+          if (ready?.test(output)) resolve(output);
         });
         child.once("close", (code) => reject(new Error(`${name} exited ${code}: ${output}`)));
         if (ready === undefined) setTimeout(() => resolve(output), 500);

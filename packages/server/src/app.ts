@@ -3,9 +3,10 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createKernel, type MessageTransport } from "@tessera/core";
 import { bearerToken, ROUTES, type RouteSpec } from "@tessera/core/http";
 import { composeActLedger } from "@tessera/core/store-kit";
-import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyReply, LogController } from "fastify";
 import { WriteRounds } from "./coalesce.js";
 import type { ServiceContext } from "./context.js";
+import { DecisionLog } from "./decision-log.js";
 import { HttpProblem, handleError } from "./errors.js";
 import { type JwtIdentityInput, parseJwtIdentity } from "./identity/config.js";
 import { JwtVerifier, looksLikeJwt } from "./identity/verify.js";
@@ -25,6 +26,11 @@ import type { ServiceStores } from "./stores.js";
 import { fastifyTimeouts, type ServerTimeouts, serverTimeouts } from "./timeouts.js";
 
 export const MAX_BODY_BYTES = 64 * 1024;
+
+const PROBE_PATHS: ReadonlySet<string> = new Set(["/healthz", "/readyz", "/metrics"]);
+const DECISION_PATHS: ReadonlySet<string> = new Set<string>(
+  [ROUTES.authorize, ROUTES.sendMessage, ROUTES.a2uiClaim, ROUTES.a2uiCall].map((r) => r.path),
+);
 
 export interface AppOptions {
   readonly stores: ServiceStores;
@@ -78,14 +84,17 @@ export function buildApp(options: AppOptions): FastifyInstance {
     options.principals instanceof PrincipalSet
       ? options.principals
       : new PrincipalSet(options.principals);
+  // Each decision's event passes through the log on its way to the store: one line each.
+  const decisions = new DecisionLog();
   // Every decision is one act: claim (retry-safe calls), spend and event in one write.
-  const acts = stores.acts ?? composeActLedger(stores);
+  const acts = decisions.acts(stores.acts ?? composeActLedger(stores));
   const context: ServiceContext = {
     acts,
+    decisions,
     kernel: createKernel({
       grants: stores.grants,
       usage: stores.usage,
-      audit: stores.audit,
+      audit: decisions.audit(stores.audit),
       acts,
       denials: options.audit?.denials ?? "after-reply",
       ...(options.transport === undefined ? {} : { transport: options.transport }),
@@ -114,6 +123,9 @@ export function buildApp(options: AppOptions): FastifyInstance {
     genReqId: (request) => saneRequestId(request.headers["x-request-id"]) ?? randomUUID(),
     requestIdHeader: false,
     return503OnClosing: true,
+    // Fastify's two lines per request (incoming, completed) say nothing of the decision; the
+    // service writes one line per decision and one per other request (onResponse below).
+    logController: new LogController({ disableRequestLogging: true }),
     ...fastifyTimeouts(serverTimeouts(options.timeouts)),
     // A target Fastify cannot read (a bad absolute-form URL) is answered in the service's shape.
     frameworkErrors: (_error, _request, reply) => {
@@ -158,6 +170,28 @@ export function buildApp(options: AppOptions): FastifyInstance {
           },
   });
   app.setErrorHandler(handleError);
+  decisions.attach(app.log);
+  app.addHook("onResponse", (request, reply, done) => {
+    const status = reply.statusCode;
+    const path = request.routeOptions.url;
+    // A decision route that answered 200 has its decision line (or its replay line); probes
+    // are polled every few seconds and would drown the decisions: debug.
+    const quiet =
+      (status === 200 && path !== undefined && DECISION_PATHS.has(path)) ||
+      (path !== undefined && PROBE_PATHS.has(path));
+    // No headers: the one line per request carries nothing a client sent but its target,
+    // which redactCredentials filters as the line is written.
+    const line = {
+      reqId: request.id,
+      req: { method: request.method, url: request.url },
+      res: { statusCode: status },
+      responseTime: reply.elapsedTime,
+      ...(request.principal === undefined ? {} : { actor: request.principal.actor }),
+    };
+    if (quiet) request.log.debug(line, "request");
+    else request.log.info(line, "request");
+    done();
+  });
   keyLoadFailed = (error) =>
     app.log.warn(
       { identity: { reason: "keys_unavailable", issuer: verifier?.config.issuer } },

@@ -1,4 +1,5 @@
 import type { ActLedger, Kernel, MessageTransport } from "@tessera/core";
+import type { DecisionLog } from "./decision-log.js";
 import type { Metrics } from "./metrics.js";
 import type { Principal } from "./principals.js";
 import type { RetryOptions } from "./retry.js";
@@ -9,6 +10,8 @@ export interface ServiceContext {
   readonly kernel: Kernel;
   /** The store's act ledger, the kernel's own: events written beside acts go through it too. */
   readonly acts: ActLedger;
+  /** One log line per decision (see decision-log.ts). */
+  readonly decisions: DecisionLog;
   readonly stores: ServiceStores;
   readonly principals: readonly Principal[];
   readonly metrics: Metrics;

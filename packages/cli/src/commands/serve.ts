@@ -9,12 +9,12 @@ import {
   type ServiceStores,
 } from "@tessera/server";
 import { loadJwtIdentity } from "@tessera/server/identity";
-import { Command } from "commander";
+import { Command, Option } from "commander";
 import { loadServeConfig, type ServeConfig, type ServeFlags } from "../config/load.js";
 import { nonEmpty, wholeNumber } from "../options.js";
 import { openStoresByUrl } from "../stores.js";
 
-type ServeCommandOptions = ServeFlags & { json?: boolean };
+type ServeCommandOptions = ServeFlags & { json?: boolean; logLevel: string };
 
 export function serveCommand(): Command {
   return new Command("serve")
@@ -77,7 +77,18 @@ export function serveCommand(): Command {
       "a connection with no byte either way for this long is closed, even mid-answer (default 300000; or TESSERA_CONNECTION_TIMEOUT_MS, or connectionTimeoutMs)",
       wholeNumber(1, 3_600_000),
     )
-    .option("--json", "print the listening and stopped events as JSON lines")
+    .addOption(
+      new Option(
+        "--log-level <level>",
+        "the JSON log's level: one line per decision and per other request at info, health probes and a decision's request line at debug",
+      )
+        .choices(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
+        .default("info"),
+    )
+    .option(
+      "--json",
+      "print the listening and stopped events as JSON lines on stdout (without it they are text on stderr: stdout holds only JSON)",
+    )
     .action(async (options: ServeCommandOptions) => {
       const config = loadServeConfig(options);
       const principals = loadPrincipals(config.principals);
@@ -109,6 +120,7 @@ export function serveCommand(): Command {
         host: config.host,
         port: config.port,
         ...config.timeouts,
+        log: { level: options.logLevel },
         ...(transport === undefined ? {} : { transport }),
         ...(a2ui === undefined ? {} : { a2ui }),
         ...(identity === undefined ? {} : { identity }),
@@ -173,8 +185,13 @@ function reloadPrincipals(server: RunningServer, path: string, json: boolean | u
   );
 }
 
+/**
+ * Standard output holds JSON only (the log's lines, and with --json these events), so it can
+ * be piped to a log collector; the text form goes to standard error with the warnings.
+ */
 function announce(json: boolean | undefined, event: object, text: string): void {
-  process.stdout.write(json ? `${JSON.stringify(event)}\n` : `tessera serve: ${text}\n`);
+  if (json) process.stdout.write(`${JSON.stringify(event)}\n`);
+  else process.stderr.write(`tessera serve: ${text}\n`);
 }
 
 /**

@@ -23,11 +23,14 @@ export async function serveProcess(args: readonly string[]) {
   const child = spawn(process.execPath, [BIN, "serve", ...args]);
   let output = "";
   const url = await new Promise<string>((resolve, reject) => {
-    child.stdout.on("data", (chunk: Buffer) => {
+    // The text announcement is on stderr (stdout holds only JSON): read both.
+    const read = (chunk: Buffer) => {
       output += chunk.toString();
       const found = /listening on (http:\S+)/.exec(output)?.[1];
       if (found) resolve(found);
-    });
+    };
+    child.stdout.on("data", read);
+    child.stderr.on("data", read);
     child.once("close", (code) => reject(new Error(`serve exited early with ${code}`)));
   });
   return {

@@ -57,7 +57,7 @@ export function decisionRoutes(app: FastifyInstance, context: ServiceContext): v
         const settled: Settled = answer.status === "allowed" ? "dispatched" : "denied";
         return { answer, settled };
       };
-      return retrySafe(context, "authorize", principal, body.callId, body, decide);
+      return retrySafe(context, "authorize", request.id, principal, body.callId, body, decide);
     },
   });
 
@@ -92,7 +92,7 @@ export function decisionRoutes(app: FastifyInstance, context: ServiceContext): v
               : "denied";
         return { answer, settled };
       };
-      return retrySafe(context, "send", principal, body.callId, body, decide);
+      return retrySafe(context, "send", request.id, principal, body.callId, body, decide);
     },
   });
 
@@ -164,6 +164,7 @@ export function principalOf(request: FastifyRequest): Principal {
 async function retrySafe<A>(
   context: ServiceContext,
   route: string,
+  reqId: string,
   principal: Principal,
   callId: string | undefined,
   body: unknown,
@@ -173,7 +174,31 @@ async function retrySafe<A>(
     claim?: CallClaim,
   ) => Promise<{ answer: A; settled: Settled } | AlreadyClaimed>,
 ): Promise<A> {
-  const turn = openTurn(context, principal);
+  const traceId = randomUUID();
+  // The decision's log line waits for its answer (latency) and its event, see decision-log.ts.
+  context.decisions.begin(traceId, reqId);
+  try {
+    return await decideOnce(context, route, reqId, traceId, principal, callId, body, decide);
+  } finally {
+    context.decisions.answered(traceId);
+  }
+}
+
+async function decideOnce<A>(
+  context: ServiceContext,
+  route: string,
+  reqId: string,
+  traceId: string,
+  principal: Principal,
+  callId: string | undefined,
+  body: unknown,
+  decide: (
+    turn: Promise<TurnAuthority>,
+    callId?: string,
+    claim?: CallClaim,
+  ) => Promise<{ answer: A; settled: Settled } | AlreadyClaimed>,
+): Promise<A> {
+  const turn = openTurn(context, principal, traceId);
   if (callId === undefined) {
     const decided = await decide(turn);
     if ("existing" in decided) throw new Error("a decision without a claim collided");
@@ -192,6 +217,15 @@ async function retrySafe<A>(
     route,
     status: result.replayed ? "none" : (result.settled ?? "none"),
   });
+  if (result.replayed) {
+    const { namespaceId, actor, authority, owner } = principal;
+    context.decisions.replayed({
+      reqId,
+      callId,
+      route,
+      principal: { namespaceId, actor, authority, ...(owner === undefined ? {} : { owner }) },
+    });
+  }
   return result.answer;
 }
 
@@ -208,8 +242,12 @@ export function turnContext(principal: Principal, traceId: string): AccessContex
   };
 }
 
-function openTurn(context: ServiceContext, principal: Principal): Promise<TurnAuthority> {
-  const opened = context.kernel.openTurnAuthority(turnContext(principal, randomUUID()));
+function openTurn(
+  context: ServiceContext,
+  principal: Principal,
+  traceId: string = randomUUID(),
+): Promise<TurnAuthority> {
+  const opened = context.kernel.openTurnAuthority(turnContext(principal, traceId));
   // Awaited only once the claim is won: a failure meanwhile must not read as unhandled.
   opened.catch(noop);
   return opened;
