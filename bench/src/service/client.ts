@@ -15,7 +15,9 @@ const DENIED_BODY = JSON.stringify({ recipient: "stranger", payload: "hi" });
 
 function requests(spec: LoadSpec): autocannon.Request[] {
   let n = 0;
-  const post = { method: "POST" as const, headers: HEADERS };
+  const headers =
+    spec.token === undefined ? HEADERS : { ...HEADERS, authorization: `Bearer ${spec.token}` };
+  const post = { method: "POST" as const, headers };
   switch (spec.shape) {
     case "denied":
       return [{ ...post, path: "/v1/messages", body: DENIED_BODY }];

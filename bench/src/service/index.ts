@@ -27,6 +27,7 @@ import {
   rawSqlite,
   rawWriteRoute,
 } from "./baselines.js";
+import { identityRows } from "./identity.js";
 import { LoadClient, type LoadSpec } from "./load.js";
 import { answerSize, service } from "./service.js";
 
@@ -299,6 +300,7 @@ export async function run(): Promise<BenchSection> {
   const client = new LoadClient();
   try {
     await deniedRows(client, scratch, rows, notes);
+    await identityRows(client, scratch, rows);
     const rawPath = join(scratch, "raw.db");
     await durableRows(
       client,

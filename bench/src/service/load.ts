@@ -15,6 +15,8 @@ export interface LoadSpec {
   readonly tag: string;
   readonly connections: number;
   readonly ms: number;
+  /** The bearer token sent; the static principal's (`bench-service-token`) when absent. */
+  readonly token?: string;
 }
 
 export interface LoadResult {

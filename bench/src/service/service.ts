@@ -9,7 +9,7 @@ import {
   messageSendCapability,
   openStores,
 } from "@tessera/core";
-import { listen, type ServiceStores, tokenDigest } from "@tessera/server";
+import { type ListenOptions, listen, type ServiceStores, tokenDigest } from "@tessera/server";
 import { CATALOG, CATALOG_ID } from "../a2ui/fixtures.js";
 import type { DurableRows, Running } from "./baselines.js";
 
@@ -61,6 +61,8 @@ function memoryStoresRecordingTo(rows: DurableRows): ServiceStores & { close(): 
 export async function service(
   storeUrl: string | "memory",
   recordTo?: DurableRows,
+  /** JWT access tokens accepted beside the static token (`bench/src/service/identity.ts`). */
+  identity?: ListenOptions["identity"],
 ): Promise<Running> {
   const stores =
     storeUrl !== "memory"
@@ -92,6 +94,7 @@ export async function service(
     principals: [PRINCIPAL],
     transport: InProcessTransport.echo(),
     a2ui: { catalogs: [CATALOG] },
+    ...(identity === undefined ? {} : { identity }),
     port: 0,
     log: false,
   });
