@@ -45,6 +45,14 @@ const SEED_VERDICTS = {
 const scratch = mkdtempSync(path.join(tmpdir(), "tessera-demo-test-"));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
+describe("two-workers demo text", () => {
+  it("ends with exactly one newline", () => {
+    const text = formatTwoWorkersReport(SEED_VERDICTS);
+    expect(text.endsWith("\n")).toBe(true);
+    expect(text.endsWith("\n\n")).toBe(false);
+  });
+});
+
 describe("two-workers demo, real OS processes", () => {
   it("the four cases reproduce the seed page's verdicts, measured from the run", async () => {
     const report = await runTwoWorkersDemo();

@@ -38,5 +38,6 @@ export function formatTwoWorkersReport(report: TwoWorkersReport): string {
     "may reuse the ID. A claim directory is local and private to one machine: it is not",
     "multi-machine coordination, authenticated consent or proof of delivery.",
   );
-  return lines.join("\n");
+  // Ends with a newline, as the fan-out report does: the shell prompt starts on its own line.
+  return `${lines.join("\n")}\n`;
 }
