@@ -13,9 +13,9 @@ import {
   type ReadableAuditSink,
   TesseraError,
 } from "@tessera/core";
+import { type ProtectedResource, resourceMetadata, resourceMetadataUrl } from "./bearer.js";
 import type { GatewayConfig } from "./config.js";
 import { existingStore } from "./config-paths.js";
-import { type ProtectedResource, resourceMetadata, resourceMetadataUrl } from "./bearer.js";
 import { createMcpGateway, type McpGateway } from "./gateway.js";
 
 export interface ListeningGateway {
