@@ -47,7 +47,9 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 describe("two-workers demo text", () => {
   it("ends with exactly one newline", () => {
-    const text = formatTwoWorkersReport(SEED_VERDICTS);
+    const text = formatTwoWorkersReport(
+      SEED_VERDICTS as Parameters<typeof formatTwoWorkersReport>[0],
+    );
     expect(text.endsWith("\n")).toBe(true);
     expect(text.endsWith("\n\n")).toBe(false);
   });

@@ -15,7 +15,7 @@ function closedPort(): Promise<number> {
 }
 
 async function failure(url: string): Promise<TesseraClientError> {
-  const client = createTesseraClient({ url, token: "t", retry: { maxAttempts: 1 } });
+  const client = createTesseraClient({ url, token: "t", retry: { attempts: 1 } });
   return client.tools().then(
     () => {
       throw new Error("answered");

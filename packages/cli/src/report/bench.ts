@@ -81,12 +81,52 @@ function bar(ratio: number, scale: ReturnType<typeof axis>): Html {
   )}<rect class="${kind}" x="${from.toFixed(1)}" y="3" width="${length.toFixed(1)}" height="8"></rect></svg>`;
 }
 
-/** The decade labels above the bars' column (the table header says the same in words). */
+/** The axis labels' font size (styles.ts) and a generous width per character, in SVG units. */
+const LABEL_FONT = 10;
+const LABEL_CHAR_EM = 0.62;
+const LABEL_GAP = 4;
+
+type Anchor = "start" | "middle" | "end";
+
+/** Where a label's text runs, from its anchor point, by the generous width estimate. */
+export function labelExtent(x: number, text: string, anchor: Anchor): [number, number] {
+  const width = text.length * LABEL_CHAR_EM * LABEL_FONT;
+  const start = anchor === "start" ? x : anchor === "end" ? x - width : x - width / 2;
+  return [start, start + width];
+}
+
+/**
+ * The decade labels above the bars' column (the table header says the same in words). With
+ * six decades in 14rem, "100×" and an end-anchored "1,000×" ran into each other: the two ends
+ * and 1× are always labelled, and every other decade only where its label clears the ones
+ * already placed (its line stays on every bar).
+ */
 function axisLabels(scale: ReturnType<typeof axis>): Html {
   const last = scale.decades.length - 1;
-  return html`<svg class="ratio-axis" viewBox="0 0 ${WIDTH} 14" aria-hidden="true" focusable="false">${scale.decades.map(
-    (d, i) =>
-      html`<text x="${scale.x(d).toFixed(1)}" y="11" text-anchor="${i === 0 ? "start" : i === last ? "end" : "middle"}">${decadeLabel(d)}</text>`,
+  const labels = scale.decades.map((d, i) => {
+    const anchor: Anchor = i === 0 ? "start" : i === last ? "end" : "middle";
+    const text = decadeLabel(d);
+    const x = scale.x(d);
+    return {
+      x,
+      text,
+      anchor,
+      extent: labelExtent(x, text, anchor),
+      must: i === 0 || i === last || d === 1,
+    };
+  });
+  const kept: typeof labels = labels.filter((l) => l.must);
+  for (const label of labels) {
+    if (label.must) continue;
+    const clear = kept.every(
+      (k) =>
+        label.extent[1] + LABEL_GAP <= k.extent[0] || k.extent[1] + LABEL_GAP <= label.extent[0],
+    );
+    if (clear) kept.push(label);
+  }
+  kept.sort((a, b) => a.x - b.x);
+  return html`<svg class="ratio-axis" viewBox="0 0 ${WIDTH} 14" aria-hidden="true" focusable="false">${kept.map(
+    (l) => html`<text x="${l.x.toFixed(1)}" y="11" text-anchor="${l.anchor}">${l.text}</text>`,
   )}</svg>`;
 }
 
