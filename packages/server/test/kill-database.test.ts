@@ -279,7 +279,14 @@ for (const [name, start, binaries] of backends) {
           if (deliveries.get(callId) !== 1) blocked.push(callId);
         } else blocked.push(`${callId} (${answer.status})`);
       }
-      expect(blocked, "call IDs blocked with no delivery behind them").toEqual([]);
+      // What each blocked call ID saw and left, for the failure message.
+      const evidence = blocked.map((callId) => ({
+        callId,
+        statuses: seen.filter((s) => s.job.callId === callId).map((s) => s.statuses),
+        audit: (byCall.get(callId) ?? []).map((e) => `${e.outcome}:${e.reason}:${e.grantId ?? ""}`),
+        kill: times,
+      }));
+      expect(blocked, `call IDs blocked with no delivery: ${JSON.stringify(evidence)}`).toEqual([]);
       // Two clients asking one call ID at once got one answer.
       for (const s of seen) {
         if (s.job.duplicate !== true || s.answer === undefined) continue;
