@@ -1,0 +1,90 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openStores } from "@tessera/core";
+import { SignJWT } from "jose";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { signingKey } from "./support/oidc.js";
+import { type ServeProcess, serveProcess } from "./support/processes.js";
+import { call, principal } from "./support/service.js";
+
+/**
+ * A real `tessera serve --identity FILE` process: the identity provider's tokens (keys from a
+ * JWKS file beside the identity file) are let in as their mapped principal beside the static
+ * principals, and a refused one is logged by reason without the token.
+ */
+const ISSUER = "https://login.example.test/";
+const AUDIENCE = "https://tessera.example.test/";
+const staticAgent = principal("static-token-serve-identity", {
+  namespaceId: "team",
+  actor: "alice",
+  authority: "host",
+});
+let served: ServeProcess;
+let key: Awaited<ReturnType<typeof signingKey>>;
+
+const token = (claims: Record<string, unknown>, audience = AUDIENCE) =>
+  new SignJWT(claims)
+    .setProtectedHeader({ alg: "ES256", kid: key.kid })
+    .setIssuer(ISSUER)
+    .setAudience(audience)
+    .setExpirationTime("5m")
+    .sign(key.privateKey);
+
+beforeAll(async () => {
+  key = await signingKey("serve-1");
+  const dir = mkdtempSync(join(tmpdir(), "serve-identity-"));
+  writeFileSync(join(dir, "principals.json"), JSON.stringify({ principals: [staticAgent.config] }));
+  writeFileSync(join(dir, "keys.json"), JSON.stringify({ keys: [key.publicJwk] }));
+  writeFileSync(
+    join(dir, "identity.json"),
+    JSON.stringify({
+      issuer: ISSUER,
+      audience: AUDIENCE,
+      jwksFile: "keys.json",
+      algorithms: ["ES256"],
+      claims: {
+        namespaceId: { value: "team" },
+        actor: { claim: "sub" },
+        authority: { value: "host" },
+        role: { claim: "role" },
+      },
+    }),
+  );
+  const store = `sqlite:${join(dir, "t.db")}`;
+  await (await openStores(store)).close();
+  served = await serveProcess([
+    "--store",
+    store,
+    "--principals",
+    join(dir, "principals.json"),
+    "--identity",
+    join(dir, "identity.json"),
+  ]);
+}, 30_000);
+
+afterAll(async () => {
+  await served?.stop(2000);
+});
+
+describe("tessera serve --identity", () => {
+  it("lets the provider's tokens in beside the static ones, and logs a refusal by reason", async () => {
+    const agent = await token({ sub: "bob", role: "agent" });
+    expect((await call(served.url, "GET", "/v1/tools", { token: agent })).status).toBe(200);
+    expect((await call(served.url, "GET", "/v1/tools", { token: staticAgent.token })).status).toBe(
+      200,
+    );
+    const elsewhere = await token({ sub: "bob", role: "agent" }, "https://elsewhere.test/");
+    expect((await call(served.url, "GET", "/v1/tools", { token: elsewhere })).status).toBe(401);
+    const unmapped = await token({ sub: "bob" });
+    expect((await call(served.url, "GET", "/v1/tools", { token: unmapped })).status).toBe(403);
+    for (let waited = 0; waited < 5000 && !/claim role/.test(served.output()); waited += 50) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const output = served.output();
+    expect(output).toMatch(/bearer token refused: the token is for another audience/);
+    expect(output).toMatch(/bearer token refused: the claim role \(role\) is missing/);
+    expect(output).not.toContain(agent);
+    expect(output).not.toContain(elsewhere.split(".")[2]);
+  });
+});
