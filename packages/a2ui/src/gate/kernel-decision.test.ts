@@ -1,5 +1,6 @@
 import {
   type AccessContext,
+  type ActLedger,
   a2uiFunctionCapability,
   type ClaimKey,
   type ClaimReceipt,
@@ -13,6 +14,7 @@ import {
   InMemoryGrantStore,
   InMemoryGrantUsageStore,
   type JsonValue,
+  TesseraError,
 } from "@tessera/core";
 import { composeActLedger } from "@tessera/core/store-kit";
 import { describe, expect, it } from "vitest";
@@ -70,14 +72,22 @@ function watchedClaims() {
   return { claims: watched, ledger: ledger as ClaimStore, gateClaims, settles };
 }
 
-async function rig(options: { ledger?: boolean } = {}) {
+async function rig(options: { ledger?: boolean; outage?: { down: boolean } } = {}) {
   const grants = new InMemoryGrantStore();
   const usage = new InMemoryGrantUsageStore();
   const audit = new InMemoryAuditSink();
   const { claims, ledger, gateClaims, settles } = watchedClaims();
   await grants.add(grant("g-add", "asker"));
   await grants.add(grant("g-once", "once", 1));
-  const acts = composeActLedger({ claims: ledger, usage, audit });
+  const composed = composeActLedger({ claims: ledger, usage, audit });
+  // A store that cannot record (down): the ledger's all or nothing, nothing of the act written.
+  const outage = options.outage;
+  const acts: ActLedger = {
+    record: (act) =>
+      outage?.down === true
+        ? Promise.reject(new TesseraError("store_unavailable", "the store is down"))
+        : composed.record(act),
+  };
   const kernel = createKernel({
     grants,
     usage,
@@ -162,6 +172,20 @@ describe("the gate's decide (kernelDecision)", () => {
       expect(calls).toHaveLength(0);
       expect(await claims.get({ session, functionCallId: "f-1" })).toBeUndefined();
     }
+  });
+
+  it("a store down at the act: refused claim_store_unavailable, nothing claimed or spent; after recovery the same ID is decided and runs", async () => {
+    const outage = { down: true };
+    const { gate, calls, claims, usage } = await rig({ outage });
+    const refused = await gate.handle("once", callMessage("s-1"));
+    expect(refused.receipt).toMatchObject({ status: "denied", reason: "claim_store_unavailable" });
+    expect(await claims.get({ session: "once", functionCallId: "s-1" })).toBeUndefined();
+    expect(await usage.getUsage("team", "g-once")).toBe(0);
+    outage.down = false;
+    const retried = await gate.handle("once", callMessage("s-1"));
+    expect(retried.receipt.status).toBe("dispatched");
+    expect(calls).toHaveLength(1);
+    expect(await usage.getUsage("team", "g-once")).toBe(1);
   });
 
   it("refuses approve and decide together, and a decide that is not a function", async () => {
