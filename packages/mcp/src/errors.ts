@@ -20,6 +20,13 @@ const RPC_CODES = {
 /** Codes of core's error catalogue (docs/codes.md), each with its JSON-RPC error code. */
 export type GatewayErrorCode = keyof typeof RPC_CODES;
 
+/**
+ * An `McpError` whose `message` is the message alone. The SDK's constructor prefixes it
+ * (`MCP error -32602: …`), the server sends `message` as it is, and the client's SDK prefixes
+ * what it receives again: a client read `MCP error -32602: MCP error -32602: …`.
+ */
 export function gatewayError(code: GatewayErrorCode, message: string): McpError {
-  return new McpError(RPC_CODES[code], message, { code });
+  const error = new McpError(RPC_CODES[code], message, { code });
+  Object.defineProperty(error, "message", { value: message, writable: true, configurable: true });
+  return error;
 }

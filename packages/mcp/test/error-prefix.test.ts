@@ -1,0 +1,28 @@
+import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { ALICE_TOKEN, type Harness, startHarness, toolGrant } from "./support.js";
+
+let harness: Harness | undefined;
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+describe("a gateway error as the client reads it", () => {
+  it("carries the MCP prefix once, then the gateway's own message", async () => {
+    harness = await startHarness({ limits: { maxArgumentBytes: 1024 } }, [
+      toolGrant("alice", ["messages", "echo"]),
+    ]);
+    const alice = await harness.client(ALICE_TOKEN);
+    const error = await alice
+      .callTool({ name: "messages.echo", arguments: { text: "x".repeat(2000) } })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    expect(error).toBeInstanceOf(McpError);
+    const message = (error as McpError).message;
+    expect(message).toMatch(/^MCP error -32602: /);
+    expect(message.match(/MCP error/g)).toHaveLength(1);
+  });
+});
