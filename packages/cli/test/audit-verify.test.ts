@@ -38,6 +38,16 @@ const verify = (file: string, ...extra: string[]) =>
   tessera("audit", "verify", "--file", file, ...extra);
 
 describe("tessera audit verify", () => {
+  it("counts one event in one stream in the singular", () => {
+    const file = join(scratch(), "one.jsonl");
+    const sink = JsonlAuditSink.open(file);
+    sink.append(event(0, "team"));
+    sink.close();
+    const run = verify(file);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain("intact: 1 event in 1 stream\n");
+  });
+
   it("exits 0 on an intact log, naming each stream and how far it verified", () => {
     const { file } = log();
     const run = verify(file);
@@ -100,7 +110,9 @@ describe("tessera audit verify", () => {
 
   it("refuses, exit 2, a log it cannot read or half a checkpoint request", () => {
     const { dir, file } = log();
-    expectRefusal(verify(join(dir, "missing.jsonl")), "audit_unavailable");
+    const missing = verify(join(dir, "missing.jsonl"));
+    expectRefusal(missing, "file_not_found");
+    expect(missing.stderr).toContain(join(dir, "missing.jsonl"));
     expectRefusal(verify(file, "--checkpoint", join(dir, "cp.json")), "invalid_usage");
   });
 });

@@ -245,9 +245,10 @@ describe("tessera audit", () => {
   });
 
   it("refuses a log that does not exist instead of creating it", () => {
-    const run = tessera("audit", "--file", join(scratch(), "none.jsonl"));
+    const missing = join(scratch(), "none.jsonl");
+    const run = tessera("audit", "--file", missing);
     expect(run.code).toBe(2);
-    expect(run.stderr).toContain("audit_unavailable");
+    expect(run.stderr).toBe(`tessera: file_not_found: no audit log at ${missing}\n`);
   });
 });
 

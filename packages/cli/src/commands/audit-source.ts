@@ -36,7 +36,7 @@ export async function openAudit(
   if (options.file) {
     // Reading must never create the log it was asked to read.
     if (!existsSync(options.file)) {
-      throw new TesseraError("audit_unavailable", "no audit log at that path");
+      throw new TesseraError("file_not_found", `no audit log at ${options.file}`);
     }
     const audit = JsonlAuditSink.open(options.file);
     return { audit, close: async () => audit.close() };

@@ -103,10 +103,12 @@ export function describeBreak(found: AuditBreak): string {
   return `${found.kind} event in stream ${streamName(found.stream)} at index ${found.index} (${seq}, expected seq ${found.expectedSeq}): ${found.detail}`;
 }
 
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
+
 function describe(result: AuditVerification): string[] {
   const lines = [
     result.ok
-      ? `intact: ${result.events} events in ${result.streams.length} streams`
+      ? `intact: ${plural(result.events, "event")} in ${plural(result.streams.length, "stream")}`
       : `broken: ${describeBreak(result.break)}`,
   ];
   for (const stream of result.streams) {
