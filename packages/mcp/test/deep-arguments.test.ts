@@ -64,7 +64,7 @@ function deepJson(levels: number): string {
 }
 
 describe("deeply nested tool arguments", () => {
-  it.each([MAX_JSON_DEPTH + 1, 5_000, 20_000])(
+  it.each([MAX_JSON_DEPTH + 1, 5_000, 20_000, 21_500])(
     "%i levels: invalid_request (-32602), one audit event, nothing forwarded",
     async (levels) => {
       harness = await startHarness({}, [toolGrant("alice", ["messages", "echo"])]);
