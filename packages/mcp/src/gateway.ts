@@ -19,11 +19,10 @@ import {
   createKernel,
   type GrantSource,
   type GrantUsageStore,
-  InMemoryClaimStore,
   systemClock,
   TesseraError,
 } from "@tessera/core";
-import { composeActLedger } from "@tessera/core/store-kit";
+import { gatewayActs } from "./acts.js";
 import { bearerPrincipal, type ProtectedResource } from "./bearer.js";
 import { type Caller, callTool, type PipelineParts } from "./calls.js";
 import {
@@ -107,14 +106,6 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
   if (typeof options?.grants?.listGrants !== "function") {
     throw new TesseraError("invalid_config", "the MCP gateway needs a grant source");
   }
-  if (options.acts !== undefined) {
-    if (typeof options.acts?.record !== "function") {
-      throw new TesseraError("invalid_config", "acts is an act ledger: { record(act) }");
-    }
-    if (options.claims === undefined) {
-      throw new TesseraError("invalid_config", "acts needs the claim store of the same stores");
-    }
-  }
   const principals = checkPrincipals(options.principals);
   const limits = LimitsSchema.parse(options.limits ?? {});
   const rules = checkRules(options.tools ?? {});
@@ -130,13 +121,13 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
     limits.restartBackoffMs,
   );
   const clock = options.clock ?? systemClock;
-  const claims = options.claims ?? new InMemoryClaimStore();
+  const { acts, claims } = gatewayActs(options);
   const parts: PipelineParts = {
     catalog: upstreams.catalog,
     grants: options.grants,
     usage: options.usage,
     audit: options.audit,
-    acts: options.acts ?? composedActs(claims, options.usage, options.audit),
+    acts,
     clock,
     ledger: new CallLedger(claims),
     limits,
@@ -418,28 +409,4 @@ async function readJson(req: IncomingMessage, limit: number): Promise<Read> {
   } catch {
     return { kind: "not_json" };
   }
-}
-
-/**
- * The act ledger of ports given one by one: claim, spend, event, one write after another (see
- * core's composeActLedger). Without a usage store a bounded grant cannot be counted: its act
- * fails (`usage_store_unavailable`) and nothing runs. Without an audit sink events go nowhere,
- * as the gateway's own do.
- */
-function composedActs(
-  claims: ClaimStore,
-  usage: GrantUsageStore | undefined,
-  audit: AuditSink | undefined,
-): ActLedger {
-  const unavailable = async (): Promise<never> => {
-    throw new TesseraError(
-      "usage_store_unavailable",
-      "no usage store: a bounded grant is not spent",
-    );
-  };
-  return composeActLedger({
-    claims,
-    usage: usage ?? { getUsage: unavailable, tryConsume: unavailable },
-    audit: audit ?? { append: () => undefined },
-  });
 }
