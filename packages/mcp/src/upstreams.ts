@@ -174,6 +174,32 @@ async function listAll(client: Client): Promise<Tool[]> {
   return tools;
 }
 
+/** Where an upstream is, for a message: its URL (no credentials, no query) or its command. */
+function whereIs(input: UpstreamInput | undefined): string {
+  if (input === undefined || "transport" in input) return "an in-process transport";
+  if ("url" in input) {
+    const url = new URL(input.url);
+    url.username = "";
+    url.password = "";
+    url.search = "";
+    return url.href;
+  }
+  return [input.command, ...(input.args ?? [])].join(" ");
+}
+
+/** An error's message and its causes' (fetch's own says only "fetch failed"), each once. */
+function causes(error: unknown): string {
+  const messages: string[] = [];
+  let current: unknown = error;
+  for (let depth = 0; current !== undefined && depth < 5; depth++) {
+    const message =
+      current instanceof Error ? current.message : typeof current === "string" ? current : "";
+    if (message !== "" && !messages.some((m) => m.includes(message))) messages.push(message);
+    current = (current as { cause?: unknown } | null)?.cause;
+  }
+  return messages.join(": ") || "no reason given";
+}
+
 /**
  * Connects one SDK client per upstream and reads each one's tools. A tool whose name is outside
  * MCP's recommended alphabet is not exposed (it could not be a path segment safely), and a
@@ -220,22 +246,32 @@ export async function connectUpstreams(
     await Promise.allSettled(upstreams.map((upstream) => upstream.close()));
   };
   try {
+    // Every upstream is tried and every binding checked before refusing, so one start names
+    // every problem (an operator fixing them one run at a time restarted once per problem).
+    const problems: string[] = [];
+    let firstCause: unknown;
     for (const upstream of upstreams) {
       try {
         await upstream.client();
       } catch (error) {
-        throw new TesseraError("invalid_config", `upstream ${upstream.name} could not be reached`, {
-          cause: error,
-        });
+        firstCause ??= error;
+        problems.push(
+          `upstream ${upstream.name} (${whereIs(inputs[upstream.name])}) could not be reached: ${causes(error)}`,
+        );
+        continue;
       }
       for (const tool of Object.keys(rules[upstream.name] ?? {})) {
         if (!catalog.has(`${upstream.name}.${tool}`)) {
-          throw new TesseraError(
-            "invalid_config",
+          problems.push(
             `tools.${upstream.name}.${tool}: upstream ${upstream.name} lists no such tool`,
           );
         }
       }
+    }
+    if (problems.length > 0) {
+      throw new TesseraError("invalid_config", problems.join("; "), {
+        ...(firstCause === undefined ? {} : { cause: firstCause }),
+      });
     }
   } catch (error) {
     await close();
