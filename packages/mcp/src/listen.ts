@@ -17,6 +17,7 @@ import { type ProtectedResource, resourceMetadata, resourceMetadataUrl } from ".
 import type { GatewayConfig } from "./config.js";
 import { existingStore } from "./config-paths.js";
 import { createMcpGateway, type McpGateway } from "./gateway.js";
+import { type DecisionObserver, observeActs, observeAudit } from "./observe.js";
 
 export interface ListeningGateway {
   /** The MCP endpoint, `http://host:port/mcp`. */
@@ -93,7 +94,11 @@ export interface OpenedGateway {
 export async function openMcpGateway(
   config: GatewayConfig,
   /** The identity provider's tokens (built by the host: `tessera mcp` from `config.identity`). */
-  extra: { readonly protectedResource?: ProtectedResource } = {},
+  extra: {
+    readonly protectedResource?: ProtectedResource;
+    /** Each decision's audit event once the store took it (`tessera mcp` logs a line each). */
+    readonly onDecision?: DecisionObserver;
+  } = {},
 ): Promise<OpenedGateway> {
   const bundle =
     config.stores === undefined
@@ -105,6 +110,7 @@ export async function openMcpGateway(
           close: async () => {},
         }
       : await openStores(existingStore(config.stores));
+  const seen = extra.onDecision;
   let gateway: McpGateway;
   try {
     gateway = await createMcpGateway({
@@ -114,8 +120,10 @@ export async function openMcpGateway(
       grants: bundle.grants,
       usage: bundle.usage,
       claims: bundle.claims,
-      audit: bundle.audit,
-      ...("acts" in bundle ? { acts: bundle.acts } : {}),
+      audit: seen === undefined ? bundle.audit : observeAudit(bundle.audit, seen),
+      ...("acts" in bundle
+        ? { acts: seen === undefined ? bundle.acts : observeActs(bundle.acts, seen) }
+        : {}),
       limits: config.limits,
       stateless: config.stateless,
       ...(extra.protectedResource === undefined

@@ -1,4 +1,4 @@
-import { TesseraError } from "@tessera/core";
+import { type AuditEvent, TesseraError } from "@tessera/core";
 import {
   type GatewayConfig,
   listenMcpGateway,
@@ -49,10 +49,10 @@ export function mcpCommand(): Command {
         );
       }
       const protectedResource = identityOf(config);
-      const opened = await openMcpGateway(
-        config,
-        protectedResource === undefined ? {} : { protectedResource },
-      );
+      const opened = await openMcpGateway(config, {
+        ...(protectedResource === undefined ? {} : { protectedResource }),
+        onDecision: logDecision,
+      });
       const stopped = new Promise<void>((resolve) => {
         process.once("SIGINT", () => resolve());
         process.once("SIGTERM", () => resolve());
@@ -86,6 +86,37 @@ export function mcpCommand(): Command {
       await opened.close();
       announce(options.json, { event: "stopped" }, "stopped");
     });
+}
+
+/**
+ * One JSON line per tool call decision, on standard error: with --stdio, standard output is
+ * the MCP protocol itself. Built from the decision's audit event, so it holds what audit holds
+ * (call ID, principal, action, resource, outcome, code, reason, trace ID, grant), never the
+ * call's arguments, its result or a token.
+ */
+function logDecision(event: AuditEvent): void {
+  const line = {
+    level: 30,
+    time: Date.now(),
+    msg: "decision",
+    source: event.source,
+    callId: event.callId,
+    principal: {
+      namespaceId: event.namespaceId,
+      actor: event.actor,
+      authority: event.authority,
+      ...(event.owner === undefined ? {} : { owner: event.owner }),
+    },
+    action: event.action,
+    resource: event.resource,
+    outcome: event.outcome,
+    code: event.code,
+    reason: event.reason,
+    traceId: event.traceId,
+    ...(event.grantId === undefined ? {} : { grantId: event.grantId }),
+    ...(event.detail === undefined ? {} : { detail: event.detail }),
+  };
+  process.stderr.write(`${JSON.stringify(line)}\n`);
 }
 
 /**
