@@ -1,16 +1,24 @@
 import { randomUUID } from "node:crypto";
-import { withinJsonDepth } from "../contracts/canonical-json.js";
 import { redact, TesseraError } from "../contracts/errors.js";
 import { MESSAGE_SEND_ACTION, messageResource } from "../contracts/messages.js";
 import type { AccessContext } from "../contracts/schemas.js";
-import type { CallerCode, KernelReason } from "../contracts/vocabulary.js";
 import type { Clock } from "../ports/clock.js";
 import type { DeliveryResult, MessageEnvelope, MessageTransport } from "../ports/transport.js";
 import type { AuditWriter } from "./audit-writer.js";
 import { type DecisionScope, decide, discover, type Verdict } from "./decide.js";
 import { asyncDispose } from "./dispose.js";
 import type { IndexedGrant } from "./grant-index.js";
-import { isId, isOptionalId, isResourceRef, isSegment } from "./request.js";
+import {
+  OTHER_OWNER,
+  type Outcome,
+  outcomeOf,
+  type Precheck,
+  precheck,
+  refused,
+  type Send,
+  THREW,
+} from "./lease-checks.js";
+import { isId } from "./request.js";
 import { resourceLabel } from "./resource-label.js";
 import { deliverNowOf } from "./sync-ports.js";
 import type {
@@ -36,88 +44,12 @@ export interface LeaseParts {
   readonly clock: Clock;
 }
 
-/** Refusals carry nothing but the code, so one frozen object per code serves every call. */
-const REFUSALS = new Map<CallerCode, Refusal>();
-export function refused(code: CallerCode): Refusal {
-  let refusal = REFUSALS.get(code);
-  if (refusal === undefined) {
-    refusal = Object.freeze({ status: "denied", code });
-    REFUSALS.set(code, refusal);
-  }
-  return refusal;
-}
-
-/** A send's parts that outlive its decision, carried to delivery. */
-export interface Send {
-  readonly now: number;
-  readonly callId: string;
-  readonly recipient: string;
-  readonly payload: unknown;
-  readonly label: string;
-}
-
-export type Outcome =
-  | { status: "delivered"; reply?: unknown }
-  | { status: "failed"; code: string; sent?: false };
-
-/** A transport that threw (or rejected) failed the delivery; it says nothing more. */
-export const THREW: Outcome = Object.freeze({ status: "failed", code: "transport_threw" });
-
-/** What a transport answered, read without trusting its shape: any surprise is a throw. */
-export function outcomeOf(result: DeliveryResult): Outcome {
-  try {
-    if (result.status === "delivered") return result;
-    const code = isId(result.code) ? result.code : "failed";
-    // Only an explicit `false` says nothing left: anything else may have been sent.
-    return result.sent === false
-      ? { status: "failed", code, sent: false }
-      : { status: "failed", code };
-  } catch {
-    return THREW;
-  }
-}
-
-/** A refusal the lease decides before any grant is looked at (its state, the request's shape). */
-export type Precheck = { readonly code: CallerCode; readonly reason: KernelReason };
-const CLOSED: Precheck = { code: "turn_closed", reason: "turn_closed" };
-const NO_AUTHORITY: Precheck = { code: "authority_unavailable", reason: "authority_unavailable" };
-const INVALID: Precheck = { code: "invalid_request", reason: "invalid_request" };
-// Not `delivery_failed`: nothing was authorized or spent, and the tool is not listed either.
-const NO_TRANSPORT: Precheck = { code: "tool_unavailable", reason: "no_transport" };
-// Refused whatever the grants say, so the code tells the caller nothing it did not send.
-export const OTHER_OWNER: Precheck = { code: "no_matching_grant", reason: "owner_mismatch" };
-
 /** A claim is recorded with its decision only by a ledger: without one it would be ignored. */
 function claimNeedsLedger(): TesseraError {
   return new TesseraError(
     "invalid_config",
     "a decision with a claim needs an act ledger: createKernel({ acts }) (a store bundle's acts)",
   );
-}
-
-/** Checks every call passes before a decision: lease state, then the request's shape. */
-export function precheck(
-  request: unknown,
-  kind: "authorize" | "message",
-  closed: boolean,
-  scope: DecisionScope | undefined,
-  transport: MessageTransport | undefined,
-): Precheck | undefined {
-  if (closed) return CLOSED;
-  if (scope === undefined) return NO_AUTHORITY;
-  if (typeof request !== "object" || request === null) return INVALID;
-  const fields = request as Record<string, unknown>;
-  if (!isOptionalId(fields.callId)) return INVALID;
-  if (kind === "authorize") {
-    return isId(fields.action) && isResourceRef(fields.resource) ? undefined : INVALID;
-  }
-  if (!isSegment(fields.recipient)) return INVALID;
-  // A payload nested past the bound would overflow the stack of whatever hashes or
-  // serializes it next (a transport's JSON.stringify): refused here, recorded, nothing spent.
-  if (!withinJsonDepth(fields.payload)) return INVALID;
-  // Refused before any use is spent: there is nowhere to deliver.
-  if (transport === undefined) return NO_TRANSPORT;
-  return undefined;
 }
 
 /**

@@ -8,9 +8,8 @@ import { type DecisionScope, decide, exhaustedRefusal } from "./decide.js";
 import type { DenialRecorder } from "./denials.js";
 import { asyncDispose } from "./dispose.js";
 import type { IndexedGrant } from "./grant-index.js";
+import { Lease, type LeaseParts } from "./lease.js";
 import {
-  Lease,
-  type LeaseParts,
   OTHER_OWNER,
   type Outcome,
   outcomeOf,
@@ -19,7 +18,7 @@ import {
   refused,
   type Send,
   THREW,
-} from "./lease.js";
+} from "./lease-checks.js";
 import { isId } from "./request.js";
 import { resourceLabel } from "./resource-label.js";
 import type {
