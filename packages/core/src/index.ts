@@ -18,6 +18,7 @@ export {
   explain,
 } from "./audit/explain.js";
 export { JsonlAuditSink, type JsonlAuditSinkOptions } from "./audit/jsonl-audit-sink.js";
+export { UnreadableAuditEvent } from "./audit/unreadable.js";
 export {
   type AuditBreak,
   type AuditBreakKind,
@@ -26,7 +27,6 @@ export {
   unreadableTrail,
   verifyAuditChain,
 } from "./audit/verify.js";
-export { UnreadableAuditEvent } from "./audit/unreadable.js";
 export {
   A2UI_CALL_ACTION,
   A2UI_NAMESPACE,
@@ -108,6 +108,7 @@ export type {
 } from "./executor/turn-executor.js";
 export { TurnExecutor } from "./executor/turn-executor.js";
 export { createKernel } from "./kernel/kernel.js";
+export { releaseUse } from "./kernel/returned-uses.js";
 export type { TurnCacheOptions } from "./kernel/turn-cache.js";
 export type {
   ActOptions,
@@ -148,5 +149,4 @@ export type {
   MessageTransport,
 } from "./ports/transport.js";
 export type { ConsumeResult, GrantUsageStore, ReleaseResult } from "./ports/usage-store.js";
-export { releaseUse } from "./kernel/returned-uses.js";
 export { openStores, storePackageFor } from "./stores/open-stores.js";

@@ -8,7 +8,12 @@ import {
 } from "../config/remote.js";
 import { nonEmpty } from "../options.js";
 import { printJson, printLines } from "../output.js";
-import { openAudit, type PrincipalOptions, principalOf, type SourceOptions } from "./audit-source.js";
+import {
+  openAudit,
+  type PrincipalOptions,
+  principalOf,
+  type SourceOptions,
+} from "./audit-source.js";
 
 type ExplainOptions = SourceOptions & PrincipalOptions & RemoteOptions & { json?: boolean };
 
