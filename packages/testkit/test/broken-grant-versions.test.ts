@@ -101,6 +101,8 @@ describeGrantStoreConformance("grant store with one version per namespace", {
     "grantsVersion changes with every add and revoke, per holder, never on reads",
     "addMany bumps every holder it adds to; a refused batch adds nothing",
     "addMany keeps 2,000 grants of 100 holders",
+    // Its revocation moves no holder's version, so the kernel keeps the cached set: caught.
+    "400 concurrent turns on a cold kernel",
   ],
 });
 
