@@ -1,26 +1,14 @@
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { openStores, type StoreBundle } from "@tessera/core";
 import { CODE_KEY, createMcpGateway, IDEMPOTENCY_KEY, type McpGateway } from "@tessera/mcp";
-import {
-  countPostgresStatements,
-  countRedisCommands,
-  countSqliteCommits,
-  type DriverCounter,
-  serviceUrl,
-} from "@tessera/testkit";
-import BetterSqlite3 from "better-sqlite3";
-import { Redis } from "ioredis";
-import pg from "pg";
+import type { DriverCounter } from "@tessera/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { removeRun } from "../../../test/support/scratch-stores.js";
+import { countedBackends } from "../../../test/support/round-trip-backends.js";
 import { ALICE_TOKEN, PRINCIPALS, toolGrant } from "./support.js";
 
 /**
@@ -32,48 +20,7 @@ import { ALICE_TOKEN, PRINCIPALS, toolGrant } from "./support.js";
  * counts, not rates.
  */
 
-interface Backend {
-  readonly name: string;
-  readonly counter: () => DriverCounter;
-  readonly url: () => string | undefined;
-  readonly cleanup: () => Promise<void>;
-}
-
-const run = `mcp_${randomBytes(6).toString("hex")}`;
-const dir = mkdtempSync(join(tmpdir(), "mcp-round-trips-"));
-
-const BACKENDS: Backend[] = [
-  {
-    name: "sqlite",
-    counter: () => countSqliteCommits(BetterSqlite3),
-    url: () => `sqlite:${join(dir, "t.db")}`,
-    cleanup: async () => rmSync(dir, { recursive: true, force: true }),
-  },
-  {
-    name: "postgres",
-    counter: () => countPostgresStatements(pg.Client),
-    url: () => {
-      const base = serviceUrl("TESSERA_PG_URL");
-      return base === undefined ? undefined : `${base}?schema=${run}`;
-    },
-    cleanup: async () => {
-      const base = process.env.TESSERA_PG_URL;
-      if (base) await removeRun("schema", base, run);
-    },
-  },
-  {
-    name: "redis",
-    counter: () => countRedisCommands(Redis),
-    url: () => {
-      const base = serviceUrl("TESSERA_REDIS_URL");
-      return base === undefined ? undefined : `${base}?prefix=${run}:`;
-    },
-    cleanup: async () => {
-      const base = process.env.TESSERA_REDIS_URL;
-      if (base) await removeRun("prefix", base, run);
-    },
-  },
-];
+const BACKENDS = countedBackends(`mcp_${randomBytes(6).toString("hex")}`);
 
 for (const backend of BACKENDS) {
   const url = backend.url();

@@ -1,28 +1,16 @@
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import {
   a2uiFunctionCapability,
   type GrantInput,
   openStores,
   type StoreBundle,
 } from "@tessera/core";
-import {
-  countPostgresStatements,
-  countRedisCommands,
-  countSqliteCommits,
-  type DriverCounter,
-  serviceUrl,
-} from "@tessera/testkit";
-import BetterSqlite3 from "better-sqlite3";
+import type { DriverCounter } from "@tessera/testkit";
 import type { FastifyInstance } from "fastify";
-import { Redis } from "ioredis";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { removeRun } from "../../../test/support/scratch-stores.js";
+import { countedBackends } from "../../../test/support/round-trip-backends.js";
 import { buildApp } from "../src/app.js";
 import { gateSession } from "../src/principals.js";
 import { a2uiCall, CATALOG, CATALOG_ID, principal } from "./support/service.js";
@@ -61,49 +49,7 @@ const aliceAdd: GrantInput = {
   issuedAt: new Date(Date.now() - 60_000).toISOString(),
 };
 
-interface Backend {
-  readonly name: string;
-  readonly counter: () => DriverCounter;
-  readonly url: () => string | undefined;
-  readonly cleanup: () => Promise<void>;
-}
-
-// A server test's run name: the scratch-store cleanup removes only names it knows.
-const run = `serve_${randomBytes(6).toString("hex")}`;
-const dir = mkdtempSync(join(tmpdir(), "a2ui-round-trips-"));
-
-const BACKENDS: Backend[] = [
-  {
-    name: "sqlite",
-    counter: () => countSqliteCommits(BetterSqlite3),
-    url: () => `sqlite:${join(dir, "t.db")}`,
-    cleanup: async () => rmSync(dir, { recursive: true, force: true }),
-  },
-  {
-    name: "postgres",
-    counter: () => countPostgresStatements(pg.Client),
-    url: () => {
-      const base = serviceUrl("TESSERA_PG_URL");
-      return base === undefined ? undefined : `${base}?schema=${run}`;
-    },
-    cleanup: async () => {
-      const base = process.env.TESSERA_PG_URL;
-      if (base) await removeRun("schema", base, run);
-    },
-  },
-  {
-    name: "redis",
-    counter: () => countRedisCommands(Redis),
-    url: () => {
-      const base = serviceUrl("TESSERA_REDIS_URL");
-      return base === undefined ? undefined : `${base}?prefix=${run}:`;
-    },
-    cleanup: async () => {
-      const base = process.env.TESSERA_REDIS_URL;
-      if (base) await removeRun("prefix", base, run);
-    },
-  },
-];
+const BACKENDS = countedBackends(`serve_${randomBytes(6).toString("hex")}`);
 
 for (const backend of BACKENDS) {
   const url = backend.url();

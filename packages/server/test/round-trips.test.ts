@@ -1,21 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { type MessageTransport, openStores, type StoreBundle } from "@tessera/core";
-import {
-  countPostgresStatements,
-  countRedisCommands,
-  countSqliteCommits,
-  type DriverCounter,
-  serviceUrl,
-} from "@tessera/testkit";
-import BetterSqlite3 from "better-sqlite3";
+import type { DriverCounter } from "@tessera/testkit";
 import type { FastifyInstance } from "fastify";
-import { Redis } from "ioredis";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { removeRun } from "../../../test/support/scratch-stores.js";
+import { countedBackends } from "../../../test/support/round-trip-backends.js";
 import { buildApp } from "../src/app.js";
 import { principal, ticket } from "./support/service.js";
 
@@ -35,48 +23,7 @@ const alice = principal("alice-token", {
   owner: "alice",
 });
 
-interface Backend {
-  readonly name: string;
-  readonly counter: () => DriverCounter;
-  readonly url: () => string | undefined;
-  readonly cleanup: () => Promise<void>;
-}
-
-const run = `serve_${randomBytes(6).toString("hex")}`;
-const dir = mkdtempSync(join(tmpdir(), "round-trips-"));
-
-const BACKENDS: Backend[] = [
-  {
-    name: "sqlite",
-    counter: () => countSqliteCommits(BetterSqlite3),
-    url: () => `sqlite:${join(dir, "t.db")}`,
-    cleanup: async () => rmSync(dir, { recursive: true, force: true }),
-  },
-  {
-    name: "postgres",
-    counter: () => countPostgresStatements(pg.Client),
-    url: () => {
-      const base = serviceUrl("TESSERA_PG_URL");
-      return base === undefined ? undefined : `${base}?schema=${run}`;
-    },
-    cleanup: async () => {
-      const base = process.env.TESSERA_PG_URL;
-      if (base) await removeRun("schema", base, run);
-    },
-  },
-  {
-    name: "redis",
-    counter: () => countRedisCommands(Redis),
-    url: () => {
-      const base = serviceUrl("TESSERA_REDIS_URL");
-      return base === undefined ? undefined : `${base}?prefix=${run}:`;
-    },
-    cleanup: async () => {
-      const base = process.env.TESSERA_REDIS_URL;
-      if (base) await removeRun("prefix", base, run);
-    },
-  },
-];
+const BACKENDS = countedBackends(`serve_${randomBytes(6).toString("hex")}`);
 
 const delivered: MessageTransport = { deliver: async () => ({ status: "delivered", reply: "ok" }) };
 
