@@ -137,6 +137,8 @@ export type {
   ActResult,
   ActSpend,
   DeniedAnswer,
+  Withdrawal,
+  WithdrawResult,
 } from "./ports/act-ledger.js";
 export type { AuditSink, ReadableAuditSink } from "./ports/audit-sink.js";
 export type { Clock } from "./ports/clock.js";

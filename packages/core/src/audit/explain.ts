@@ -22,6 +22,7 @@ export type ExplainVerdict =
   | "delivery_failed"
   | "no_transport"
   | "use_returned"
+  | "act_withdrawn"
   | "refused"
   | "unknown";
 
@@ -71,6 +72,7 @@ const VERDICTS: Record<AuditReason, ExplainVerdict> = {
   delivery_failed: "delivery_failed",
   no_transport: "no_transport",
   use_returned: "use_returned",
+  act_withdrawn: "act_withdrawn",
   // The gate's refusals: its receipt tells them apart; explain reports that nothing ran.
   invalid_message: "refused",
   unknown_catalog: "refused",
@@ -105,6 +107,8 @@ const SUMMARIES: Record<ExplainVerdict, string> = {
   no_transport: "refused before any grant was used: no transport is configured to deliver messages",
   use_returned:
     "authorized, but the transport sent nothing (no connection, or a payload it could not serialize): the use was given back",
+  act_withdrawn:
+    "authorized and recorded, but the store's answer was lost before anything ran: withdrawn, the use (if any) given back; retries of this call ID are refused with authority_unavailable",
   refused: "refused",
   unknown: "no decision is recorded for this call",
 };

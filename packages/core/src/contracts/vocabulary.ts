@@ -77,6 +77,9 @@ export const KERNEL_REASONS = {
   // The transport reported it sent nothing (no connection made, a payload it cannot
   // serialize): the use the decision spent was given back. Its own event, after delivery_failed.
   use_returned: "transport",
+  // The act was recorded but the store's answer was lost before anything ran: withdrawn (its
+  // claim settled with a refusal, its use given back) so its call ID is not blocked forever.
+  act_withdrawn: "lease",
 } as const satisfies Record<string, DecisionStage>;
 export type KernelReason = keyof typeof KERNEL_REASONS;
 

@@ -1,4 +1,4 @@
-import type { ClaimKey, ClaimRecord, StoredClaim } from "../contracts/claims.js";
+import type { ClaimKey, ClaimRecord, JsonValue, StoredClaim } from "../contracts/claims.js";
 import type { AuditEvent } from "../contracts/schemas.js";
 
 /**
@@ -22,7 +22,40 @@ export interface ActLedger {
    * store that cannot promise that, such as a composition of older ports, says so in its docs).
    */
   record(act: Act): Promise<ActResult>;
+  /**
+   * Withdraws an act whose `record` threw (the store's answer was lost: the write may or may not
+   * have landed) and after which nothing ran. In one transaction: when the act's claim is
+   * stored with exactly the act's record (same `bodyHash`, `claimedAt` and `worker`) and is
+   * still unsettled, the claim is settled `failed` with `answer`, the act's spend (when it had
+   * one) is given back (one use, never below zero) and `event` is appended; otherwise nothing is
+   * written. So a call ID is never left blocked by an act that never ran, and a spend always
+   * has its event (the allowed event, then the withdrawal's).
+   *
+   * Only acts with a claim can be withdrawn: without one the ledger cannot tell whether the act
+   * landed (a lost reply may leave its spend and allowed event, with nothing run: a use lost,
+   * never a use spent twice). Optional: a ledger without it leaves such a claim in doubt.
+   * Throws like `record` when the store cannot tell; the caller tries again later.
+   */
+  withdraw?(withdrawal: Withdrawal): Promise<WithdrawResult>;
 }
+
+/** An act to withdraw (see `ActLedger.withdraw`). */
+export interface Withdrawal {
+  /** The act exactly as it was given to `record`; it must carry a claim. */
+  readonly act: Act & { readonly claim: NonNullable<Act["claim"]> };
+  /** The withdrawal's own audit event (reason `act_withdrawn`), appended when it applies. */
+  readonly event: AuditEvent;
+  /** What the claim answers from now on, to every retry of its call ID. */
+  readonly answer: JsonValue;
+}
+
+/**
+ * `withdrawn`: the act had landed and is withdrawn now (claim settled `failed`, use given back,
+ * event appended). `not_recorded`: no claim under the key, so the act never landed; nothing
+ * written, and a retry decides afresh. `kept`: the key holds another record, or a settled one
+ * (the act landed and was answered, or was withdrawn already); nothing written.
+ */
+export type WithdrawResult = "withdrawn" | "not_recorded" | "kept";
 
 /** One bounded use to spend: consumed only while fewer than `maxUses` were spent. */
 export interface ActSpend {
