@@ -5,3 +5,9 @@
 export { bearerToken } from "./bearer.js";
 export * from "./bodies.js";
 export { ROUTES, type RouteName, type RouteSpec } from "./routes.js";
+export {
+  formatTraceparent,
+  newTraceId,
+  parseTraceparent,
+  type TraceParent,
+} from "./trace-context.js";
