@@ -1,19 +1,11 @@
-import {
-  type Act,
-  type ActResult,
-  type AuditEvent,
-  type StoreBundle,
-  verifyAuditChain,
-} from "@tessera/core";
+import { type Act, type ActResult, type AuditEvent, verifyAuditChain } from "@tessera/core";
 import { describe, expect } from "vitest";
+import { type ActLedgerPorts, actEvent, NS, spendingAct } from "./act-ledger-fixtures.js";
+import { describeWithdrawConformance } from "./act-ledger-withdraw.js";
 import { expectCode, resultOrCode } from "./errors.js";
 import { type OpenedStore, type StoreFactory, suiteCases } from "./factory.js";
 import { HOSTILE_KEYS } from "./hostile.js";
 
-/** The ports an act ledger is checked through: it writes, the others read back. */
-export type ActLedgerPorts = Pick<StoreBundle, "acts" | "claims" | "usage" | "audit">;
-
-const NS = "ns-acts";
 /** Acts racing for one ticket in the concurrency cases. */
 const RACERS = 64;
 const UNAVAILABLE = [
@@ -22,46 +14,6 @@ const UNAVAILABLE = [
   "usage_store_unavailable",
   "audit_unavailable",
 ];
-
-/** The decision's event of an act on `callId` (allowed unless `denied`). */
-export function actEvent(callId: string, denied?: "no_matching_grant"): AuditEvent {
-  return {
-    at: "2026-06-01T00:00:00.000Z",
-    source: "kernel",
-    outcome: denied === undefined ? "allowed" : "denied",
-    code: denied ?? null,
-    reason: denied === undefined ? "allowed" : "no_capability",
-    traceId: `trace-${callId}`,
-    callId,
-    namespaceId: NS,
-    actor: "agent",
-    grantId: "ticket",
-    action: "messages.send",
-  };
-}
-
-/** The event an act records instead when its spend loses. */
-function exhaustedEvent(callId: string): AuditEvent {
-  return {
-    ...actEvent(callId),
-    outcome: "denied",
-    code: "tool_unavailable",
-    reason: "grant_exhausted",
-  };
-}
-
-/** A retry-safe act on `callId`: claim (session `s`), spend one use of `grantId`, event. */
-export function spendingAct(callId: string, grantId = "ticket", maxUses = 1): Act {
-  return {
-    claim: {
-      key: { session: "s", functionCallId: callId },
-      record: { bodyHash: "b".repeat(64), claimedAt: 1_780_000_000_000 },
-    },
-    spend: { namespaceId: NS, grantId, maxUses },
-    event: actEvent(callId),
-    exhausted: exhaustedEvent(callId),
-  };
-}
 
 async function eventsOf(ports: ActLedgerPorts, callId: string): Promise<readonly AuditEvent[]> {
   return ports.audit.read({ callId });
@@ -73,7 +25,9 @@ async function eventsOf(ports: ActLedgerPorts, callId: string): Promise<readonly
  * denial's claim is settled `denied` with its refusal as the answer, in the same write; one
  * winner among 64 concurrent acts on one ticket, with one event each and a chain that
  * verifies; a settled answer reads back from the claim a retry collides with; after an
- * outage no half-act is left (a claim, a spend and an event are all there or none is).
+ * outage no half-act is left (a claim, a spend and an event are all there or none is). The
+ * optional `withdraw` is checked too (`act-ledger-withdraw.ts`), its cases skipped, saying so,
+ * on a ledger without it.
  */
 export function describeActLedgerConformance<H extends OpenedStore<ActLedgerPorts>>(
   name: string,
@@ -299,4 +253,6 @@ export function describeActLedgerConformance<H extends OpenedStore<ActLedgerPort
         }),
     );
   });
+
+  describeWithdrawConformance(name, factory);
 }

@@ -1,9 +1,6 @@
-export {
-  type ActLedgerPorts,
-  actEvent,
-  describeActLedgerConformance,
-  spendingAct,
-} from "./act-ledger-suite.js";
+export { type ActLedgerPorts, actEvent, spendingAct } from "./act-ledger-fixtures.js";
+export { describeActLedgerConformance } from "./act-ledger-suite.js";
+export { withdrawalOf, withdrawnEvent } from "./act-ledger-withdraw.js";
 export { auditEvent, describeAuditSinkConformance } from "./audit-suite.js";
 export { describeAuditTamperCases, type TamperableTrail } from "./audit-tamper-suite.js";
 export {
