@@ -17,13 +17,37 @@ const SECTIONS: Record<string, () => Promise<BenchModule>> = {
   cli: () => import("./cli/index.js"),
 };
 
-const { values } = parseArgs({ options: { only: { type: "string" } } });
+const USAGE = `usage: npm run bench [-- --only <sections>]
+
+Runs the benchmark sections, prints a table each and writes bench/results/latest.json and
+latest.md. Sections (comma-separated for --only): ${Object.keys(SECTIONS).join(", ")}.
+PostgreSQL and Redis rows need TESSERA_PG_URL and TESSERA_REDIS_URL.
+`;
+
+function usageError(message: string): never {
+  process.stderr.write(`bench: ${message}\n\n${USAGE}`);
+  process.exit(2);
+}
+
+let values: { only?: string | undefined; help?: boolean | undefined };
+try {
+  ({ values } = parseArgs({
+    options: { only: { type: "string" }, help: { type: "boolean", short: "h" } },
+  }));
+} catch (error) {
+  usageError((error as Error).message);
+}
+if (values.help === true) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
 const wanted = values.only ? values.only.split(",") : Object.keys(SECTIONS);
+const unknown = wanted.filter((name) => SECTIONS[name] === undefined);
+if (unknown.length > 0) usageError(`unknown section ${unknown.map((n) => `"${n}"`).join(", ")}`);
 
 const results: BenchSection[] = [];
 for (const name of wanted) {
-  const load = SECTIONS[name];
-  if (!load) throw new Error(`unknown bench section "${name}"; known: ${Object.keys(SECTIONS)}`);
+  const load = SECTIONS[name] as () => Promise<BenchModule>;
   const section = await (await load()).run();
   results.push(section);
   process.stdout.write(`${formatSection(section)}\n`);
