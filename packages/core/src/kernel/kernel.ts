@@ -20,6 +20,7 @@ import { versionNowOf } from "./sync-ports.js";
 import { type CachedView, TurnCache, type TurnCacheOptions, viewOf } from "./turn-cache.js";
 import type { Kernel, KernelOptions, TurnAuthority } from "./types.js";
 import { isSealedGrant } from "./validated-grants.js";
+import { Withdrawals } from "./withdrawals.js";
 
 /**
  * Reads and validates the turn's grant material. Any failure — the source throwing, a
@@ -334,6 +335,8 @@ export function createKernel(options: KernelOptions): Kernel {
   const reads = new ColdReads();
   const acts = actsOf(options);
   const denials = new DenialRecorder(options.audit, options.denials);
+  // Acts whose record threw are withdrawn in the background when the ledger can (issue 22).
+  const withdrawals = typeof acts?.withdraw === "function" ? new Withdrawals(acts) : undefined;
   const kernel: Kernel = {
     async openTurnAuthority(input: AccessContext): Promise<TurnAuthority> {
       const ctx = Object.freeze(parseContext(input));
@@ -350,11 +353,19 @@ export function createKernel(options: KernelOptions): Kernel {
             };
       const parts = { ctx, scope, audit, transport: options.transport, clock };
       // Frozen like everything the kernel returns; its state lives in private fields.
-      if (acts !== undefined) return Object.freeze(new LedgerLease({ ...parts, acts, denials }));
+      if (acts !== undefined) {
+        return Object.freeze(new LedgerLease({ ...parts, acts, denials, withdrawals }));
+      }
       return Object.freeze(new Lease(parts));
     },
-    drain: () => denials.drain(),
+    // Withdrawals first (one attempt each, never waiting out a store that stays down), then
+    // the denial events written after their replies.
+    drain: async () => {
+      await withdrawals?.drain();
+      await denials.drain();
+    },
     auditState: () => (denials.failing ? "failing" : "ok"),
+    close: () => withdrawals?.close(),
   };
   return Object.freeze(kernel);
 }

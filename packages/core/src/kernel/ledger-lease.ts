@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
+import type { JsonValue } from "../contracts/claims.js";
 import { isTesseraError, TesseraError } from "../contracts/errors.js";
 import { MESSAGE_SEND_ACTION, messageResource } from "../contracts/messages.js";
-import type { Act, ActLedger, ActResult } from "../ports/act-ledger.js";
+import type { Act, ActLedger, ActResult, DeniedAnswer } from "../ports/act-ledger.js";
 import type { MessageEnvelope } from "../ports/transport.js";
 import type { DecisionRecord } from "./audit-writer.js";
 import { type DecisionScope, decide, exhaustedRefusal } from "./decide.js";
@@ -21,6 +22,7 @@ import {
 } from "./lease-checks.js";
 import { isId } from "./request.js";
 import { resourceLabel } from "./resource-label.js";
+import { useReturned } from "./returned-uses.js";
 import type {
   ActOptions,
   AlreadyClaimed,
@@ -33,11 +35,23 @@ import type {
   TurnAuthority,
 } from "./types.js";
 import { recordFailedDelivery } from "./unsent.js";
+import type { Withdrawals } from "./withdrawals.js";
 
 export interface LedgerLeaseParts extends LeaseParts {
   readonly acts: ActLedger;
   readonly denials: DenialRecorder;
+  /** The kernel's withdrawals of acts whose record threw (when the ledger can withdraw). */
+  readonly withdrawals?: Withdrawals;
 }
+
+/** What a decision's event says of it, without its outcome: the withdrawal's event repeats it. */
+type ActRecord = Omit<DecisionRecord, "code" | "reason" | "detail">;
+
+/** What a withdrawn act's claim answers to every retry of its call ID: a denial. */
+const WITHDRAWN_ANSWER: DeniedAnswer & JsonValue = Object.freeze({
+  status: "denied",
+  code: "authority_unavailable",
+});
 
 type Claim = ActOptions["claim"];
 const CLOSED: Precheck = { code: "turn_closed", reason: "turn_closed" };
@@ -52,7 +66,10 @@ const CLOSED: Precheck = { code: "turn_closed", reason: "turn_closed" };
  * `DenialRecorder`).
  *
  * A store that fails makes the call throw its `*_unavailable` error with nothing of the act
- * written (the ledger's all or nothing), so a retry after recovery gets a decision. Straight
+ * written (the ledger's all or nothing), so a retry after recovery gets a decision. When the
+ * store's reply was lost instead (the act landed, the caller heard the error, nothing ran), an
+ * act with a claim is withdrawn in the background (`Withdrawals`): its claim is settled with
+ * an `authority_unavailable` denial, its use given back, `act_withdrawn` recorded. Straight
  * async code: the in-memory fast path of `Lease` (no promise per send) is for kernels without
  * a ledger; listing tools and closing are the inner lease's.
  */
@@ -182,7 +199,7 @@ export class LedgerLease implements TurnAuthority {
         exhausted: audit.build({ ...granted, ...exhausted }),
       };
     }
-    const result = await this.#record(act);
+    const result = await this.#record(act, granted, grant);
     if (result.status === "already_claimed") return result;
     if (result.used !== undefined && result.used >= (grant.maxUses ?? Number.POSITIVE_INFINITY)) {
       grant.spent = true;
@@ -202,7 +219,8 @@ export class LedgerLease implements TurnAuthority {
     const event = this.#parts.audit.build(record);
     const refusal = refused(record.code ?? "invalid_request");
     if (claim !== undefined) {
-      const result = await this.#record({ claim, event });
+      const { code: _code, reason: _reason, detail: _detail, ...base } = record;
+      const result = await this.#record({ claim, event }, base);
       return result.status === "already_claimed" ? result : refusal;
     }
     const written = this.#parts.denials.record(event);
@@ -210,16 +228,45 @@ export class LedgerLease implements TurnAuthority {
     return refusal;
   }
 
-  async #record(act: Act): Promise<ActResult> {
+  async #record(act: Act, base: ActRecord, grant?: IndexedGrant): Promise<ActResult> {
     try {
       return await this.#parts.acts.record(act);
     } catch (error) {
-      if (isTesseraError(error) && error.code.endsWith("_unavailable")) throw error;
       if (isTesseraError(error, "invalid_input")) throw error;
+      // The store may have written the act and lost its reply: nothing has run (the record
+      // precedes every effect), so the act is withdrawn if it landed. The caller still hears
+      // the error, as before; its retries read the withdrawal's answer once it is written.
+      this.#withdraw(act, base, grant);
+      if (isTesseraError(error) && error.code.endsWith("_unavailable")) throw error;
       throw new TesseraError("store_unavailable", "the act ledger could not record the act", {
         cause: error,
       });
     }
+  }
+
+  /** Schedules the withdrawal of `act` (with a claim only: see `ActLedger.withdraw`). */
+  #withdraw(act: Act, base: ActRecord, grant: IndexedGrant | undefined): void {
+    const withdrawals = this.#parts.withdrawals;
+    if (withdrawals === undefined || act.claim === undefined) return;
+    const event = this.#parts.audit.build({
+      ...base,
+      now: this.#now(),
+      code: "authority_unavailable",
+      reason: "act_withdrawn",
+      detail: "the store's reply to the act's record was lost; nothing ran",
+    });
+    const withdrawal = { act: { ...act, claim: act.claim }, event, answer: WITHDRAWN_ANSWER };
+    const spend = act.spend;
+    const scope = this.#parts.scope;
+    withdrawals.schedule(withdrawal, (result) => {
+      if (result !== "withdrawn" || spend === undefined || scope === undefined) return;
+      // The use is back in the store: this lease's marks (as unsent.ts does), and every
+      // kernel over the store in this process (their cached sets holding the grant).
+      if (grant !== undefined) grant.spent = false;
+      const entry = base.action === undefined ? undefined : scope.index.get(base.action);
+      if (entry !== undefined) entry.spentBefore = 0;
+      if (scope.usage !== undefined) useReturned(scope.usage, spend.namespaceId, spend.grantId);
+    });
   }
 
   async #deliver(send: Send, grant: IndexedGrant): Promise<SendMessageResult> {

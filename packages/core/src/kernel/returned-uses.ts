@@ -40,13 +40,20 @@ export async function releaseUse(
 ): Promise<ReleaseResult | undefined> {
   if (typeof usage.release !== "function") return undefined;
   const result = await usage.release(namespaceId, grantId);
-  if (result.released) {
-    const listeners = LISTENERS.get(usage);
-    for (const ref of listeners ?? []) {
-      const cache = ref.deref();
-      if (cache === undefined) listeners?.delete(ref);
-      else cache.forget(namespaceId, grantId);
-    }
-  }
+  if (result.released) useReturned(usage, namespaceId, grantId);
   return result;
+}
+
+/**
+ * Tells every kernel over `usage` in this process that one use of the grant came back by
+ * another way than `releaseUse` (an act ledger's `withdraw`, which gives it back in its own
+ * transaction): they forget that they saw the grant spent.
+ */
+export function useReturned(usage: GrantUsageStore, namespaceId: string, grantId: string): void {
+  const listeners = LISTENERS.get(usage);
+  for (const ref of listeners ?? []) {
+    const cache = ref.deref();
+    if (cache === undefined) listeners?.delete(ref);
+    else cache.forget(namespaceId, grantId);
+  }
 }

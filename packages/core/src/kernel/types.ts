@@ -69,10 +69,18 @@ export interface Kernel {
    */
   openTurnAuthority(ctx: AccessContext): Promise<TurnAuthority>;
   /**
-   * Waits until every denial event written after its reply has reached the sink (or failed):
-   * call it before closing the stores. Kernels from `createKernel` have it.
+   * Waits until every denial event written after its reply has reached the sink (or failed),
+   * and gives every pending withdrawal (an act whose record threw, see `ActLedger.withdraw`)
+   * one more attempt, now: it waits for that attempt, never for a store that stays down
+   * (those keep trying in the background until `close`). Call it before closing the stores.
+   * Kernels from `createKernel` have it.
    */
   drain?(): Promise<void>;
+  /**
+   * Stops the background withdrawals (after their attempt in flight); what was not withdrawn
+   * stays in doubt (the claim store's `listInDoubt`). Kernels from `createKernel` have it.
+   */
+  close?(): void;
   /** `"failing"` while a denial event written after its reply could not be written. */
   auditState?(): "ok" | "failing";
 }
