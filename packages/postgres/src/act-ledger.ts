@@ -5,6 +5,8 @@ import {
   type AuditEvent,
   isTesseraError,
   TesseraError,
+  type Withdrawal,
+  type WithdrawResult,
 } from "@tessera/core";
 import {
   auditContentDigest,
@@ -12,6 +14,7 @@ import {
   checkAct,
   claimKeyDigest,
   deniedAnswerOf,
+  parseAuditEvent,
   serializeAnswer,
   storageDigest,
 } from "@tessera/core/store-kit";
@@ -92,6 +95,7 @@ const NO_EVENT: Omit<EventParams, "settledAt"> & { settledAt: null } = {
 export class PostgresActLedger implements ActLedger {
   readonly #db: Database;
   readonly #sql: string;
+  readonly #withdrawSql: string;
   readonly #batches = new Batcher<ActRequest, ActResult>((batch) => this.#send(batch));
 
   constructor(db: Database) {
@@ -99,6 +103,26 @@ export class PostgresActLedger implements ActLedger {
     this.#sql = `SELECT * FROM ${db.table("record_acts")}(
       $1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::bigint[],
       $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bigint[])`;
+    this.#withdrawSql = `SELECT ${db.table("withdraw_act")}($1, $2, $3::bigint, $4, $5, $6, $7,
+      $8, $9, $10, $11, $12::bigint) AS result`;
+  }
+
+  /**
+   * One call of the server-side function `withdraw_act` (`withdraw-function.ts`): the claim
+   * compared and settled, the use given back and the event linked in the implicit transaction
+   * of that one statement, so a failure anywhere leaves nothing of the withdrawal. Not
+   * batched: withdrawals are rare (a lost reply), and each is sent again until it answers.
+   */
+  async withdraw(withdrawal: Withdrawal): Promise<WithdrawResult> {
+    const values = withdrawValues(withdrawal);
+    // Rolled back whole on a deadlock, so sending it again is safe.
+    const { rows } = await retryDeadlock(() =>
+      this.#db.query<{ result: string }>("claim_store_unavailable", this.#withdrawSql, values),
+    );
+    const result = rows[0]?.result;
+    if (result === "withdrawn" || result === "not_recorded" || result === "kept") return result;
+    // We cannot tell what the function did: fail closed, the caller tries again.
+    throw new TesseraError("claim_store_unavailable", "withdraw_act answered something else");
   }
 
   /** Not `async`: the batch's own promise is returned, without a second one to adopt it. */
@@ -192,6 +216,40 @@ function toRequest(act: Act): ActRequest {
           ? "usage_store_unavailable"
           : "audit_unavailable",
   };
+}
+
+/**
+ * A withdrawal checked (nothing is sent for a bad one: `invalid_input`) and laid out as
+ * `withdraw_act`'s parameters. The receipt's instant is the withdrawal event's, as a denial's
+ * settle takes its event's.
+ */
+function withdrawValues(withdrawal: Withdrawal): unknown[] {
+  if (typeof withdrawal !== "object" || withdrawal === null) {
+    throw new TesseraError("invalid_input", "a withdrawal is { act, event, answer }");
+  }
+  const { act } = withdrawal;
+  checkAct(act);
+  if (act.claim === undefined) {
+    throw new TesseraError("invalid_input", "only an act with a claim can be withdrawn");
+  }
+  const event = eventParams(parseAuditEvent(withdrawal.event));
+  const answer = serializeAnswer(withdrawal.answer);
+  if (answer === undefined) throw new TesseraError("invalid_input", "a withdrawal needs an answer");
+  const { claim, spend } = act;
+  return [
+    claimKeyDigest(claim.key),
+    claim.record.bodyHash,
+    claim.record.claimedAt,
+    claim.record.worker ?? null,
+    spend === undefined ? null : storageDigest(spend.namespaceId, spend.grantId),
+    event.streamKey,
+    event.callKey,
+    event.traceKey,
+    event.body,
+    event.digest,
+    answer,
+    event.settledAt,
+  ];
 }
 
 function eventParams(event: AuditEvent): EventParams {

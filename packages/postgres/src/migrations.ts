@@ -1,6 +1,7 @@
 import { TesseraError } from "@tessera/core";
 import { recordActsFunction } from "./act-function.js";
 import type { Database } from "./database.js";
+import { withdrawActFunction } from "./withdraw-function.js";
 
 /**
  * Versioned schema changes, applied in order at open. Append only: a released step is never
@@ -124,6 +125,13 @@ const MIGRATIONS: readonly {
     // (claim, spend, linked event, a denial's settle) inside the one statement that calls it.
     version: 4,
     statements: (t) => [`ALTER TABLE ${t("claims")} ADD COLUMN answer text`, recordActsFunction(t)],
+  },
+  {
+    // `withdraw_act` withdraws an act whose record's answer was lost (claim settled failed
+    // with its answer, use given back, event linked) inside the one statement that calls it.
+    // No table changes: a version-4 build simply never calls it.
+    version: 5,
+    statements: (t) => [withdrawActFunction(t)],
   },
 ];
 

@@ -4,10 +4,11 @@
  * the spend committed before the event stalled: a spent ticket with no event and a claim that
  * blocked its call ID forever. The ledger's one statement is cancelled whole: the act fails
  * with its `*_unavailable` code, nothing of it is written, and once the lock is released the
- * same act, retried, is decided and recorded.
+ * same act, retried, is decided and recorded. A withdrawal stalled the same way is cancelled
+ * whole too: the claim stays open and the use spent until it is sent again.
  */
 import { type Act, verifyAuditChain } from "@tessera/core";
-import { actEvent, serviceUrl, spendingAct } from "@tessera/testkit";
+import { actEvent, serviceUrl, spendingAct, withdrawalOf } from "@tessera/testkit";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { codeOf, storesPerTest, type TestStores } from "./support/pg-test-stores.js";
@@ -138,5 +139,35 @@ suite("postgres act ledger: the audit head table locked (statementTimeoutMs=1500
       await held.release();
     }
     expect(await test.stores.audit.read()).toEqual([]);
+  }, 20_000);
+
+  it("a withdrawal stalled at the head is rolled back whole; sent again, it withdraws", async () => {
+    const test = await opened({ statementTimeoutMs: "1500" });
+    const act = spendingAct("w-1", "w-1");
+    await test.stores.acts.record(act);
+    const withdraw = test.stores.acts.withdraw?.bind(test.stores.acts);
+    if (withdraw === undefined) throw new Error("the PostgreSQL ledger withdraws");
+    const before = await leftOf(test, "w-1", "w-1");
+    expect(before).toMatchObject({ events: 1, used: 1 });
+    const held = await holding(test, "SELECT * FROM $schema.audit_heads FOR UPDATE");
+    try {
+      const stalled = await withdraw(withdrawalOf(act)).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(codeOf(stalled)).toBe("claim_store_unavailable");
+      expect((stalled as { cause?: { code?: string } }).cause?.code).toBe("57014");
+      // Claim settle and use given back were rolled back with the stalled event.
+      expect(await leftOf(test, "w-1", "w-1")).toEqual(before);
+    } finally {
+      await held.release();
+    }
+    expect(await withdraw(withdrawalOf(act))).toBe("withdrawn");
+    expect(await leftOf(test, "w-1", "w-1")).toMatchObject({
+      claim: { receipt: { status: "failed" } },
+      events: 2,
+      used: 0,
+    });
+    expect(verifyAuditChain(await test.stores.audit.read()).ok).toBe(true);
   }, 20_000);
 });

@@ -3,10 +3,11 @@
  * sends goes through `pg.Client.prototype.query`, so a spy there sees each round trip. A lone
  * act is one statement; acts in flight together are one statement per batch, with nothing
  * else sent (no read-back, no head read, no settle); the events of many concurrent acts, over
- * several streams and two pools at once, form chains that `verifyAuditChain` accepts.
+ * several streams and two pools at once, form chains that `verifyAuditChain` accepts. A
+ * withdrawal is one statement too, whatever it answers.
  */
 import { type Act, type AuditEvent, verifyAuditChain } from "@tessera/core";
-import { actEvent, serviceUrl, spendingAct } from "@tessera/testkit";
+import { actEvent, serviceUrl, spendingAct, withdrawalOf } from "@tessera/testkit";
 import pg from "pg";
 import { describe, expect, it, vi } from "vitest";
 import { openStores } from "../src/index.js";
@@ -65,6 +66,30 @@ suite("postgres act ledger: statements at the driver", () => {
     await stores.acts.record({ event: actEvent("three", "no_matching_grant") });
     expect(sent.texts()).toHaveLength(4);
     expect(sent.acts()).toEqual([1, 1, 1, 1]);
+  });
+
+  it("a withdrawal is exactly one statement, whatever it answers; the sink chains after it", async () => {
+    const { stores } = await opened();
+    const act = spendingAct("w-1", "ticket", 5);
+    await stores.acts.record(act);
+    const withdraw = stores.acts.withdraw?.bind(stores.acts);
+    if (withdraw === undefined) throw new Error("the PostgreSQL ledger withdraws");
+    const sent = statements();
+    expect(await withdraw(withdrawalOf(act))).toBe("withdrawn");
+    expect(await withdraw(withdrawalOf(act))).toBe("kept");
+    expect(await withdraw(withdrawalOf(spendingAct("never")))).toBe("not_recorded");
+    const texts = sent.texts();
+    expect(texts).toHaveLength(3);
+    expect(texts.every((text) => text.includes("withdraw_act"))).toBe(true);
+    // The sink's remembered head is stale after the withdrawal moved it: it still links after.
+    await stores.audit.append(actEvent("after"));
+    const events = await stores.audit.read();
+    expect(events.map((event) => [event.reason, event.seq])).toEqual([
+      ["allowed", 1],
+      ["act_withdrawn", 2],
+      ["allowed", 3],
+    ]);
+    expect(verifyAuditChain(events).ok).toBe(true);
   });
 
   it("64 acts issued together are exactly one statement", async () => {

@@ -1,9 +1,11 @@
 /**
  * A schema the previous release left (version 3: claims without answers, an audit chain
- * linked with the v1 rule) opens with this build, migrates in place to version 4, and keeps
- * everything readable: old claims read back as they were (no answer), an old in-doubt claim
- * can be settled with an answer, a retry of an old call ID collides with its claim, and acts
- * recorded now link after the old chain's head so the whole trail verifies.
+ * linked with the v1 rule) opens with this build, migrates in place to the current version,
+ * and keeps everything readable: old claims read back as they were (no answer), an old
+ * in-doubt claim can be settled with an answer (or withdrawn: its record read as the old
+ * release spelled it), a retry of an old call ID collides with its claim, and acts recorded
+ * now link after the old chain's head so the whole trail verifies. A version-4 schema (the
+ * act ledger without `withdraw_act`) moves to 5, and an act recorded before is withdrawn after.
  */
 import { type AuditEvent, verifyAuditChain } from "@tessera/core";
 import {
@@ -13,8 +15,9 @@ import {
   EMPTY_HEAD,
   storageDigest,
 } from "@tessera/core/store-kit";
-import { actEvent, serviceUrl, spendingAct } from "@tessera/testkit";
+import { actEvent, serviceUrl, spendingAct, withdrawalOf } from "@tessera/testkit";
 import { afterEach, describe, expect, it } from "vitest";
+import { PostgresActLedger } from "../src/act-ledger.js";
 import { parsePostgresUrl } from "../src/config.js";
 import { Database } from "../src/database.js";
 import { openStores, SCHEMA_VERSION } from "../src/index.js";
@@ -55,6 +58,7 @@ async function writeOldRelease(target: string, schema: string): Promise<AuditEve
   for (const [id, status, at] of [
     ["old-settled", "dispatched", 1_700_000_000_500],
     ["old-doubt", null, null],
+    ["old-withdraw", null, null],
   ] as const) {
     await admin(
       url as string,
@@ -103,8 +107,8 @@ suite("postgres upgrade from schema version 3", () => {
       url as string,
       `SELECT version FROM "${schema}".schema_version ORDER BY version`,
     );
-    expect(versions.map((row) => row.version)).toEqual([1, 2, 3, 4]);
-    expect(SCHEMA_VERSION).toBe(4);
+    expect(versions.map((row) => row.version)).toEqual([1, 2, 3, 4, 5]);
+    expect(SCHEMA_VERSION).toBe(5);
 
     // Old claims as they were: the settled one with its receipt and no answer.
     const settledKey = { session: "s", functionCallId: "old-settled" };
@@ -112,7 +116,12 @@ suite("postgres upgrade from schema version 3", () => {
       ...oldClaim("old-settled"),
       receipt: { status: "dispatched", settledAt: 1_700_000_000_500 },
     });
-    expect(await stores.claims.listInDoubt("s")).toEqual([oldClaim("old-doubt")]);
+    // Both claimed at the same instant: their order between them is not the contract.
+    const inDoubt = await stores.claims.listInDoubt("s");
+    expect(inDoubt.sort((a, b) => a.functionCallId.localeCompare(b.functionCallId))).toEqual([
+      oldClaim("old-doubt"),
+      oldClaim("old-withdraw"),
+    ]);
     // The old in-doubt claim settles with an answer now, once.
     const doubtKey = { session: "s", functionCallId: "old-doubt" };
     await stores.claims.settle(doubtKey, { status: "failed", settledAt: 9 }, { error: "lost" });
@@ -149,5 +158,63 @@ suite("postgres upgrade from schema version 3", () => {
     expect(verifyAuditChain(events)).toMatchObject({ ok: true, events: 6 });
     // Nothing spent by the collided retry; one use by the new act.
     expect(await stores.usage.getUsage("ns-acts", "ticket")).toBe(1);
+
+    // An old in-doubt claim is withdrawn: its record compared as the old release wrote it
+    // (worker included), its event linked after the new ones.
+    const { session: _s, functionCallId: _f, ...oldRecord } = oldClaim("old-withdraw");
+    const withdrawKey = { session: "s", functionCallId: "old-withdraw" };
+    const oldAct = {
+      ...spendingAct("old-withdraw"),
+      claim: { key: withdrawKey, record: oldRecord },
+    };
+    const withdraw = stores.acts.withdraw?.bind(stores.acts);
+    expect(withdraw).toBeDefined();
+    expect(await withdraw?.({ ...withdrawalOf(spendingAct("old-withdraw")) })).toBe("kept");
+    expect(await withdraw?.(withdrawalOf(oldAct))).toBe("withdrawn");
+    expect((await stores.claims.get(withdrawKey))?.receipt?.status).toBe("failed");
+    // The old act spent nothing this counter knows of: never below zero.
+    expect(await stores.usage.getUsage("ns-acts", "ticket")).toBe(0);
+    const after = await stores.audit.read();
+    expect(after.map((event) => [event.callId, event.seq]).slice(6)).toEqual([["old-withdraw", 7]]);
+    expect(verifyAuditChain(after)).toMatchObject({ ok: true, events: 7 });
+  });
+});
+
+suite("postgres upgrade from schema version 4", () => {
+  it("moves to 5; an act recorded at version 4 is withdrawn after the upgrade", async () => {
+    const schema = freshSchema();
+    cleanups.push(() => dropSchema(url as string, schema));
+    const target = withParams(url as string, { schema });
+    const db = new Database(parsePostgresUrl(target));
+    const act = spendingAct("v4-act", "ticket", 3);
+    try {
+      await migrate(db, 4);
+      // The version-4 ledger: `record_acts` alone.
+      const ledger = new PostgresActLedger(db);
+      expect(await ledger.record(spendingAct("v4-kept", "ticket", 3))).toMatchObject({ used: 1 });
+      expect(await ledger.record(act)).toMatchObject({ status: "recorded", used: 2 });
+    } finally {
+      await db.close();
+    }
+
+    const stores = await openStores(target);
+    cleanups.push(() => stores.close());
+    const versions = await admin<{ version: number }>(
+      url as string,
+      `SELECT version FROM "${schema}".schema_version ORDER BY version`,
+    );
+    expect(versions.map((row) => row.version)).toEqual([1, 2, 3, 4, 5]);
+    expect(await stores.acts.withdraw?.(withdrawalOf(act))).toBe("withdrawn");
+    expect(await stores.usage.getUsage("ns-acts", "ticket")).toBe(1);
+    expect(await stores.claims.listInDoubt("s")).toEqual([
+      expect.objectContaining({ functionCallId: "v4-kept" }),
+    ]);
+    const events = await stores.audit.read();
+    expect(events.map((event) => [event.callId, event.reason, event.seq])).toEqual([
+      ["v4-kept", "allowed", 1],
+      ["v4-act", "allowed", 2],
+      ["v4-act", "act_withdrawn", 3],
+    ]);
+    expect(verifyAuditChain(events)).toMatchObject({ ok: true, events: 3 });
   });
 });

@@ -85,11 +85,14 @@ export function countSqliteCommits(
   return count;
 }
 
-const PG_WRITE = /^\s*(INSERT|UPDATE|DELETE|WITH|CREATE|ALTER|DROP)\b|record_acts|advisory/i;
+const PG_WRITE =
+  /^\s*(INSERT|UPDATE|DELETE|WITH|CREATE|ALTER|DROP)\b|record_acts|withdraw_act|advisory/i;
+const PG_FUNCTIONS = /record_acts|withdraw_act/;
 
 /**
  * PostgreSQL (pg): every statement any `pg.Client` sends; a write is one that changes rows
- * (INSERT, UPDATE, DELETE, a CTE, the act ledger's `record_acts`). `Client` is `pg.Client`.
+ * (INSERT, UPDATE, DELETE, a CTE, the act ledger's `record_acts` and `withdraw_act`), named
+ * by its first word or by the function it calls. `Client` is `pg.Client`.
  */
 export function countPostgresStatements(Client: { prototype: object }): DriverCounter {
   const prototype = Client.prototype as { query: (...args: unknown[]) => unknown };
@@ -102,10 +105,8 @@ export function countPostgresStatements(Client: { prototype: object }): DriverCo
     const text =
       typeof first === "string" ? first : String((first as { text?: unknown } | null)?.text ?? "");
     const write = PG_WRITE.test(text);
-    count.note(
-      /record_acts/.test(text) ? "record_acts" : (text.trim().split(/\s+/)[0] ?? ""),
-      write,
-    );
+    const called = PG_FUNCTIONS.exec(text)?.[0];
+    count.note(called ?? text.trim().split(/\s+/)[0] ?? "", write);
     return original.apply(this, args);
   };
   return count;
