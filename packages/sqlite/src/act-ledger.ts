@@ -5,13 +5,20 @@ import {
   type AuditEvent,
   isTesseraError,
   TesseraError,
+  type Withdrawal,
+  type WithdrawResult,
 } from "@tessera/core";
-import { checkAct, deniedAnswerOf } from "@tessera/core/store-kit";
+import {
+  checkAct,
+  deniedAnswerOf,
+  parseAuditEvent,
+  serializeAnswer,
+} from "@tessera/core/store-kit";
 import { type AuditChainWriter, chainOf } from "./audit-link.js";
-import { insertOrRead, settleRow } from "./claim-rows.js";
+import { insertOrRead, readClaim, settleRow } from "./claim-rows.js";
 import type { SqliteDatabase } from "./database.js";
 import { unavailable } from "./unavailable.js";
-import { consumeRow } from "./usage-store.js";
+import { consumeRow, releaseRow } from "./usage-store.js";
 
 const CODE = "store_unavailable";
 
@@ -31,6 +38,10 @@ const CODE = "store_unavailable";
  * first statement only a driver error can be thrown, which rolls back the whole batch. Any
  * other error there is turned into `store_unavailable` for the same reason, rather than be
  * kept as one caller's refusal while the rest of the batch (half of this act) commits.
+ *
+ * `withdraw` is the same kind of write: its statements (the claim read and settled `failed`
+ * with the answer, the use given back never below zero, the event linked into its chain) run
+ * back to back in one transaction, shared with the tick's other writes like an act's.
  */
 export class SqliteActLedger implements ActLedger {
   readonly #db: SqliteDatabase;
@@ -55,6 +66,49 @@ export class SqliteActLedger implements ActLedger {
         ? this.#write(act, event, exhausted)
         : this.#db.batch(() => this.#write(act, event, exhausted)),
     );
+  }
+
+  /** Not `async`, like `record`: the input is checked before the batch is joined. */
+  withdraw(withdrawal: Withdrawal): Promise<WithdrawResult> {
+    let checked: { event: AuditEvent; answer: string };
+    try {
+      checked = checkWithdrawal(withdrawal);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const { event, answer } = checked;
+    const { act } = withdrawal;
+    return this.#db.writeBatched(CODE, () =>
+      this.#db.inTransaction
+        ? this.#withdraw(act, event, answer)
+        : this.#db.batch(() => this.#withdraw(act, event, answer)),
+    );
+  }
+
+  /** The withdrawal's statements, under the caller's write lock; nothing written unless it applies. */
+  #withdraw(act: Withdrawal["act"], event: AuditEvent, answer: string): WithdrawResult {
+    try {
+      const { key, record } = act.claim;
+      const stored = readClaim(this.#db, key);
+      if (stored === undefined) return "not_recorded";
+      const same =
+        stored.bodyHash === record.bodyHash &&
+        stored.claimedAt === record.claimedAt &&
+        stored.worker === (record.worker ?? undefined);
+      // Settled (answered, refused, or withdrawn already) or another act's claim: kept.
+      if (stored.receipt !== undefined || !same) return "kept";
+      const receipt = { status: "failed", settledAt: Date.parse(event.at) } as const;
+      settleRow(this.#db, key, receipt, answer);
+      if (act.spend !== undefined) releaseRow(this.#db, act.spend.namespaceId, act.spend.grantId);
+      this.#chain.append(event);
+      return "withdrawn";
+    } catch (error) {
+      if (isTesseraError(error) && error.code.endsWith("_unavailable")) throw error;
+      if (isTesseraError(error)) {
+        throw new TesseraError(CODE, "the act could not be withdrawn whole", { cause: error });
+      }
+      throw unavailable(CODE, error);
+    }
   }
 
   /** The act's statements, under the write lock of the transaction the caller holds. */
@@ -93,4 +147,21 @@ export class SqliteActLedger implements ActLedger {
       throw unavailable(CODE, error);
     }
   }
+}
+
+/** Everything a withdrawal writes, checked before any statement runs. */
+function checkWithdrawal(withdrawal: Withdrawal): { event: AuditEvent; answer: string } {
+  if (typeof withdrawal !== "object" || withdrawal === null) {
+    throw new TesseraError("invalid_input", "a withdrawal is { act, event, answer }");
+  }
+  checkAct(withdrawal.act);
+  if (withdrawal.act.claim === undefined) {
+    throw new TesseraError("invalid_input", "only an act with a claim can be withdrawn");
+  }
+  const event = parseAuditEvent(withdrawal.event);
+  const answer = serializeAnswer(withdrawal.answer);
+  if (answer === undefined) {
+    throw new TesseraError("invalid_input", "a withdrawal needs the answer its claim keeps");
+  }
+  return { event, answer };
 }

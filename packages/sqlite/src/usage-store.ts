@@ -71,16 +71,7 @@ export class SqliteUsageStore implements GrantUsageStore {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#db.write(CODE, () => {
-      const [row] = this.#db
-        .statement(
-          `UPDATE tessera_usage SET used = used - 1
-           WHERE namespace_id = ? AND grant_id = ? AND used > 0 RETURNING used`,
-        )
-        .all(namespaceId, grantId) as { used: number }[];
-      if (row) return { released: true, used: row.used };
-      return { released: false, used: usedOf(this.#db, namespaceId, grantId) };
-    });
+    return this.#db.write(CODE, () => releaseRow(this.#db, namespaceId, grantId));
   }
 
   /** Synchronous core, also used by the self-test inside a rolled-back transaction. */
@@ -124,6 +115,25 @@ export function consumeRow(
   }
   // Refused by the guard. This read only reports the count: the statement above decided.
   return { consumed: false, used: usedOf(db, namespaceId, grantId) };
+}
+
+/**
+ * Gives one use back, never below zero, under the caller's write lock: one guarded statement.
+ * Shared by the usage store's `release` and the act ledger's `withdraw`.
+ */
+export function releaseRow(
+  db: SqliteDatabase,
+  namespaceId: string,
+  grantId: string,
+): ReleaseResult {
+  const [row] = db
+    .statement(
+      `UPDATE tessera_usage SET used = used - 1
+       WHERE namespace_id = ? AND grant_id = ? AND used > 0 RETURNING used`,
+    )
+    .all(namespaceId, grantId) as { used: number }[];
+  if (row) return { released: true, used: row.used };
+  return { released: false, used: usedOf(db, namespaceId, grantId) };
 }
 
 function usedOf(db: SqliteDatabase, namespaceId: string, grantId: string): number {
