@@ -1,12 +1,13 @@
 import { createHash } from "node:crypto";
 import { hostname } from "node:os";
-import type {
-  ActOptions,
-  AlreadyClaimed,
-  ClaimKey,
-  ClaimStore,
-  JsonValue,
-  StoredClaim,
+import {
+  type ActOptions,
+  type AlreadyClaimed,
+  type ClaimKey,
+  type ClaimStore,
+  isTesseraError,
+  type JsonValue,
+  type StoredClaim,
 } from "@tessera/core";
 import { boundedCanonicalJson, MAX_JSON_DEPTH, WriteWindow } from "@tessera/core/store-kit";
 import { HttpProblem } from "./errors.js";
@@ -32,14 +33,42 @@ export interface RetryOptions {
 /** How long answers written after their replies wait for others to share a commit with. */
 const WINDOW_MS = 10;
 const MAX_WAITING = 256;
+/** A failed answer write is tried again after this pause, doubling up to the next. */
+const FIRST_PAUSE_MS = 50;
+const MAX_PAUSE_MS = 2_000;
+/** How long closing waits for answers the store keeps refusing before it gives them up. */
+const CLOSE_WAIT_MS = 5_000;
+
+export interface AnswerWritesOptions {
+  readonly windowMs?: number;
+  readonly maxWaiting?: number;
+  /** Called for each failed attempt to write an answer (the service counts them). */
+  readonly onFailure?: (error: unknown) => void;
+}
+
+/** One answer being written: who waits for its next attempt to end. */
+interface Pending {
+  /** Cuts the pause before the next attempt short (set while it waits). */
+  wake: (() => void) | undefined;
+  readonly attempted: (() => void)[];
+}
 
 /**
  * Answers written after their reply, by claim: a retry reaching this same service meanwhile
- * waits for the write instead of polling, and closing the service waits for all of them, so
- * the host closes its stores only once every answer has landed.
+ * waits for the write instead of polling, and closing the service waits for them, so the host
+ * closes its stores once every answer has landed.
+ *
+ * An answer the store refuses while it is down is tried again (50 ms, doubling to 2 s) until
+ * it lands or the service closes: dropped, it would leave its call in doubt for good (every
+ * retry `call_in_progress`) although it ran and has an answer. `drain` gives every pending
+ * answer one attempt now and waits for it, never for a store that stays down; `close` drains
+ * until all landed or 5 s passed, then stops and returns the calls whose answers were not
+ * written (they stay in doubt, listed by the claim store's `listInDoubt`).
  */
 export class AnswerWrites {
-  readonly #pending = new Map<string, Promise<void>>();
+  readonly #pending = new Map<string, Pending>();
+  readonly #onFailure: ((error: unknown) => void) | undefined;
+  #closed = false;
   /**
    * Answers whose replies are out wait here for others (up to 10 ms, or 256 of them), then
    * start in one tick: the store writes their settles (receipt and answer) in one statement
@@ -49,34 +78,103 @@ export class AnswerWrites {
    */
   readonly #window: WriteWindow;
 
-  constructor(windowMs = WINDOW_MS, maxWaiting = MAX_WAITING) {
-    this.#window = new WriteWindow(windowMs, maxWaiting);
+  constructor(options: AnswerWritesOptions = {}) {
+    this.#window = new WriteWindow(
+      options.windowMs ?? WINDOW_MS,
+      options.maxWaiting ?? MAX_WAITING,
+    );
+    this.#onFailure = options.onFailure;
+  }
+
+  /** Answers not written yet (waiting for the window, being written, or waiting to try again). */
+  get size(): number {
+    return this.#pending.size;
   }
 
   later(id: string, write: () => Promise<void>): void {
-    const written: Promise<void> = this.#window
+    const pending: Pending = { wake: undefined, attempted: [] };
+    this.#pending.set(id, pending);
+    void this.#window
       .join()
-      .then(write)
-      .catch(() => undefined)
+      .then(() => this.#land(pending, write))
       .finally(() => {
-        if (this.#pending.get(id) === written) this.#pending.delete(id);
+        if (this.#pending.get(id) === pending) this.#pending.delete(id);
+        ended(pending);
       });
-    this.#pending.set(id, written);
   }
 
-  /** The pending write of `id`, started now: a retry waiting on it has no reason to wait for the window too. */
+  /**
+   * The next attempt of `id`'s pending write, started now (no window, no pause): a retry
+   * waiting on it reads the claim once it ended, landed or not, and never waits out a store
+   * that stays down.
+   */
   wait(id: string): Promise<void> | undefined {
     const pending = this.#pending.get(id);
-    if (pending !== undefined) this.#window.release();
-    return pending;
+    if (pending === undefined) return undefined;
+    return this.#nextAttempt(pending);
   }
 
+  /** Gives every pending answer one attempt now and waits for those attempts (see the class). */
   async drain(): Promise<void> {
-    while (this.#pending.size > 0) {
-      this.#window.release();
-      await Promise.all(this.#pending.values());
+    await Promise.all([...this.#pending.values()].map((pending) => this.#nextAttempt(pending)));
+  }
+
+  /**
+   * Drains until every answer landed or `waitMs` passed, then stops trying: the calls whose
+   * answers were not written are returned (their claims stay in doubt).
+   */
+  async close(waitMs = CLOSE_WAIT_MS): Promise<string[]> {
+    const until = Date.now() + waitMs;
+    while (this.#pending.size > 0 && Date.now() < until) {
+      const round = this.drain();
+      const timer = new Promise<void>((resolve) => setTimeout(resolve, 50).unref());
+      // At least a short pause per round, so a store refusing at once is not spun against.
+      await Promise.all([round, timer]);
+    }
+    const unwritten = [...this.#pending.keys()];
+    this.#closed = true;
+    for (const pending of this.#pending.values()) pending.wake?.();
+    return unwritten;
+  }
+
+  #nextAttempt(pending: Pending): Promise<void> {
+    const attempt = new Promise<void>((resolve) => pending.attempted.push(resolve));
+    this.#window.release();
+    pending.wake?.();
+    return attempt;
+  }
+
+  /** Writes until it lands, the write is refused for good, or this is closed. */
+  async #land(pending: Pending, write: () => Promise<void>): Promise<void> {
+    for (let pause = FIRST_PAUSE_MS; ; pause = Math.min(pause * 2, MAX_PAUSE_MS)) {
+      try {
+        await write();
+        return;
+      } catch (error) {
+        this.#onFailure?.(error);
+        // A refusal on the store's own terms (a claim that is not there) will not change.
+        if (isTesseraError(error) && !error.code.endsWith("_unavailable")) return;
+      }
+      ended(pending);
+      if (this.#closed) return;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(wake, pause);
+        timer.unref();
+        function wake(): void {
+          clearTimeout(timer);
+          pending.wake = undefined;
+          resolve();
+        }
+        pending.wake = wake;
+      });
+      if (this.#closed) return;
     }
   }
+}
+
+/** Tells whoever waits for this answer's next attempt that it ended. */
+function ended(pending: Pending): void {
+  for (const resolve of pending.attempted.splice(0)) resolve();
 }
 
 /** The claim a retry-safe call gives its decision, recorded in the same act. */
@@ -97,7 +195,9 @@ export type Decide<A> = (
  * body it is a conflict.
  *
  * A crash between the act and its answer leaves the call in doubt (listed by the store's
- * `listInDoubt`): it is never decided again, and retries answer `call_in_progress`.
+ * `listInDoubt`): it is never decided again, and retries answer `call_in_progress`. An act
+ * whose store reply was lost (the caller got a 503, nothing ran) is withdrawn by the kernel in
+ * the background: retries then read its answer, an `authority_unavailable` denial.
  */
 export async function once<A>(
   claims: ClaimStore,
@@ -170,12 +270,18 @@ async function recorded<A>(
   const until = Date.now() + waitMs;
   let stored: StoredClaim | undefined = first;
   for (let pause = 10; ; pause = Math.min(pause * 2, 200)) {
+    // Settled with an answer: the dispatched call's, a refusal's, or a withdrawal's (an act
+    // whose store reply was lost, nothing run: `{ status: "denied", code }`, replayed as the
+    // denial it is).
     if (stored?.answer !== undefined) return stored.answer as A;
     if (stored?.receipt !== undefined) {
       const legacy = await legacyAnswer<A>(claims, principal, key.functionCallId);
       if (legacy !== undefined) return legacy;
+      // Settled without an answer: none will come, so waiting longer cannot help.
+      break;
     }
-    if (Date.now() >= until) break;
+    // Gone (its session ended): nothing left to wait for; the caller's next try decides.
+    if (stored === undefined || Date.now() >= until) break;
     await new Promise((resolve) => setTimeout(resolve, pause));
     stored = await claims.get(key);
   }
