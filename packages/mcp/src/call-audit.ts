@@ -2,6 +2,7 @@ import type { AuditEvent, CallerCode } from "@tessera/core";
 import { gatewayError } from "./errors.js";
 import type { PipelineParts, Trail } from "./pipeline.js";
 import { TOOLS_CALL } from "./tool-grants.js";
+import { childSpan, endSpan } from "./tracing.js";
 
 /** An event the gateway decides itself (before or beside the kernel). */
 export function gateEvent(code: CallerCode | null, reason: AuditEvent["reason"]): AuditEvent {
@@ -34,11 +35,14 @@ export async function audit(
   const sink = parts.audit;
   if (sink === undefined) return;
   const event = stamp(parts, trail, base, notes, receipt, latency);
+  const write = childSpan(trail.caller.trace.context, "tessera.store.write");
   try {
     await sink.append(event);
   } catch {
+    endSpan(write, { outcome: "error", code: "audit_unavailable", failed: true });
     throw gatewayError("audit_unavailable", "the audit sink refused the call's event");
   }
+  endSpan(write, { outcome: "appended" });
 }
 
 /**

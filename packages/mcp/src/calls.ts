@@ -20,6 +20,7 @@ import type { Caller, PipelineParts, Trail } from "./pipeline.js";
 import { accessContext, principalKey } from "./principals.js";
 import { duplicate, keep, keptAnswer, refusal, refuse } from "./replies.js";
 import { MCP_NAMESPACE, TOOLS_CALL, toolGrants } from "./tool-grants.js";
+import { childSpan, endSpan, under } from "./tracing.js";
 import { returnUnsentUse } from "./unsent.js";
 import type { CatalogEntry } from "./upstreams.js";
 
@@ -45,6 +46,9 @@ function kernelFor(parts: PipelineParts, entry: CatalogEntry): Kernel {
       (grants.grantsVersion as NonNullable<GrantSource["grantsVersion"]>)(ns, subject);
   }
   const acts = parts.acts;
+  // Acts as recorded (stamped), by the kernel's event: a withdrawal names the act it withdraws.
+  const stampedActs = new WeakMap<AuditEvent, { act: Act; trail: Trail }>();
+  const withdraw = acts.withdraw?.bind(acts);
   kernel = createKernel({
     grants: source,
     ...(parts.usage === undefined ? {} : { usage: parts.usage }),
@@ -54,20 +58,50 @@ function kernelFor(parts: PipelineParts, entry: CatalogEntry): Kernel {
         const deciding = parts.deciding.get(act.event.traceId);
         if (deciding === undefined) return acts.record(act);
         const { trail } = deciding;
+        const write = childSpan(deciding.span, "tessera.store.write");
         const event = stamp(parts, trail, act.event, [], receiptOf(act.event));
         const exhausted =
           act.exhausted === undefined
             ? undefined
             : stamp(parts, trail, act.exhausted, [], receiptOf(act.exhausted));
-        return acts
-          .record({ ...act, event, ...(exhausted === undefined ? {} : { exhausted }) })
-          .then((result) => {
+        const stamped = { ...act, event, ...(exhausted === undefined ? {} : { exhausted }) };
+        stampedActs.set(act.event, { act: stamped, trail });
+        return acts.record(stamped).then(
+          (result) => {
             if (result.status === "recorded") {
               deciding.recorded = result.recorded === "event" ? event : exhausted;
             }
+            endSpan(write, { outcome: result.status });
             return result;
-          });
+          },
+          (error: unknown) => {
+            endSpan(write, { outcome: "error", code: codeOf(error), failed: true });
+            throw error;
+          },
+        );
       },
+      // An act whose record threw (its reply lost) is withdrawn by the kernel in the background
+      // (issue 22): the act as it was recorded, its withdrawal's event stamped like the act's.
+      ...(withdraw === undefined
+        ? {}
+        : {
+            withdraw: (withdrawal) => {
+              const known = stampedActs.get(withdrawal.act.event);
+              if (known === undefined) return withdraw(withdrawal);
+              const detail = withdrawal.event.detail;
+              return withdraw({
+                ...withdrawal,
+                act: { ...known.act, claim: withdrawal.act.claim },
+                event: stamp(
+                  parts,
+                  known.trail,
+                  withdrawal.event,
+                  detail ? [detail] : [],
+                  "failed",
+                ),
+              });
+            },
+          }),
     },
     clock: parts.clock,
   });
@@ -101,7 +135,7 @@ export async function callTool(
     started,
     argsDigest: argsText === undefined ? "(too deep to hash)" : sha256Hex(argsText),
     callId: `${caller.session ?? "stateless"}:${String(caller.requestId)}`,
-    traceId: randomUUID(),
+    traceId: caller.trace.traceId,
     tool: undefined,
   };
   if (argsText === undefined) {
@@ -150,12 +184,19 @@ export async function callTool(
     now,
     now + parts.limits.upstreamTimeoutMs + 5_000,
   );
-  const deciding = { trail, recorded: undefined as AuditEvent | undefined };
-  parts.deciding.set(trail.traceId, deciding);
+  // The kernel's turn gets a key of its own: calls of one host trace may be decided at once.
+  const turnKey = randomUUID();
+  const decide = childSpan(caller.trace.context, "tessera.decide");
+  const deciding = {
+    trail,
+    recorded: undefined as AuditEvent | undefined,
+    span: under(caller.trace.context, decide),
+  };
+  parts.deciding.set(turnKey, deciding);
   let decision: AuthorizeResult | AlreadyClaimed;
   try {
     const turn = await kernelFor(parts, entry).openTurnAuthority(
-      accessContext(caller.principal, trail.traceId),
+      accessContext(caller.principal, turnKey),
     );
     try {
       decision = await turn.authorize(
@@ -170,14 +211,19 @@ export async function callTool(
       await turn.close();
     }
   } catch (error) {
+    endSpan(decide, { outcome: "error", code: "claim_store_unavailable", failed: true });
     // Nothing of the act was written (the ledger's all or nothing): a retry gets a decision.
     await audit(parts, trail, gateEvent(null, "claim_store_unavailable"), [
       `act ledger: ${codeOf(error)}`,
     ]);
     throw gatewayError("claim_store_unavailable", "the store did not record the call: nothing ran");
   } finally {
-    parts.deciding.delete(trail.traceId);
+    parts.deciding.delete(turnKey);
   }
+  endSpan(decide, {
+    outcome: decision.status,
+    code: decision.status === "denied" ? decision.code : null,
+  });
   if (decision.status === "already_claimed") {
     const found = await parts.ledger.duplicateOf(keys, bodyHash, decision.existing, now);
     return duplicate(parts, trail, found);
@@ -186,7 +232,7 @@ export async function callTool(
   if (decision.status === "denied") return refusal(decision.code, trail.callId);
   const decided = deciding.recorded;
 
-  const outcome = await forward(entry, args, parts.limits.upstreamTimeoutMs);
+  const outcome = await forward(entry, args, parts.limits.upstreamTimeoutMs, caller.trace);
   const latency = Math.round(performance.now() - started);
   if (outcome.kind === "result") {
     const result: CallToolResult = {

@@ -23,6 +23,46 @@ const toolName = z
   .refine((name) => name !== "." && name !== "..", "not . or ..");
 const argumentName = z.string().min(1).max(128);
 
+/**
+ * An HTTP upstream's own OAuth credential (RFC 6749 §4.4, client credentials): the gateway gets
+ * its access token from `tokenUrl` and sends it upstream; a caller's token never goes there.
+ * The secret is read from a file of mode 0600 (relative to the config's folder) or from an
+ * environment variable, never written in the config itself.
+ */
+export const ClientCredentialsSchema = z
+  .strictObject({
+    type: z.literal("client_credentials"),
+    tokenUrl: z.url({ protocol: /^https?$/ }),
+    clientId: z.string().min(1).max(512),
+    clientSecretFile: z.string().min(1).optional(),
+    clientSecretEnv: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, "an environment variable name")
+      .optional(),
+    /** How the secret is sent: HTTP Basic (the default) or in the form body. */
+    method: z.enum(["client_secret_basic", "client_secret_post"]).optional(),
+    scope: z.string().min(1).max(2048).optional(),
+    /** RFC 8707 resource indicator: the upstream's URL as its tokens' audience. */
+    resource: z.url().optional(),
+    /** The `audience` parameter some providers take instead of `resource`. */
+    audience: z.string().min(1).max(2048).optional(),
+  })
+  .refine(
+    (auth) => (auth.clientSecretFile === undefined) !== (auth.clientSecretEnv === undefined),
+    "name exactly one of clientSecretFile and clientSecretEnv",
+  )
+  .refine(
+    (auth) => !URL.canParse(auth.tokenUrl) || isSecureOrLocal(auth.tokenUrl),
+    "the token endpoint must be https (http only on loopback): the client secret goes there",
+  );
+export type ClientCredentialsSpec = z.infer<typeof ClientCredentialsSchema>;
+
+function isSecureOrLocal(url: string): boolean {
+  const { protocol, hostname } = new URL(url);
+  if (protocol === "https:") return true;
+  return hostname === "localhost" || hostname === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+}
+
 export const UpstreamSchema = z.union([
   z.strictObject({
     command: z.string().min(1),
@@ -30,10 +70,18 @@ export const UpstreamSchema = z.union([
     env: z.record(z.string(), z.string()).optional(),
     cwd: z.string().min(1).optional(),
   }),
-  z.strictObject({
-    url: z.url({ protocol: /^https?$/ }),
-    headers: z.record(z.string(), z.string()).optional(),
-  }),
+  z
+    .strictObject({
+      url: z.url({ protocol: /^https?$/ }),
+      headers: z.record(z.string(), z.string()).optional(),
+      auth: ClientCredentialsSchema.optional(),
+    })
+    .refine(
+      (spec) =>
+        spec.auth === undefined ||
+        !Object.keys(spec.headers ?? {}).some((name) => name.toLowerCase() === "authorization"),
+      "an upstream has one credential: a static authorization header or auth, not both",
+    ),
 ]);
 export type UpstreamSpec = z.infer<typeof UpstreamSchema>;
 
@@ -164,7 +212,17 @@ function resolveConfigPaths(config: GatewayConfig, baseDir: string): GatewayConf
   const upstreams: GatewayConfig["upstreams"] = {};
   for (const [name, spec] of Object.entries(config.upstreams)) {
     upstreams[name] =
-      "command" in spec ? { ...spec, cwd: resolve(baseDir, spec.cwd ?? ".") } : spec;
+      "command" in spec
+        ? { ...spec, cwd: resolve(baseDir, spec.cwd ?? ".") }
+        : spec.auth?.clientSecretFile === undefined
+          ? spec
+          : {
+              ...spec,
+              auth: {
+                ...spec.auth,
+                clientSecretFile: resolve(baseDir, spec.auth.clientSecretFile),
+              },
+            };
   }
   const stores = config.stores === undefined ? undefined : storeInFolder(config.stores, baseDir);
   return {

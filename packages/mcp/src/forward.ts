@@ -1,7 +1,10 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { type CallToolResult, ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { SpanKind } from "@opentelemetry/api";
 import { UpstreamLost, UpstreamUnreached } from "./http-fetch.js";
+import { type CallTrace, childSpan, endSpan, upstreamTraceparent } from "./tracing.js";
+import { UpstreamTokenError } from "./upstream-auth.js";
 import { CallTransport } from "./upstream-http.js";
 import type { CatalogEntry } from "./upstreams.js";
 
@@ -26,18 +29,49 @@ export type Forwarded =
 /** The SDK's own request timeout, never reached: the call's deadline is this module's. */
 const NO_SDK_TIMEOUT = 2_147_483_647;
 
+/**
+ * Sends one call upstream inside its `tessera.upstream` span. The call's trace goes with it: as
+ * the `traceparent` header of the HTTP request, or as `params._meta.traceparent` over stdio (or
+ * a host's transport). The caller's own `_meta` and token are never sent.
+ */
 export async function forward(
   entry: CatalogEntry,
   args: Record<string, unknown>,
   timeoutMs: number,
+  trace: CallTrace,
+): Promise<Forwarded> {
+  const span = childSpan(trace.context, "tessera.upstream", SpanKind.CLIENT, {
+    "tessera.tool": entry.exposedName,
+  });
+  const forwarded = await send(entry, args, timeoutMs, upstreamTraceparent(trace, span));
+  endSpan(
+    span,
+    forwarded.kind === "result"
+      ? { outcome: "result" }
+      : {
+          outcome: forwarded.kind,
+          code: forwarded.kind === "failed" ? "upstream_failed" : "call_in_doubt",
+          failed: true,
+        },
+  );
+  return forwarded;
+}
+
+async function send(
+  entry: CatalogEntry,
+  args: Record<string, unknown>,
+  timeoutMs: number,
+  traceparent: string,
 ): Promise<Forwarded> {
   const upstream = entry.upstream;
   let client: Client;
   try {
     // A client that exited is restarted here, for this new call (never for one in doubt).
     client = await upstream.client();
-  } catch {
-    return { kind: "failed", why: "upstream not connected", sent: false };
+  } catch (error) {
+    // An upstream whose token could not be had is named with its token endpoint and cause.
+    const why = error instanceof UpstreamTokenError ? error.message : "upstream not connected";
+    return { kind: "failed", why, sent: false };
   }
   // The deadline is a signal of our own, rejecting with this very object: a -32001 the
   // upstream sends cannot pass for it. Over HTTP it also aborts the request (see upstream-http.ts).
@@ -48,16 +82,18 @@ export async function forward(
     deadline.abort(timedOut);
   }, timeoutMs);
   const transport = client.transport;
+  const http = transport instanceof CallTransport;
   const request = (): Promise<CallToolResult> =>
-    client.callTool({ name: entry.tool, arguments: args }, undefined, {
-      signal: deadline.signal,
-      timeout: NO_SDK_TIMEOUT,
-    }) as Promise<CallToolResult>;
+    client.callTool(
+      http
+        ? { name: entry.tool, arguments: args }
+        : { name: entry.tool, arguments: args, _meta: { traceparent } },
+      undefined,
+      { signal: deadline.signal, timeout: NO_SDK_TIMEOUT },
+    ) as Promise<CallToolResult>;
   try {
     const result = await upstream.run(client, () =>
-      transport instanceof CallTransport
-        ? transport.sendingWith(deadline.signal, request)
-        : request(),
+      http ? transport.sendingWith(deadline.signal, request, traceparent) : request(),
     );
     return { kind: "result", result };
   } catch (error) {
@@ -90,6 +126,8 @@ function ending(
     if (client.transport === undefined) return inDoubt("the upstream connection closed");
   }
   if (error instanceof McpError) return failed(`upstream error ${error.code}`, true);
+  // No token for the upstream: the request was never sent.
+  if (error instanceof UpstreamTokenError) return failed(error.message, false);
   if (error instanceof UpstreamLost) {
     return inDoubt("the connection was lost after the request was sent", true);
   }

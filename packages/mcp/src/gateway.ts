@@ -5,6 +5,7 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
   CallToolRequestSchema,
+  type CallToolResult,
   ErrorCode,
   isInitializeRequest,
   ListToolsRequestSchema,
@@ -33,9 +34,11 @@ import {
   type ToolRule,
   ToolRuleSchema,
 } from "./config.js";
+import { CODE_KEY } from "./keys.js";
 import { CallLedger } from "./ledger.js";
 import { accessContext, authenticate, principalKey } from "./principals.js";
 import { fixedSource, TOOLS_CALL, toolGrants } from "./tool-grants.js";
+import { type Ending, endSpan, incomingTrace, startCall } from "./tracing.js";
 import type { McpTransport, UpstreamInput } from "./types.js";
 import { connectUpstreams, type Upstreams } from "./upstreams.js";
 
@@ -114,13 +117,14 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
   const toolsChanged = (): void => {
     for (const server of servers) void server.sendToolListChanged().catch(() => undefined);
   };
+  const clock = options.clock ?? systemClock;
   const upstreams: Upstreams = await connectUpstreams(
     options.upstreams,
     rules,
     toolsChanged,
     limits.restartBackoffMs,
+    () => clock.now(),
   );
-  const clock = options.clock ?? systemClock;
   const { acts, claims } = gatewayActs(options);
   const parts: PipelineParts = {
     catalog: upstreams.catalog,
@@ -168,15 +172,26 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
       tools: await listTools(principal),
     }));
     server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+      const name = request.params.name;
+      const trace = startCall(
+        incomingTrace(request.params._meta, extra.requestInfo?.headers),
+        parts.catalog.has(name) ? name : undefined,
+      );
       const caller: Caller = {
         principal,
         session: stateless ? undefined : (extra.sessionId ?? fixedSession),
         requestId: extra.requestId,
+        trace,
       };
       try {
-        return await callTool(parts, caller, request.params);
+        const result = await callTool(parts, caller, request.params);
+        endSpan(trace.span, resultEnding(result));
+        return result;
       } catch (error) {
-        if (error instanceof McpError) throw error;
+        const known = error instanceof McpError;
+        const code = known ? codeIn(error.data) : "internal";
+        endSpan(trace.span, { outcome: "error", code, failed: true });
+        if (known) throw error;
         // Nothing internal reaches the caller.
         throw new McpError(ErrorCode.InternalError, "the gateway failed this call", {
           code: "internal",
@@ -357,6 +372,20 @@ function checkRules(
     }
   }
   return rules;
+}
+
+/** A refusal is a result carrying its code (see replies.ts); any other result was forwarded. */
+function resultEnding(result: CallToolResult): Ending {
+  const code = codeIn(result._meta, CODE_KEY);
+  return result.isError === true && code !== null
+    ? { outcome: "denied", code }
+    : { outcome: "allowed" };
+}
+
+function codeIn(data: unknown, key = "code"): string | null {
+  const code =
+    typeof data === "object" && data !== null ? (data as Record<string, unknown>)[key] : null;
+  return typeof code === "string" ? code : null;
 }
 
 function header(req: IncomingMessage, name: string): string | undefined {

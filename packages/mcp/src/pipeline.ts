@@ -1,3 +1,4 @@
+import type { Context } from "@opentelemetry/api";
 import type {
   ActLedger,
   AuditEvent,
@@ -9,6 +10,7 @@ import type {
 } from "@tessera/core";
 import type { Limits, Principal } from "./config.js";
 import type { CallLedger } from "./ledger.js";
+import type { CallTrace } from "./tracing.js";
 import type { CatalogEntry } from "./upstreams.js";
 
 /*
@@ -31,7 +33,10 @@ export interface PipelineParts {
   readonly limits: Limits;
   /** One kernel per catalog entry (an entry replaced by a tools refresh gets a new one). */
   readonly kernels: WeakMap<CatalogEntry, Kernel>;
-  /** The calls being decided by a kernel, by trace ID: their acts' events are stamped from them. */
+  /**
+   * The calls being decided by a kernel, by a key of their own (the kernel's turn trace ID; two
+   * calls may share the host's trace): their acts' events are stamped from them.
+   */
   readonly deciding: Map<string, Deciding>;
 }
 
@@ -40,6 +45,8 @@ export interface Caller {
   readonly principal: Principal;
   readonly session: string | undefined;
   readonly requestId: string | number;
+  /** The call's trace (the caller's `traceparent` when it sent one) and its server span. */
+  readonly trace: CallTrace;
 }
 
 /** The parts of one call's audit event the pipeline learns as it goes. */
@@ -56,4 +63,6 @@ export interface Trail {
 export interface Deciding {
   readonly trail: Trail;
   recorded: AuditEvent | undefined;
+  /** The decision's span context: the act's store write is its child. */
+  readonly span: Context;
 }

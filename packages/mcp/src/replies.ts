@@ -8,6 +8,7 @@ import { gatewayError } from "./errors.js";
 import { CALL_ID_KEY, CODE_KEY } from "./keys.js";
 import type { CallKeys, Duplicate, Recorded } from "./ledger.js";
 import type { PipelineParts, Trail } from "./pipeline.js";
+import { childSpan, endSpan } from "./tracing.js";
 
 /*
  * What a call answers when it is not forwarded (a duplicate, a refusal), and how an answer is
@@ -23,7 +24,8 @@ export async function duplicate(
   const original = trail.callId;
   // Its own call ID, so explain(original) keeps telling the first call's story.
   trail.callId = `${original}~replay-${randomUUID().slice(0, 8)}`;
-  if (found.trace !== undefined) trail.traceId = found.trace;
+  // Joins the first call's trace, unless the caller named its own (its host then finds it).
+  if (found.trace !== undefined && !trail.caller.trace.fromCaller) trail.traceId = found.trace;
   const event = gateEvent(null, "duplicate_call");
   await audit(parts, trail, event, [`replay of ${redact(original)}: ${found.kind}`], "none");
   switch (found.kind) {
@@ -69,11 +71,14 @@ export async function refuse(
   const claim = parts.ledger.claimOf(keys, bodyHash, trail.traceId, now, now);
   const event = stamp(parts, trail, gateEvent(code, reason), detail, "denied");
   let recorded: Awaited<ReturnType<PipelineParts["acts"]["record"]>>;
+  const write = childSpan(trail.caller.trace.context, "tessera.store.write");
   try {
     recorded = await parts.acts.record({ claim, event });
   } catch {
+    endSpan(write, { outcome: "error", code: "claim_store_unavailable", failed: true });
     throw gatewayError("claim_store_unavailable", "the store did not record the call: nothing ran");
   }
+  endSpan(write, { outcome: recorded.status });
   if (recorded.status === "already_claimed") {
     return duplicate(
       parts,

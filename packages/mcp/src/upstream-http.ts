@@ -2,6 +2,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { isJSONRPCRequest, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { UpstreamFetch } from "./http-fetch.js";
+import type { ClientCredentials } from "./upstream-auth.js";
 
 /**
  * The SDK's Streamable HTTP client transport, with each call's own deadline reaching its HTTP
@@ -11,24 +12,58 @@ import type { UpstreamFetch } from "./http-fetch.js";
  * `signal`, and the fetch of that request's POST (found by its id) listens to it.
  *
  * The SDK's `Protocol.request` calls `send` synchronously (no await before it), which is what
- * lets `send` take the signal from a field set around that call.
+ * lets `send` take the signal from a field set around that call. The call's `traceparent` rides
+ * the same way, as a header of that POST only.
+ *
+ * With `auth` (OAuth client credentials) every request carries the upstream's own access token,
+ * never the caller's; a 401 gets one new token and one retry (the upstream refused the request
+ * at its door: nothing ran).
  */
 export class CallTransport extends StreamableHTTPClientTransport {
-  readonly #watched: Map<string | number, AbortSignal>;
-  #outgoing: AbortSignal | undefined;
+  readonly #watched: Map<string | number, Watched>;
+  #outgoing: Watched | undefined;
 
-  constructor(url: URL, upstream: UpstreamFetch, headers: Record<string, string> | undefined) {
-    const watched = new Map<string | number, AbortSignal>();
+  constructor(
+    url: URL,
+    upstream: UpstreamFetch,
+    headers: Record<string, string> | undefined,
+    auth?: ClientCredentials,
+  ) {
+    const watched = new Map<string | number, Watched>();
     super(url, {
-      fetch: (target, init) => upstream.fetch(target, init, signalFor(watched, init)),
+      fetch: async (target, init) => {
+        const call = watchedBy(watched, init);
+        const extra: Record<string, string> = {};
+        if (call?.traceparent !== undefined) extra.traceparent = call.traceparent;
+        if (auth === undefined) {
+          return upstream.fetch(target, withHeaders(init, extra), call?.signal);
+        }
+        const token = await auth.token();
+        const first = await upstream.fetch(
+          target,
+          withHeaders(init, { ...extra, authorization: `Bearer ${token}` }),
+          call?.signal,
+        );
+        if (first.status !== 401) return first;
+        const fresh = await auth.refused(token);
+        if (fresh === undefined) return first;
+        return upstream.fetch(
+          target,
+          withHeaders(init, { ...extra, authorization: `Bearer ${fresh}` }),
+          call?.signal,
+        );
+      },
       requestInit: headers === undefined ? undefined : { headers },
     });
     this.#watched = watched;
   }
 
-  /** Runs `request`; the JSON-RPC request it sends is aborted with `signal`. */
-  sendingWith<T>(signal: AbortSignal, request: () => Promise<T>): Promise<T> {
-    this.#outgoing = signal;
+  /**
+   * Runs `request`; the JSON-RPC request it sends is aborted with `signal`, and its POST carries
+   * `traceparent` when given.
+   */
+  sendingWith<T>(signal: AbortSignal, request: () => Promise<T>, traceparent?: string): Promise<T> {
+    this.#outgoing = { signal, traceparent };
     try {
       return request();
     } finally {
@@ -37,10 +72,10 @@ export class CallTransport extends StreamableHTTPClientTransport {
   }
 
   override async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
-    const signal = this.#outgoing;
-    if (signal === undefined || !isJSONRPCRequest(message)) return super.send(message, options);
+    const outgoing = this.#outgoing;
+    if (outgoing === undefined || !isJSONRPCRequest(message)) return super.send(message, options);
     this.#outgoing = undefined;
-    this.#watched.set(message.id, signal);
+    this.#watched.set(message.id, outgoing);
     try {
       return await super.send(message, options);
     } finally {
@@ -49,11 +84,29 @@ export class CallTransport extends StreamableHTTPClientTransport {
   }
 }
 
-/** The call signal of a POST carrying a watched request, found by the request's id. */
-function signalFor(
-  watched: ReadonlyMap<string | number, AbortSignal>,
+/** One call's own: its deadline and its trace. */
+interface Watched {
+  readonly signal: AbortSignal;
+  readonly traceparent: string | undefined;
+}
+
+/** `init` with `extra` headers set over its own (the SDK's, and the configured static ones). */
+function withHeaders(
   init: RequestInit | undefined,
-): AbortSignal | undefined {
+  extra: Readonly<Record<string, string>>,
+): RequestInit | undefined {
+  const names = Object.keys(extra);
+  if (names.length === 0) return init;
+  const headers = new Headers(init?.headers);
+  for (const name of names) headers.set(name, extra[name] as string);
+  return { ...init, headers };
+}
+
+/** The call of a POST carrying a watched request, found by the request's id. */
+function watchedBy(
+  watched: ReadonlyMap<string | number, Watched>,
+  init: RequestInit | undefined,
+): Watched | undefined {
   if (watched.size === 0 || init?.method !== "POST" || typeof init.body !== "string") {
     return undefined;
   }

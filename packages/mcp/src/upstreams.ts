@@ -7,6 +7,7 @@ import { TOOL_NAME, type ToolRules } from "./config.js";
 import { type UpstreamFetch, upstreamFetch } from "./http-fetch.js";
 import type { ToolRef } from "./tool-grants.js";
 import type { UpstreamInput } from "./types.js";
+import { ClientCredentials } from "./upstream-auth.js";
 import { CallTransport } from "./upstream-http.js";
 
 /** One tool as the gateway exposes it: `server.tool`, with the upstream's definition. */
@@ -41,6 +42,8 @@ export class Upstream {
   readonly #input: UpstreamInput;
   readonly #onTools: (upstream: Upstream, tools: Tool[]) => void;
   readonly #firstRetryMs: number;
+  /** The upstream's own token (OAuth client credentials), kept across its clients. */
+  readonly #auth: ClientCredentials | undefined;
   #client: Client | undefined;
   #connecting: Promise<Client> | undefined;
   #fetch: UpstreamFetch | undefined;
@@ -57,8 +60,13 @@ export class Upstream {
     input: UpstreamInput,
     onTools: (upstream: Upstream, tools: Tool[]) => void,
     firstRetryMs: number,
+    now: () => number = Date.now,
   ) {
     this.name = name;
+    this.#auth =
+      "url" in input && input.auth !== undefined
+        ? new ClientCredentials(input.auth, now)
+        : undefined;
     this.#firstRetryMs = firstRetryMs;
     this.#input = input;
     this.#onTools = onTools;
@@ -142,7 +150,12 @@ export class Upstream {
     if ("transport" in input) return input.transport as unknown as Transport;
     if ("url" in input) {
       this.#fetch ??= upstreamFetch();
-      return new CallTransport(new URL(input.url), this.#fetch, input.headers) as Transport;
+      return new CallTransport(
+        new URL(input.url),
+        this.#fetch,
+        input.headers,
+        this.#auth,
+      ) as Transport;
     }
     return new StdioClientTransport({
       command: input.command,
@@ -212,6 +225,8 @@ export async function connectUpstreams(
   rules: ToolRules,
   onChange: () => void = () => undefined,
   restartBackoffMs = 250,
+  /** The clock tokens expire by (the gateway's). */
+  now: () => number = Date.now,
 ): Promise<Upstreams> {
   const catalog = new Map<string, CatalogEntry>();
   /** Each upstream's last listing: a restart that lists the same tools changes nothing. */
@@ -240,7 +255,7 @@ export async function connectUpstreams(
     if (started) onChange();
   };
   const upstreams = Object.entries(inputs).map(
-    ([name, input]) => new Upstream(name, input, table, restartBackoffMs),
+    ([name, input]) => new Upstream(name, input, table, restartBackoffMs, now),
   );
   const close = async (): Promise<void> => {
     await Promise.allSettled(upstreams.map((upstream) => upstream.close()));

@@ -1,9 +1,13 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer, type IncomingMessage } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import {
   type ClaimStore,
   type GrantInput,
@@ -21,6 +25,7 @@ import {
   type Principal,
   tokenDigest,
 } from "@tessera/mcp";
+import { z } from "zod";
 
 export const UPSTREAM = fileURLToPath(new URL("./fixtures/upstream.mjs", import.meta.url));
 
@@ -159,4 +164,85 @@ export function readCounts(countFile: string, tool?: string): number {
 export function textOf(result: unknown): string {
   const content = (result as { content?: { type: string; text?: string }[] }).content ?? [];
   return content[0]?.text ?? "";
+}
+
+/** One HTTP request an in-process upstream received: its JSON-RPC method and the headers of interest. */
+export interface SeenRequest {
+  readonly method: string | undefined;
+  readonly authorization: string | undefined;
+  readonly traceparent: string | undefined;
+  /** What the upstream answered: 401 when `admit` refused it. */
+  readonly status: number;
+}
+
+export interface HttpUpstream {
+  readonly url: string;
+  readonly seen: SeenRequest[];
+  /** How many times its `echo` tool ran. */
+  echoes(): number;
+  close(): Promise<void>;
+}
+
+/**
+ * A Streamable HTTP MCP server in this process (stateless, the SDK's own) with one tool, `echo`,
+ * recording every request's method, `authorization` and `traceparent`. `admit` decides whether a
+ * request gets in (else 401 and nothing runs).
+ */
+export async function startHttpUpstream(
+  admit: (authorization: string | undefined) => Promise<boolean> | boolean = () => true,
+): Promise<HttpUpstream> {
+  const seen: SeenRequest[] = [];
+  let echoes = 0;
+  const server = createServer(async (req, res) => {
+    const body = await readBody(req);
+    const method = (body as { method?: string } | undefined)?.method;
+    const admitted = await admit(req.headers.authorization);
+    seen.push({
+      method,
+      authorization: req.headers.authorization,
+      traceparent: req.headers.traceparent as string | undefined,
+      status: admitted ? 200 : 401,
+    });
+    if (!admitted) {
+      res.writeHead(401, { "www-authenticate": 'Bearer error="invalid_token"' }).end();
+      return;
+    }
+    const mcp = new McpServer({ name: "http-upstream", version: "1.0.0" });
+    mcp.registerTool("echo", { inputSchema: { text: z.string() } }, async ({ text }) => {
+      echoes++;
+      return { content: [{ type: "text", text }] };
+    });
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
+    res.on("close", () => {
+      void transport.close();
+      void mcp.close();
+    });
+    await mcp.connect(transport);
+    await transport.handleRequest(req, res, body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`,
+    seen,
+    echoes: () => echoes,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+async function readBody(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  if (chunks.length === 0) return undefined;
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString("utf8")) as unknown;
+  } catch {
+    return undefined;
+  }
 }

@@ -1,0 +1,138 @@
+import { randomBytes } from "node:crypto";
+import {
+  type Attributes,
+  type Context,
+  isSpanContextValid,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  TraceFlags,
+  trace,
+} from "@opentelemetry/api";
+import {
+  formatTraceparent,
+  newTraceId,
+  parseTraceparent,
+  type TraceParent,
+} from "@tessera/core/http";
+
+/*
+ * The gateway's spans, through `@opentelemetry/api` only: without an SDK installed by the host
+ * every span is the API's no-op, and the trace ID still flows (into the audit event and to the
+ * upstream) from the caller's `traceparent` or a fresh one. No context manager is assumed:
+ * parents are passed explicitly. Attributes name the tool, the outcome and the code, never the
+ * arguments, the results or any token.
+ */
+
+const TRACER = "@tessera/mcp";
+
+/** One `tools/call`'s trace: the ID its audit events carry, and its server span. */
+export interface CallTrace {
+  /** 32 hex digits: the caller's trace, else the span's (an SDK's), else a fresh one. */
+  readonly traceId: string;
+  /** The caller's sampled flag, when it sent a `traceparent` (used when no SDK records). */
+  readonly sampled: boolean;
+  /** Whether the trace is the caller's own (it sent a `traceparent`). */
+  readonly fromCaller: boolean;
+  readonly span: Span;
+  /** The context whose active span is `span`: the parent of the call's child spans. */
+  readonly context: Context;
+}
+
+/** What a span came to: `tessera.outcome` and (for a refusal or an error) `tessera.code`. */
+export interface Ending {
+  readonly outcome: string;
+  readonly code?: string | null;
+  /** A failure of the step itself (not a refusal): the span's status is ERROR. */
+  readonly failed?: boolean;
+}
+
+/**
+ * The caller's trace: `params._meta.traceparent` (per request, any transport) when it parses,
+ * else the HTTP request's `traceparent` header. Anything malformed is ignored.
+ */
+export function incomingTrace(meta: unknown, headers: unknown): TraceParent | undefined {
+  const fromMeta =
+    typeof meta === "object" && meta !== null
+      ? parseTraceparent((meta as Record<string, unknown>).traceparent as string | undefined)
+      : undefined;
+  if (fromMeta !== undefined) return fromMeta;
+  if (typeof headers !== "object" || headers === null) return undefined;
+  return parseTraceparent((headers as Record<string, unknown>).traceparent as string | undefined);
+}
+
+/** Starts the call's SERVER span under the caller's trace (when it sent one). */
+export function startCall(incoming: TraceParent | undefined, tool: string | undefined): CallTrace {
+  const parent =
+    incoming === undefined
+      ? ROOT_CONTEXT
+      : trace.setSpanContext(ROOT_CONTEXT, {
+          traceId: incoming.traceId,
+          spanId: incoming.parentId,
+          traceFlags: incoming.sampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
+          isRemote: true,
+        });
+  const span = trace
+    .getTracer(TRACER)
+    .startSpan(
+      "tessera.mcp.tools_call",
+      { kind: SpanKind.SERVER, attributes: tool === undefined ? {} : { "tessera.tool": tool } },
+      parent,
+    );
+  const own = span.spanContext();
+  const traceId = incoming?.traceId ?? (isSpanContextValid(own) ? own.traceId : newTraceId());
+  return {
+    traceId,
+    sampled: incoming?.sampled ?? false,
+    fromCaller: incoming !== undefined,
+    span,
+    context: trace.setSpan(parent, span),
+  };
+}
+
+/** A child span of `parent` (a call's context, or a child's). */
+export function childSpan(
+  parent: Context,
+  name: string,
+  kind: SpanKind = SpanKind.INTERNAL,
+  attributes: Attributes = {},
+): Span {
+  return trace.getTracer(TRACER).startSpan(name, { kind, attributes }, parent);
+}
+
+/** The context whose active span is `span`, for its own children. */
+export function under(parent: Context, span: Span): Context {
+  return trace.setSpan(parent, span);
+}
+
+/** Ends `span` with its outcome and code as attributes (never a payload). */
+export function endSpan(span: Span, ending: Ending): void {
+  span.setAttribute("tessera.outcome", ending.outcome);
+  if (ending.code != null) span.setAttribute("tessera.code", ending.code);
+  if (ending.failed === true) {
+    span.setStatus({ code: SpanStatusCode.ERROR, message: ending.code ?? ending.outcome });
+  }
+  span.end();
+}
+
+/**
+ * The `traceparent` sent upstream: the call's trace ID, with the upstream span as the parent
+ * when an SDK made one (else a fresh span ID: this hop is then invisible, the trace is not).
+ */
+export function upstreamTraceparent(call: CallTrace, span: Span): string {
+  const context = span.spanContext();
+  // Without an SDK the no-op span carries its parent's context (the caller's span, remote).
+  if (
+    isSpanContextValid(context) &&
+    context.isRemote !== true &&
+    context.traceId === call.traceId
+  ) {
+    return formatTraceparent(
+      call.traceId,
+      context.spanId,
+      (context.traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED,
+    );
+  }
+  return formatTraceparent(call.traceId, randomBytes(8).toString("hex"), call.sampled);
+}
