@@ -4,6 +4,8 @@ import {
   type ActResult,
   type AuditEvent,
   TesseraError,
+  type Withdrawal,
+  type WithdrawResult,
 } from "@tessera/core";
 import {
   auditStreamOf,
@@ -15,6 +17,7 @@ import {
   storageDigest,
 } from "@tessera/core/store-kit";
 import { decodeCounter, RECORD_ACTS, readReply, type StaleReply } from "./act-script.js";
+import { withdrawAct } from "./act-withdraw.js";
 import { decodeHead, encodeHead } from "./chain-head.js";
 import { claimKeyOf, claimValueOf, readStoredClaim, settlementOf } from "./claim-store.js";
 import type { Connection } from "./connection.js";
@@ -70,6 +73,8 @@ interface Plan {
  * lone writer sends one script per batch, and a process's first act on a stream or counter
  * another process moved costs one more.
  *
+ * `withdraw` is one script too (`act-withdraw.ts`), linked from the same remembered heads.
+ *
  * Batching: one script in flight; acts recorded meanwhile wait and leave together as the next
  * batch (at most `MAX_BATCH`), each caller answered from its own act's outcome. Of acts with
  * one claim key in a batch only the first is sent; the later ones are answered
@@ -116,6 +121,15 @@ export class RedisActLedger implements ActLedger {
       });
       this.#schedule();
     });
+  }
+
+  /**
+   * One script call (`WITHDRAW_ACT`, `act-withdraw.ts`): the claim compared and settled, the
+   * use given back and the event linked and appended, all or nothing. Not batched: withdrawals
+   * are rare (a lost reply). It links from, and moves, the heads this ledger remembers.
+   */
+  withdraw(withdrawal: Withdrawal): Promise<WithdrawResult> {
+    return withdrawAct(this.#connection, this.#heads, withdrawal);
   }
 
   /** Acts recorded in this tick leave together; none wait behind an idle connection. */

@@ -1,0 +1,155 @@
+import { type AuditEvent, TesseraError, type Withdrawal, type WithdrawResult } from "@tessera/core";
+import {
+  auditStreamOf,
+  type ChainHead,
+  checkAct,
+  EMPTY_HEAD,
+  linkAuditEvent,
+  parseAuditEvent,
+  serializeAnswer,
+  storageDigest,
+} from "@tessera/core/store-kit";
+import { decodeHead, encodeHead } from "./chain-head.js";
+import { claimKeyOf, claimValueOf, settlementOf } from "./claim-store.js";
+import { type Connection, script } from "./connection.js";
+import { usageKeyOf } from "./usage-store.js";
+
+/** A withdrawal is of an act with a claim: its failure is the claim store's. */
+const CODE = "claim_store_unavailable";
+/** Tries while other writers keep moving the stream's head; then it fails closed. */
+const MAX_ATTEMPTS = 64;
+
+/**
+ * Withdraws one act, a compare-and-write like `RECORD_ACTS`: Lua in Redis has no SHA-256, so
+ * the client links the event after the head it remembers and the script writes only when
+ * that head still holds. Every read comes before the first write (a script that errors
+ * midway keeps what it wrote), and Redis runs it without interleaving any other command, so
+ * the compare and the writes are one step for every client: all of the withdrawal or none.
+ *
+ * KEYS: 1 the claim, 2 the audit stream, 3 the heads hash, 4 the call index, 5 the trace
+ * index, 6 the act's counter (only when it spent).
+ * ARGV: 1 the act's claim as stored while unsettled (`claimValueOf`: the record, exactly),
+ * 2 the settlement appended (`failed` receipt and answer), 3 the stream's name, 4 the head
+ * the event was linked after, 5 the head after it, 6 the linked event's JSON.
+ *
+ * Answer: `not_recorded` (no claim), `kept` (a settled claim, or another record: any value
+ * other than the act's unsettled record), `withdrawn`, or `{0, head}` when the stream's head
+ * moved (the head found; the client links again).
+ */
+export const WITHDRAW_ACT = script(`
+local held = redis.call('GET', KEYS[1])
+if not held then return 'not_recorded' end
+if held ~= ARGV[1] then return 'kept' end
+local head = redis.call('HGET', KEYS[3], ARGV[3]) or ''
+if head ~= ARGV[4] then return {0, head} end
+local used = 0
+if #KEYS > 5 then
+  used = tonumber(redis.call('GET', KEYS[6]) or '0')
+  if not used then return redis.error_reply('a usage counter is unreadable') end
+end
+redis.call('SET', KEYS[1], held .. '\\n' .. ARGV[2], 'KEEPTTL')
+if used > 0 then redis.call('DECR', KEYS[6]) end
+local id = redis.call('XADD', KEYS[2], '*', 'e', ARGV[6])
+redis.call('RPUSH', KEYS[4], id)
+redis.call('RPUSH', KEYS[5], id)
+redis.call('HSET', KEYS[3], ARGV[3], ARGV[5])
+return 'withdrawn'
+`);
+
+/** A withdrawal checked and laid out for the script (the event linked per attempt). */
+interface Planned {
+  readonly keys: readonly string[];
+  readonly record: string;
+  readonly settlement: string;
+  readonly event: AuditEvent;
+  readonly stream: string;
+}
+
+/**
+ * `ActLedger.withdraw` on Redis: one script call, sent again (linked anew) while the stream's
+ * head moved under it. `heads` is the ledger's memory of stream heads, read to link and moved
+ * when the script wrote; forgotten for the stream when the answer is lost.
+ */
+export async function withdrawAct(
+  connection: Connection,
+  heads: Map<string, ChainHead>,
+  withdrawal: Withdrawal,
+): Promise<WithdrawResult> {
+  const planned = plan(connection, withdrawal);
+  try {
+    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+      const start = heads.get(planned.stream) ?? EMPTY_HEAD;
+      const linked = linkAuditEvent(planned.event, start);
+      const end = { seq: linked.seq, hash: linked.hash };
+      const reply = await connection.eval(CODE, WITHDRAW_ACT, planned.keys, [
+        planned.record,
+        planned.settlement,
+        planned.stream,
+        encodeHead(start),
+        encodeHead(end),
+        JSON.stringify(linked),
+      ]);
+      if (reply === "withdrawn") {
+        heads.set(planned.stream, end);
+        return reply;
+      }
+      if (reply === "not_recorded" || reply === "kept") return reply;
+      if (!Array.isArray(reply) || reply[0] !== 0 || typeof reply[1] !== "string") {
+        // We cannot tell what the script did: fail closed, the caller tries again.
+        throw new TesseraError(CODE, "unexpected reply to the withdraw script");
+      }
+      heads.set(planned.stream, decodeHead(reply[1], "store_unavailable"));
+      // Others keep appending to the stream: from the third try on, step aside a moment.
+      if (attempt > 2) await new Promise((resolve) => setTimeout(resolve, Math.random() * attempt));
+    }
+    throw new TesseraError(CODE, "the act's stream kept moving: too many concurrent writers");
+  } catch (error) {
+    // A reply lost after the script ran leaves the remembered head wrong: the script tells.
+    heads.delete(planned.stream);
+    if (error instanceof TesseraError && error.code === "store_unavailable") {
+      throw new TesseraError(CODE, error.message, { cause: error });
+    }
+    throw error;
+  }
+}
+
+/**
+ * Checks the withdrawal (`invalid_input`, nothing sent) and names its keys, all under the
+ * connection's prefix (one hash slot when the prefix carries a hash tag). The receipt's
+ * instant is the withdrawal event's, as a denial's settle takes its event's.
+ */
+function plan(connection: Connection, withdrawal: Withdrawal): Planned {
+  if (typeof withdrawal !== "object" || withdrawal === null) {
+    throw new TesseraError("invalid_input", "a withdrawal is { act, event, answer }");
+  }
+  const { act } = withdrawal;
+  checkAct(act);
+  if (act.claim === undefined) {
+    throw new TesseraError("invalid_input", "only an act with a claim can be withdrawn");
+  }
+  const event = parseAuditEvent(withdrawal.event);
+  if (serializeAnswer(withdrawal.answer) === undefined) {
+    throw new TesseraError("invalid_input", "a withdrawal needs an answer");
+  }
+  const settlement = settlementOf(
+    { status: "failed", settledAt: Date.parse(event.at) },
+    withdrawal.answer,
+  );
+  const keys = [
+    claimKeyOf(connection, act.claim.key),
+    connection.key("audit"),
+    connection.key("audit-heads"),
+    connection.key("audit-call", storageDigest(event.callId)),
+    connection.key("audit-trace", storageDigest(event.traceId)),
+  ];
+  if (act.spend !== undefined) {
+    keys.push(usageKeyOf(connection, act.spend.namespaceId, act.spend.grantId));
+  }
+  return {
+    keys,
+    record: claimValueOf(act.claim.key, act.claim.record),
+    settlement,
+    event,
+    stream: auditStreamOf(event),
+  };
+}
