@@ -24,6 +24,7 @@ import { deriveRoute } from "./routes/derive.js";
 import { grantRoutes } from "./routes/grants.js";
 import type { ServiceStores } from "./stores.js";
 import { fastifyTimeouts, type ServerTimeouts, serverTimeouts } from "./timeouts.js";
+import { setDeliveryContext, tracedActs } from "./tracing.js";
 
 export const MAX_BODY_BYTES = 64 * 1024;
 
@@ -86,8 +87,13 @@ export function buildApp(options: AppOptions): FastifyInstance {
       : new PrincipalSet(options.principals);
   // Each decision's event passes through the log on its way to the store: one line each.
   const decisions = new DecisionLog();
-  // Every decision is one act: claim (retry-safe calls), spend and event in one write.
-  const acts = decisions.acts(stores.acts ?? composeActLedger(stores));
+  // Every decision is one act: claim (retry-safe calls), spend and event in one write; a
+  // traced request's act is written in a `tessera.store.write` span (tracing.ts).
+  const acts = decisions.acts(
+    tracedActs(stores.acts ?? composeActLedger(stores), (event) => decisions.traceOf(event)),
+  );
+  const transport =
+    options.transport === undefined ? undefined : tracedTransport(options.transport, decisions);
   const context: ServiceContext = {
     acts,
     decisions,
@@ -97,7 +103,7 @@ export function buildApp(options: AppOptions): FastifyInstance {
       audit: decisions.audit(stores.audit),
       acts,
       denials: options.audit?.denials ?? "after-reply",
-      ...(options.transport === undefined ? {} : { transport: options.transport }),
+      ...(transport === undefined ? {} : { transport }),
     }),
     stores,
     // Read on every request: a replaced set is in force from the next one.
@@ -105,7 +111,12 @@ export function buildApp(options: AppOptions): FastifyInstance {
       return principals.current;
     },
     metrics,
-    retry: { waitMs: options.retryWaitMs ?? 5000, writes: new AnswerWrites() },
+    retry: {
+      waitMs: options.retryWaitMs ?? 5000,
+      // An answer the store refuses is tried again until it lands (retry.ts); each failed try
+      // is counted.
+      writes: new AnswerWrites({ onFailure: () => metrics.answerWriteFailures.inc() }),
+    },
   };
   const log = options.log ?? {};
   let keyLoadFailed = (_error: unknown) => {};
@@ -211,6 +222,18 @@ export function buildApp(options: AppOptions): FastifyInstance {
   };
   app.decorate("drainWrites", drain);
   app.addHook("onClose", drain);
+  // Then answers the store kept refusing get up to 5 s more; those still unwritten are named
+  // (their calls stay in doubt), and the kernel stops withdrawing acts whose reply was lost.
+  app.addHook("onClose", async () => {
+    const unwritten = await context.retry.writes.close();
+    context.kernel.close?.();
+    if (unwritten.length > 0) {
+      app.log.warn(
+        { callIds: unwritten.map((id) => id.slice(id.indexOf("\u0000") + 1)) },
+        `${unwritten.length} answer(s) written after their replies could not be stored: those calls stay in doubt`,
+      );
+    }
+  });
   // JSON only: a text body is a 415, not a string handed to a schema.
   app.removeContentTypeParser("text/plain");
   app.setNotFoundHandler((request, reply) => {
@@ -282,6 +305,21 @@ export function buildApp(options: AppOptions): FastifyInstance {
   deriveRoute(app, context);
   gateReceipts = a2uiRoutes(app, context, options.a2ui);
   return app;
+}
+
+/**
+ * The host's transport, each envelope handed over with its request's trace context (the
+ * decision's span, or the caller's `traceparent`): the webhook transport parents its span and
+ * its `traceparent` header on it. An envelope whose request is not traced goes as it came.
+ */
+function tracedTransport(inner: MessageTransport, decisions: DecisionLog): MessageTransport {
+  return {
+    deliver: (envelope) => {
+      const trace = decisions.traceOfDelivery(envelope);
+      if (trace !== undefined) setDeliveryContext(envelope, trace.outgoing());
+      return inner.deliver(envelope);
+    },
+  };
 }
 
 /**

@@ -1,12 +1,33 @@
-import type { ActLedger, AuditEvent, AuditSink } from "@tessera/core";
+import type { ActLedger, AuditEvent, AuditSink, MessageEnvelope } from "@tessera/core";
 import type { FastifyBaseLogger } from "fastify";
+import type { RequestTrace } from "./tracing.js";
 
-/** A decision still waiting for its answer (latency) or for its event (a denial after reply). */
-interface Open {
+/** Whose decision a request opens: the event's principal fields. */
+interface Decider {
+  readonly namespaceId: string;
+  readonly actor: string;
+  readonly authority: string;
+  readonly owner?: string | undefined;
+}
+
+/**
+ * A decision still waiting for its answer (latency) or for its event (a denial after reply).
+ * Found from its event by trace ID, then call ID and principal: the trace ID is the caller's
+ * (`traceparent`), so concurrent requests may share it.
+ */
+export interface OpenDecision {
   readonly started: number;
   readonly reqId: string;
+  readonly traceId: string;
+  readonly callId: string;
+  readonly decider: Decider;
+  readonly trace: RequestTrace | undefined;
+  /** Set once this request decides: a retry answered from its claim never matches an event. */
+  deciding: boolean;
   latencyMs?: number;
   readonly events: AuditEvent[];
+  /** Another open decision of the same trace ID (rare: a caller reusing one `traceparent`). */
+  next: OpenDecision | undefined;
 }
 
 /** How long an opened decision waits for an event that may never come (a failed store). */
@@ -25,24 +46,62 @@ const MAX_OPEN = 10_000;
  */
 export class DecisionLog {
   #log: FastifyBaseLogger | undefined;
-  readonly #open = new Map<string, Open>();
+  /** By trace ID; decisions sharing one are chained (`next`). */
+  readonly #open = new Map<string, OpenDecision>();
 
   attach(log: FastifyBaseLogger): void {
     this.#log = log;
   }
 
-  begin(traceId: string, reqId: string): void {
+  begin(
+    traceId: string,
+    reqId: string,
+    callId: string,
+    decider: Decider,
+    trace?: RequestTrace,
+  ): OpenDecision {
     this.#forgetStale();
-    this.#open.set(traceId, { started: performance.now(), reqId, events: [] });
+    const open: OpenDecision = {
+      started: performance.now(),
+      reqId,
+      traceId,
+      callId,
+      decider,
+      trace,
+      deciding: false,
+      events: [],
+      next: undefined,
+    };
+    const first = this.#open.get(traceId);
+    if (first === undefined) this.#open.set(traceId, open);
+    else {
+      let last = first;
+      while (last.next !== undefined) last = last.next;
+      last.next = open;
+    }
+    return open;
   }
 
-  answered(traceId: string): void {
-    const open = this.#open.get(traceId);
-    if (open === undefined) return;
+  answered(open: OpenDecision): void {
     open.latencyMs = Math.round((performance.now() - open.started) * 1000) / 1000;
+    // A request that never decided (a replay, a refused claim) will see no event.
+    if (!open.deciding) {
+      this.#remove(open);
+      return;
+    }
     if (open.events.length === 0) return;
-    this.#open.delete(traceId);
+    this.#remove(open);
     for (const event of open.events) this.#write(event, open);
+  }
+
+  /** The traced request that decided `event`, for the act ledger's span. */
+  traceOf(event: AuditEvent): RequestTrace | undefined {
+    return this.#find(event.traceId, event.callId, event)?.trace;
+  }
+
+  /** The traced request whose decision delivers `envelope`. */
+  traceOfDelivery(envelope: MessageEnvelope): RequestTrace | undefined {
+    return this.#find(envelope.traceId, envelope.callId, { actor: envelope.sender })?.trace;
   }
 
   /** A retry answered from its stored answer: no new decision, one line saying so. */
@@ -51,12 +110,21 @@ export class DecisionLog {
   }
 
   acts(inner: ActLedger): ActLedger {
+    const record: ActLedger["record"] = async (act) => {
+      const result = await inner.record(act);
+      if (result.status === "recorded") {
+        this.#seen(result.recorded === "exhausted" && act.exhausted ? act.exhausted : act.event);
+      }
+      return result;
+    };
+    const withdraw = inner.withdraw?.bind(inner);
+    if (withdraw === undefined) return { record };
     return {
-      record: async (act) => {
-        const result = await inner.record(act);
-        if (result.status === "recorded") {
-          this.#seen(result.recorded === "exhausted" && act.exhausted ? act.exhausted : act.event);
-        }
+      record,
+      // A withdrawal's event is a decision's record like any other: one line.
+      withdraw: async (withdrawal) => {
+        const result = await withdraw(withdrawal);
+        if (result === "withdrawn") this.#seen(withdrawal.event);
         return result;
       },
     };
@@ -82,7 +150,7 @@ export class DecisionLog {
   }
 
   #seen(event: AuditEvent): void {
-    const open = this.#open.get(event.traceId);
+    const open = this.#find(event.traceId, event.callId, event);
     if (open === undefined) {
       this.#write(event, undefined);
       return;
@@ -91,11 +159,49 @@ export class DecisionLog {
       open.events.push(event);
       return;
     }
-    this.#open.delete(event.traceId);
+    this.#remove(open);
     this.#write(event, open);
   }
 
-  #write(event: AuditEvent, open: Open | undefined): void {
+  /** The deciding request of this trace and call ID whose principal the fields name. */
+  #find(
+    traceId: string,
+    callId: string,
+    who: { namespaceId?: string; actor?: string; authority?: string; owner?: string },
+  ): OpenDecision | undefined {
+    for (let open = this.#open.get(traceId); open !== undefined; open = open.next) {
+      const decider = open.decider;
+      if (
+        open.deciding &&
+        open.callId === callId &&
+        who.actor === decider.actor &&
+        (who.namespaceId === undefined || who.namespaceId === decider.namespaceId) &&
+        (who.authority === undefined || who.authority === decider.authority) &&
+        (who.namespaceId === undefined || who.owner === decider.owner)
+      ) {
+        return open;
+      }
+    }
+    return undefined;
+  }
+
+  /** Unlinks `open` from its trace's chain. */
+  #remove(open: OpenDecision): void {
+    const first = this.#open.get(open.traceId);
+    if (first === open) {
+      this.#open.delete(open.traceId);
+      if (open.next !== undefined) this.#open.set(open.traceId, open.next);
+      return;
+    }
+    for (let at = first; at !== undefined; at = at.next) {
+      if (at.next === open) {
+        at.next = open.next;
+        return;
+      }
+    }
+  }
+
+  #write(event: AuditEvent, open: OpenDecision | undefined): void {
     const log = this.#log;
     if (log === undefined) return;
     const principal = {
@@ -127,9 +233,9 @@ export class DecisionLog {
 
   #forgetStale(): void {
     const now = performance.now();
-    for (const [traceId, open] of this.#open) {
+    for (const open of this.#open.values()) {
       if (this.#open.size < MAX_OPEN && now - open.started < FORGET_MS) break;
-      this.#open.delete(traceId);
+      this.#remove(open);
     }
   }
 }

@@ -23,6 +23,18 @@ const lines: Line[] = [];
 let stores: StoreBundle;
 let server: RunningServer;
 
+/**
+ * Deliveries to erin wait until two are in flight: both requests have then decided (their acts
+ * recorded, their events seen) while both are still open, so their lines can only be told
+ * apart by call ID, never by order.
+ */
+const atErin: (() => void)[] = [];
+const bothAtErin = () =>
+  new Promise<void>((resolve) => {
+    atErin.push(resolve);
+    if (atErin.length === 2) for (const release of atErin.splice(0)) release();
+  });
+
 beforeAll(async () => {
   stores = await openStores(`sqlite:${join(mkdtempSync(join(tmpdir(), "decision-log-")), "t.db")}`);
   for (const to of ["bob", "dave"]) {
@@ -36,15 +48,26 @@ beforeAll(async () => {
       issuedAt: "2020-01-01T00:00:00.000Z",
     });
   }
+  await stores.grants.add({
+    id: "ticket-erin",
+    namespaceId: "team",
+    issuer: "host",
+    subject: "alice",
+    capabilities: [messageSendCapability("erin", "o")],
+    constraints: { maxUses: 10 },
+    issuedAt: "2020-01-01T00:00:00.000Z",
+  });
   server = await listen({
     stores,
     principals: [alice.config],
     port: 0,
     transport: {
-      deliver: async (envelope) =>
-        envelope.recipient === "dave"
+      deliver: async (envelope) => {
+        if (envelope.recipient === "erin") await bothAtErin();
+        return envelope.recipient === "dave"
           ? { status: "failed", code: "unreachable" }
-          : { status: "delivered", reply: { ok: true } },
+          : { status: "delivered", reply: { ok: true } };
+      },
     },
     log: { level: "debug", stream: { write: (line) => lines.push(JSON.parse(line) as Line) } },
   });
@@ -85,7 +108,8 @@ describe("decision log lines", () => {
       outcome: "allowed",
       code: null,
       reason: "allowed",
-      traceId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      // No traceparent: a fresh W3C trace ID.
+      traceId: expect.stringMatching(/^[0-9a-f]{32}$/),
       grantId: "ticket-bob",
       latencyMs: expect.any(Number),
     });
@@ -118,6 +142,43 @@ describe("decision log lines", () => {
     const failed = decisionsOf("c-fail").find((line) => line.code === "delivery_failed");
     expect(failed).toMatchObject({ outcome: "denied", resource: "messages:/dave" });
     expect(JSON.stringify(failed)).toContain("unreachable");
+  });
+
+  it("keep apart concurrent requests that share one traceparent: one line each, its own", async () => {
+    const traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
+    const traceparent = `00-${traceId}-00f067aa0ba902b7-01`;
+    const sendAs = (reqId: string, to: string, callId?: string) =>
+      call(server.url, "POST", "/v1/messages", {
+        token: alice.token,
+        headers: { traceparent, "x-request-id": reqId },
+        body: {
+          recipient: to,
+          payload: { text: PAYLOAD },
+          ...(callId === undefined ? {} : { callId }),
+        },
+      });
+    const answers = await Promise.all([
+      sendAs("req-tp-1", "erin", "c-tp-1"),
+      sendAs("req-tp-2", "erin", "c-tp-2"),
+      sendAs("req-tp-3", "carol", "c-tp-3"),
+      // No call ID: a denial written after its reply, still found by its own request.
+      sendAs("req-tp-4", "carol"),
+    ]);
+    expect(answers.map((a) => (a.body as { status: string }).status)).toEqual([
+      "delivered",
+      "delivered",
+      "denied",
+      "denied",
+    ]);
+    await settled("c-tp-1");
+    const shared = lines.filter((line) => line.msg === "decision" && line.traceId === traceId);
+    expect(shared).toHaveLength(4);
+    const byReq = new Map(shared.map((line) => [line.reqId, line]));
+    expect(byReq.get("req-tp-1")).toMatchObject({ callId: "c-tp-1", outcome: "allowed" });
+    expect(byReq.get("req-tp-2")).toMatchObject({ callId: "c-tp-2", outcome: "allowed" });
+    expect(byReq.get("req-tp-3")).toMatchObject({ callId: "c-tp-3", outcome: "denied" });
+    expect(byReq.get("req-tp-4")).toMatchObject({ outcome: "denied", code: "no_matching_grant" });
+    for (const line of shared) expect(line.latencyMs).toEqual(expect.any(Number));
   });
 
   it("put probes and a decision route's request line at debug, other requests at info", async () => {

@@ -17,6 +17,13 @@ import type { FastifyInstance } from "fastify";
 import type { ServiceContext } from "../context.js";
 import { HttpProblem, parse } from "../errors.js";
 import { explainPrincipal, gateSession, type Principal, principalKey } from "../principals.js";
+import {
+  clientSpan,
+  endClientSpan,
+  errorOutcome,
+  type RequestOutcome,
+  RequestTrace,
+} from "../tracing.js";
 import { signedPost } from "../transport/signed-post.js";
 import { turnContext } from "./decisions.js";
 
@@ -41,6 +48,8 @@ export interface A2uiOptions {
  */
 interface CallScope {
   readonly principal: Principal;
+  /** The request's trace: its ID is the call's audit trace when the caller gave one. */
+  readonly trace: RequestTrace;
   /** Two-step mode: hands the approved call to the claim request that waits for it. */
   readonly dispatch?: (invocation: FunctionInvocation) => Promise<unknown>;
 }
@@ -112,42 +121,66 @@ export function a2uiRoutes(
       const { message } = parse(A2uiClaimRequestSchema, request.body, "body");
       const principal = request.principal;
       if (principal === undefined) throw new Error("route served without authentication");
-      let onDispatch!: (call: FunctionInvocation) => void;
-      const dispatched = new Promise<FunctionInvocation>((resolve) => {
-        onDispatch = resolve;
-      });
-      const handle = randomUUID();
-      const dispatch = (invocation: FunctionInvocation) =>
-        new Promise<unknown>((resolve, reject) => {
-          const timer = setTimeout(() => {
-            pending.delete(handle);
-            reject(new Error("the call was not settled in time"));
-          }, settleTimeoutMs);
-          timer.unref();
-          pending.set(handle, {
-            principal: principalKey(principal),
-            result,
-            settle: (outcome) => {
-              clearTimeout(timer);
-              pending.delete(handle);
-              if ("error" in outcome) reject(outcome.error);
-              else resolve(outcome.value);
-            },
-          });
-          onDispatch(invocation);
-        });
-      const result = calls.run({ principal, dispatch }, () =>
-        twoStep.handle(gateSession(principal), message),
-      );
-      void result.then(count, () => undefined);
-      const first = await Promise.race([result, dispatched.then((call) => ({ call }))]);
-      if ("reply" in first) {
-        return { status: "refused", reply: { ...first.reply }, receipt: first.receipt.status };
+      const trace = new RequestTrace("a2ui.claim", request.headers.traceparent);
+      try {
+        const answer = await claimCall(principal, trace, message);
+        trace.end(answer.callId, answer.ended);
+        return answer.response;
+      } catch (error) {
+        trace.end(undefined, errorOutcome(error));
+        throw error;
       }
-      const { functionCallId, catalogId, call, args } = first.call;
-      return { status: "dispatch", handle, call: { functionCallId, catalogId, call, args } };
     },
   });
+
+  /** Two-step mode: the gate up to the dispatch, or its refusal. */
+  const claimCall = async (
+    principal: Principal,
+    trace: RequestTrace,
+    message: unknown,
+  ): Promise<{ response: A2uiClaimResponse; callId?: string; ended: RequestOutcome }> => {
+    let onDispatch!: (call: FunctionInvocation) => void;
+    const dispatched = new Promise<FunctionInvocation>((resolve) => {
+      onDispatch = resolve;
+    });
+    const handle = randomUUID();
+    const dispatch = (invocation: FunctionInvocation) =>
+      new Promise<unknown>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          pending.delete(handle);
+          reject(new Error("the call was not settled in time"));
+        }, settleTimeoutMs);
+        timer.unref();
+        pending.set(handle, {
+          principal: principalKey(principal),
+          result,
+          settle: (outcome) => {
+            clearTimeout(timer);
+            pending.delete(handle);
+            if ("error" in outcome) reject(outcome.error);
+            else resolve(outcome.value);
+          },
+        });
+        onDispatch(invocation);
+      });
+    const result = calls.run({ principal, dispatch, trace }, () =>
+      twoStep.handle(gateSession(principal), message),
+    );
+    void result.then(count, () => undefined);
+    const first = await Promise.race([result, dispatched.then((call) => ({ call }))]);
+    if ("reply" in first) {
+      return {
+        response: { status: "refused", reply: { ...first.reply }, receipt: first.receipt.status },
+        ...receiptOutcome(first),
+      };
+    }
+    const { functionCallId, catalogId, call, args } = first.call;
+    return {
+      response: { status: "dispatch", handle, call: { functionCallId, catalogId, call, args } },
+      callId: functionCallId,
+      ended: { outcome: "dispatch", status: 200 },
+    };
+  };
 
   app.route({
     ...route("a2uiSettle"),
@@ -187,13 +220,21 @@ export function a2uiRoutes(
     catalogs: options.catalogs,
     ...decided,
     invoke: async ({ functionCallId, catalogId, call, args }) => {
+      // The call's trace continues at the function endpoint, as a webhook's does.
+      const trace = calls.getStore()?.trace;
+      const { span, traceparent } =
+        trace === undefined
+          ? { span: undefined, traceparent: undefined }
+          : clientSpan("tessera.a2ui.function", traceOf(trace, functionCallId), trace.outgoing());
       const answer = await signedPost(
         endpoint,
         { functionCallId, catalogId, call, args },
         {
           timeoutMs: options.callTimeoutMs ?? 10_000,
+          ...(traceparent === undefined ? {} : { headers: { traceparent } }),
         },
       );
+      endClientSpan(span, answer.status === "ok" ? { status: "delivered" } : answer);
       if (answer.status !== "ok") throw new Error(`the function endpoint failed: ${answer.code}`);
       return (answer.body as { value?: unknown } | undefined)?.value;
     },
@@ -204,9 +245,18 @@ export function a2uiRoutes(
       const { message } = parse(A2uiClaimRequestSchema, request.body, "body");
       const principal = request.principal;
       if (principal === undefined) throw new Error("route served without authentication");
-      const result = await calls.run({ principal }, () =>
-        oneStep.handle(gateSession(principal), message),
-      );
+      const trace = new RequestTrace("a2ui.call", request.headers.traceparent);
+      let result: GateResult;
+      try {
+        result = await calls.run({ principal, trace }, () =>
+          oneStep.handle(gateSession(principal), message),
+        );
+      } catch (error) {
+        trace.end(undefined, errorOutcome(error));
+        throw error;
+      }
+      const { callId, ended } = receiptOutcome(result);
+      trace.end(callId, ended);
       count(result);
       return { reply: { ...result.reply }, receipt: result.receipt.status };
     },
@@ -224,18 +274,18 @@ export function a2uiRoutes(
  * The gate's claim and decision as one act of the kernel for the call's principal
  * (`kernelDecision`): the claim, `a2ui.call` on that catalog function with a bounded grant's use,
  * and the kernel's audit event, in one write of the act ledger; a refusal is the gate's `denied`,
- * its claim settled in that write. The turn's trace is the call ID, as the gate's own events
- * have it, so `?traceId=` finds both.
+ * its claim settled in that write. The turn's trace is the caller's (`traceparent`), else the
+ * call ID, as the gate's own events have it (stamped alike), so `?traceId=` finds both.
  */
 function decision(context: ServiceContext, calls: AsyncLocalStorage<CallScope>) {
   return kernelDecision(
     context.kernel,
     (invocation) => {
-      const principal = calls.getStore()?.principal;
+      const scope = calls.getStore();
       // Fail closed: a call that reached the gate outside a request has nobody to decide for.
-      return principal === undefined
+      return scope === undefined
         ? undefined
-        : turnContext(principal, invocation.functionCallId);
+        : turnContext(scope.principal, traceOf(scope.trace, invocation.functionCallId));
     },
     (answer) =>
       context.metrics.decided("a2ui", answer.status, answer.status === "denied" ? answer.code : ""),
@@ -262,8 +312,11 @@ function stampedAudit(context: ServiceContext, calls: AsyncLocalStorage<CallScop
   let next = 0;
   return {
     append: (event) => {
-      const principal = calls.getStore()?.principal;
+      const scope = calls.getStore();
+      const principal = scope?.principal;
       const purpose = principal?.purpose;
+      // The gate names the call ID as the trace; the caller's trace, when it gave one, wins.
+      const traceId = scope?.trace.joined ? scope.trace.traceId : undefined;
       const stamped =
         principal === undefined
           ? event
@@ -271,11 +324,26 @@ function stampedAudit(context: ServiceContext, calls: AsyncLocalStorage<CallScop
               ...event,
               ...explainPrincipal(principal),
               ...(purpose === undefined ? {} : { purpose }),
+              ...(traceId === undefined ? {} : { traceId }),
             };
       retry.writes.later(`gate-event\u0000${next++}`, async () => {
         await acts.record({ event: stamped });
       });
       return Promise.resolve();
     },
+  };
+}
+
+/** A call's audit trace: the caller's (or the host's tracer's) when there is one, else its ID. */
+function traceOf(trace: RequestTrace, functionCallId: string): string {
+  return trace.joined ? trace.traceId : functionCallId;
+}
+
+/** What a gate result says on the request's span: the receipt, and the reason of a refusal. */
+function receiptOutcome(result: GateResult): { callId?: string; ended: RequestOutcome } {
+  const { status, reason, functionCallId } = result.receipt;
+  return {
+    ...(functionCallId === undefined ? {} : { callId: functionCallId }),
+    ended: { outcome: status, ...(status === "dispatched" ? {} : { code: reason }), status: 200 },
   };
 }

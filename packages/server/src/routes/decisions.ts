@@ -19,6 +19,7 @@ import type { ServiceContext } from "../context.js";
 import { HttpProblem, parse } from "../errors.js";
 import { explainPrincipal, gateSession, type Principal, principalKey } from "../principals.js";
 import { type CallClaim, once, retrySession, type Settled } from "../retry.js";
+import { errorOutcome, RequestTrace } from "../tracing.js";
 
 /**
  * The kernel's routes. Each decision is one turn: a lease opened for the authenticated
@@ -46,8 +47,8 @@ export function decisionRoutes(app: FastifyInstance, context: ServiceContext): v
     handler: async (request) => {
       const body = parse(AuthorizeRequestSchema, request.body, "body");
       const principal = principalOf(request);
-      const decide = async (opened: Promise<TurnAuthority>, callId?: string, claim?: CallClaim) => {
-        const request = callId === undefined ? body : { ...body, callId };
+      const decide = async (opened: Promise<TurnAuthority>, callId: string, claim?: CallClaim) => {
+        const request = { ...body, callId };
         const result = await withTurn(opened, (turn) =>
           claim === undefined ? turn.authorize(request) : turn.authorize(request, { claim }),
         );
@@ -57,7 +58,7 @@ export function decisionRoutes(app: FastifyInstance, context: ServiceContext): v
         const settled: Settled = answer.status === "allowed" ? "dispatched" : "denied";
         return { answer, settled };
       };
-      return retrySafe(context, "authorize", request.id, principal, body.callId, body, decide);
+      return retrySafe(context, "authorize", request, principal, body.callId, body, decide);
     },
   });
 
@@ -66,8 +67,7 @@ export function decisionRoutes(app: FastifyInstance, context: ServiceContext): v
     handler: async (request) => {
       const body = parse(SendMessageRequestSchema, request.body, "body");
       const principal = principalOf(request);
-      const decide = async (opened: Promise<TurnAuthority>, callId?: string, claim?: CallClaim) => {
-        const id = callId ?? randomUUID();
+      const decide = async (opened: Promise<TurnAuthority>, id: string, claim?: CallClaim) => {
         const request = { recipient: body.recipient, payload: body.payload, callId: id };
         const result = await withTurn(opened, (turn) =>
           claim === undefined ? turn.sendMessage(request) : turn.sendMessage(request, { claim }),
@@ -92,7 +92,7 @@ export function decisionRoutes(app: FastifyInstance, context: ServiceContext): v
               : "denied";
         return { answer, settled };
       };
-      return retrySafe(context, "send", request.id, principal, body.callId, body, decide);
+      return retrySafe(context, "send", request, principal, body.callId, body, decide);
     },
   });
 
@@ -161,26 +161,64 @@ export function principalOf(request: FastifyRequest): Principal {
   return request.principal;
 }
 
-async function retrySafe<A>(
+/** A decision's answer as the routes give it: its status, and a refusal's code. */
+interface Answer {
+  readonly status: string;
+  readonly code?: string;
+}
+
+/**
+ * Decides the call `decide` makes for one route. `decide` gets the call ID to decide (the
+ * body's, or a fresh one: known before the kernel runs, so the decision's log line and spans
+ * find their request by it) and, when the body carried one, the claim to record with it.
+ */
+type Decide<A> = (
+  turn: Promise<TurnAuthority>,
+  callId: string,
+  claim?: CallClaim,
+) => Promise<{ answer: A; settled: Settled } | AlreadyClaimed>;
+
+async function retrySafe<A extends Answer>(
   context: ServiceContext,
-  route: string,
-  reqId: string,
+  route: "send" | "authorize",
+  request: FastifyRequest,
   principal: Principal,
   callId: string | undefined,
   body: unknown,
-  decide: (
-    turn: Promise<TurnAuthority>,
-    callId?: string,
-    claim?: CallClaim,
-  ) => Promise<{ answer: A; settled: Settled } | AlreadyClaimed>,
+  decide: Decide<A>,
 ): Promise<A> {
-  const traceId = randomUUID();
+  // The caller's trace (a valid `traceparent`), else a new one: the audit event carries it.
+  const trace = new RequestTrace(route, request.headers.traceparent);
+  const id = callId ?? randomUUID();
   // The decision's log line waits for its answer (latency) and its event, see decision-log.ts.
-  context.decisions.begin(traceId, reqId);
+  const open = context.decisions.begin(trace.traceId, request.id, id, principal, trace);
+  const deciding: Decide<A> = (turn, callId, claim) => {
+    open.deciding = true;
+    return trace.decide(callId, () => decide(turn, callId, claim));
+  };
   try {
-    return await decideOnce(context, route, reqId, traceId, principal, callId, body, decide);
+    const { answer, replayed } = await decideOnce(
+      context,
+      route,
+      request.id,
+      trace.traceId,
+      principal,
+      callId,
+      id,
+      body,
+      deciding,
+    );
+    trace.end(callId, {
+      outcome: replayed ? "replayed" : answer.status,
+      code: answer.code,
+      status: 200,
+    });
+    return answer;
+  } catch (error) {
+    trace.end(callId, errorOutcome(error));
+    throw error;
   } finally {
-    context.decisions.answered(traceId);
+    context.decisions.answered(open);
   }
 }
 
@@ -191,18 +229,15 @@ async function decideOnce<A>(
   traceId: string,
   principal: Principal,
   callId: string | undefined,
+  id: string,
   body: unknown,
-  decide: (
-    turn: Promise<TurnAuthority>,
-    callId?: string,
-    claim?: CallClaim,
-  ) => Promise<{ answer: A; settled: Settled } | AlreadyClaimed>,
-): Promise<A> {
+  decide: Decide<A>,
+): Promise<{ answer: A; replayed: boolean }> {
   const turn = openTurn(context, principal, traceId);
   if (callId === undefined) {
-    const decided = await decide(turn);
+    const decided = await decide(turn, id);
     if ("existing" in decided) throw new Error("a decision without a claim collided");
-    return decided.answer;
+    return { answer: decided.answer, replayed: false };
   }
   // The claim is recorded with the decision, in the act's one write: see `once`.
   const result = await once(
@@ -226,7 +261,7 @@ async function decideOnce<A>(
       principal: { namespaceId, actor, authority, ...(owner === undefined ? {} : { owner }) },
     });
   }
-  return result.answer;
+  return { answer: result.answer, replayed: result.replayed };
 }
 
 /** The turn identity of a principal: all of it, purpose included; never the body's. */

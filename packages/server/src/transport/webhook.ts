@@ -1,5 +1,6 @@
 import { timingSafeEqual } from "node:crypto";
 import type { DeliveryResult, MessageEnvelope, MessageTransport } from "@tessera/core";
+import { deliverySpan, endClientSpan } from "../tracing.js";
 import { sign, signedPost } from "./signed-post.js";
 
 export interface WebhookRecipient {
@@ -27,6 +28,10 @@ export interface WebhookTransportOptions {
  * say `sent: false` — `no_route`, `unserializable`, and `unreachable` when no connection was
  * ever made (refused, no such host) — so the kernel gives the ticket's use back; the others
  * may have reached the receiver and keep it spent.
+ *
+ * Each POST carries a W3C `traceparent` with the envelope's trace ID (the decision's, so the
+ * receiver's spans join the caller's trace and the audit event), its parent the delivery's
+ * `tessera.webhook` span when the host traces, else a fresh span ID.
  */
 export function webhookTransport(options: WebhookTransportOptions): MessageTransport {
   const recipients = new Map(Object.entries(options.recipients));
@@ -35,15 +40,27 @@ export function webhookTransport(options: WebhookTransportOptions): MessageTrans
       const recipient = recipients.get(envelope.recipient);
       if (recipient === undefined) return { status: "failed", code: "no_route", sent: false };
       const { messageId, sender, recipient: to, payload, traceId, callId, grantId } = envelope;
+      // The decision's trace continues at the receiver: `traceparent` names this delivery.
+      const { span, traceparent } = deliverySpan("tessera.webhook", envelope);
       const answer = await signedPost(
         recipient,
         { messageId, sender, recipient: to, payload, traceId, callId, grantId },
-        { timeoutMs: options.timeoutMs ?? 5000, headers: { "tessera-message-id": messageId } },
+        {
+          timeoutMs: options.timeoutMs ?? 5000,
+          headers:
+            traceparent === undefined
+              ? { "tessera-message-id": messageId }
+              : { "tessera-message-id": messageId, traceparent },
+        },
       );
-      if (answer.status === "failed") return answer;
-      return answer.body === undefined
-        ? { status: "delivered" }
-        : { status: "delivered", reply: answer.body };
+      const result: DeliveryResult =
+        answer.status === "failed"
+          ? answer
+          : answer.body === undefined
+            ? { status: "delivered" }
+            : { status: "delivered", reply: answer.body };
+      endClientSpan(span, result);
+      return result;
     },
   };
 }
