@@ -31,6 +31,11 @@ export class Metrics {
     labelNames: ["route", "status"] as const,
     registers: [this.registry],
   });
+  readonly answerWriteFailures = new Counter({
+    name: "tessera_answer_write_failures_total",
+    help: "Failed attempts to write a retry-safe call's answer after its reply (each is tried again).",
+    registers: [this.registry],
+  });
   readonly store = new StoreHistogram(
     "tessera_store_seconds",
     "Store call latency, by port and operation.",
