@@ -88,8 +88,15 @@ export class RequestTrace {
     }
   }
 
-  /** Runs the kernel's decision inside a `tessera.decide` span (only while recording). */
-  async decide<T>(callId: string | undefined, run: () => Promise<T>): Promise<T> {
+  /**
+   * Runs the kernel's decision inside a `tessera.decide` span (only while recording); `answer`
+   * reads the outcome off its result.
+   */
+  async decide<T>(
+    callId: string | undefined,
+    run: () => Promise<T>,
+    answer: (result: T) => { readonly status: string; readonly code?: string },
+  ): Promise<T> {
     const parent = this.#current;
     if (parent === undefined) return run();
     const span = tracer.startSpan("tessera.decide", INTERNAL, parent);
@@ -97,9 +104,9 @@ export class RequestTrace {
     this.#current = trace.setSpan(parent, span);
     try {
       const result = await run();
-      const { status, code } = result as { status?: unknown; code?: unknown };
-      if (typeof status === "string") span.setAttribute("tessera.outcome", status);
-      if (typeof code === "string") span.setAttribute("tessera.code", code);
+      const { status, code } = answer(result);
+      span.setAttribute("tessera.outcome", status);
+      if (code !== undefined) span.setAttribute("tessera.code", code);
       return result;
     } catch (error) {
       failed(span, error);

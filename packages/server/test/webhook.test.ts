@@ -8,7 +8,11 @@ import { verifyWebhookSignature, webhookTransport } from "../src/transport/webho
 const SECRET = "bob-secret-0123456789";
 let receiver: Server;
 let base: string;
-const received: { body: string; signature: string | undefined }[] = [];
+const received: {
+  body: string;
+  signature: string | undefined;
+  traceparent: string | undefined;
+}[] = [];
 const behaviour: Record<string, (req: IncomingMessage, res: ServerResponse, body: string) => void> =
   {
     "/ok": (_req, res, body) => {
@@ -34,7 +38,11 @@ beforeAll(async () => {
       body += chunk;
     });
     req.on("end", () => {
-      received.push({ body, signature: req.headers["tessera-signature"] as string | undefined });
+      received.push({
+        body,
+        signature: req.headers["tessera-signature"] as string | undefined,
+        traceparent: req.headers.traceparent as string | undefined,
+      });
       behaviour[req.url ?? ""]?.(req, res, body);
     });
   });
@@ -77,6 +85,17 @@ describe("webhook transport", () => {
       false,
     );
     expect(verifyWebhookSignature({ ...check, header: undefined })).toBe(false);
+  });
+
+  it("sends a traceparent with the envelope's W3C trace ID, none for another kind of ID", async () => {
+    const traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
+    await transportTo("/ok").deliver({ ...envelope("bob"), traceId });
+    // Not traced by the service (no request span): a fresh parent ID, not sampled.
+    expect(received.at(-1)?.traceparent).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-00$`));
+    expect(received.at(-1)?.traceparent).not.toMatch(/-0{16}-/);
+    // A host's own kernel may name its traces anyhow: "t-1" is no W3C trace ID.
+    await transportTo("/ok").deliver(envelope("bob"));
+    expect(received.at(-1)?.traceparent).toBeUndefined();
   });
 
   it("delivers with no reply on an empty 2xx", async () => {

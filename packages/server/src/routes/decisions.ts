@@ -178,6 +178,11 @@ type Decide<A> = (
   claim?: CallClaim,
 ) => Promise<{ answer: A; settled: Settled } | AlreadyClaimed>;
 
+/** What a decision's span says: its answer, or that another request holds its call ID. */
+function answerOf(decided: { answer: Answer } | AlreadyClaimed): Answer {
+  return "answer" in decided ? decided.answer : { status: decided.status };
+}
+
 async function retrySafe<A extends Answer>(
   context: ServiceContext,
   route: "send" | "authorize",
@@ -194,7 +199,7 @@ async function retrySafe<A extends Answer>(
   const open = context.decisions.begin(trace.traceId, request.id, id, principal, trace);
   const deciding: Decide<A> = (turn, callId, claim) => {
     open.deciding = true;
-    return trace.decide(callId, () => decide(turn, callId, claim));
+    return trace.decide(callId, () => decide(turn, callId, claim), answerOf);
   };
   try {
     const { answer, replayed } = await decideOnce(
