@@ -5,7 +5,6 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
   CallToolRequestSchema,
-  type CallToolResult,
   ErrorCode,
   isInitializeRequest,
   ListToolsRequestSchema,
@@ -34,11 +33,10 @@ import {
   type ToolRule,
   ToolRuleSchema,
 } from "./config.js";
-import { CODE_KEY } from "./keys.js";
 import { CallLedger } from "./ledger.js";
 import { accessContext, authenticate, principalKey } from "./principals.js";
 import { fixedSource, TOOLS_CALL, toolGrants } from "./tool-grants.js";
-import { type Ending, endSpan, incomingTrace, startCall } from "./tracing.js";
+import { endCall, incomingTrace, startCall } from "./tracing.js";
 import type { McpTransport, UpstreamInput } from "./types.js";
 import { connectUpstreams, type Upstreams } from "./upstreams.js";
 
@@ -185,13 +183,11 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
       };
       try {
         const result = await callTool(parts, caller, request.params);
-        endSpan(trace.span, resultEnding(result));
+        endCall(trace, { result });
         return result;
       } catch (error) {
-        const known = error instanceof McpError;
-        const code = known ? codeIn(error.data) : "internal";
-        endSpan(trace.span, { outcome: "error", code, failed: true });
-        if (known) throw error;
+        endCall(trace, { error });
+        if (error instanceof McpError) throw error;
         // Nothing internal reaches the caller.
         throw new McpError(ErrorCode.InternalError, "the gateway failed this call", {
           code: "internal",
@@ -372,20 +368,6 @@ function checkRules(
     }
   }
   return rules;
-}
-
-/** A refusal is a result carrying its code (see replies.ts); any other result was forwarded. */
-function resultEnding(result: CallToolResult): Ending {
-  const code = codeIn(result._meta, CODE_KEY);
-  return result.isError === true && code !== null
-    ? { outcome: "denied", code }
-    : { outcome: "allowed" };
-}
-
-function codeIn(data: unknown, key = "code"): string | null {
-  const code =
-    typeof data === "object" && data !== null ? (data as Record<string, unknown>)[key] : null;
-  return typeof code === "string" ? code : null;
 }
 
 function header(req: IncomingMessage, name: string): string | undefined {

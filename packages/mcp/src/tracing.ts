@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { type CallToolResult, McpError } from "@modelcontextprotocol/sdk/types.js";
 import {
   type Attributes,
   type Context,
@@ -16,6 +17,7 @@ import {
   parseTraceparent,
   type TraceParent,
 } from "@tessera/core/http";
+import { CODE_KEY } from "./keys.js";
 
 /*
  * The gateway's spans, through `@opentelemetry/api` only: without an SDK installed by the host
@@ -89,6 +91,34 @@ export function startCall(incoming: TraceParent | undefined, tool: string | unde
     span,
     context: trace.setSpan(parent, span),
   };
+}
+
+/**
+ * Ends the call's span with what the caller got: a refusal is a result carrying its code (see
+ * replies.ts), any other result was forwarded (`allowed`); an error carries its code in `data`.
+ */
+export function endCall(
+  call: CallTrace,
+  answer: { readonly result: CallToolResult } | { readonly error: unknown },
+): void {
+  if ("result" in answer) {
+    const code = codeIn(answer.result._meta, CODE_KEY);
+    endSpan(
+      call.span,
+      answer.result.isError === true && code !== null
+        ? { outcome: "denied", code }
+        : { outcome: "allowed" },
+    );
+    return;
+  }
+  const code = answer.error instanceof McpError ? codeIn(answer.error.data, "code") : "internal";
+  endSpan(call.span, { outcome: "error", code, failed: true });
+}
+
+function codeIn(data: unknown, key: string): string | null {
+  const code =
+    typeof data === "object" && data !== null ? (data as Record<string, unknown>)[key] : null;
+  return typeof code === "string" ? code : null;
 }
 
 /** A child span of `parent` (a call's context, or a child's). */

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
-import { SpanKind, trace } from "@opentelemetry/api";
+import { SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import {
   BasicTracerProvider,
   InMemorySpanExporter,
@@ -58,7 +58,11 @@ beforeAll(async () => {
       },
       tools: {},
     },
-    [toolGrant("alice", ["web", "echo"]), toolGrant("alice", ["messages", "echo"])],
+    [
+      toolGrant("alice", ["web", "echo"]),
+      toolGrant("alice", ["messages", "echo"]),
+      toolGrant("alice", ["messages", "malformed"]),
+    ],
   );
 }, 30_000);
 
@@ -204,6 +208,36 @@ describe("traces through the gateway", () => {
     } finally {
       await client.close();
     }
+  });
+
+  it("an upstream failure: the upstream span and the call span end in error with the code", async () => {
+    const client = await httpClient(ALICE_TOKEN, `00-${TRACE}-${PARENT}-01`);
+    try {
+      const failed = await client.callTool({ name: "messages.malformed", arguments: {} }).then(
+        () => undefined,
+        (error: { data?: { code?: string } }) => error.data?.code,
+      );
+      expect(failed).toBe("upstream_failed");
+    } finally {
+      await client.close();
+    }
+    const call = one("tessera.mcp.tools_call");
+    expect(call.attributes).toEqual({
+      "tessera.tool": "messages.malformed",
+      "tessera.outcome": "error",
+      "tessera.code": "upstream_failed",
+    });
+    expect(call.status.code).toBe(SpanStatusCode.ERROR);
+    const upstream = one("tessera.upstream");
+    expect(upstream.attributes).toEqual({
+      "tessera.tool": "messages.malformed",
+      "tessera.outcome": "failed",
+      "tessera.code": "upstream_failed",
+    });
+    expect(upstream.status.code).toBe(SpanStatusCode.ERROR);
+    expect(one("tessera.decide").attributes["tessera.outcome"]).toBe("allowed");
+    // The act before forwarding, then the failure's own event: two writes, both in the trace.
+    expect(spans("tessera.store.write").length).toBeGreaterThanOrEqual(2);
   });
 
   it("over stdio: the request's _meta.traceparent is the trace, and the stdio upstream gets it in _meta", async () => {
