@@ -320,6 +320,34 @@ describe("traces through the gateway", () => {
     }
   });
 
+  it("a duplicate's event: the caller's own trace when it sent one, else the first call's", async () => {
+    const key = { "io.tessera/idempotency-key": `trace-dup-${Math.random()}` };
+    const other = "0af7651916cd43dd8448eb211c80319c";
+    const call = async (traceparent?: string) => {
+      const client = await httpClient(ALICE_TOKEN);
+      try {
+        return await client.callTool({
+          name: "web.echo",
+          arguments: { text: "once" },
+          _meta: traceparent === undefined ? key : { ...key, traceparent },
+        });
+      } finally {
+        await client.close();
+      }
+    };
+    const echoes = web.echoes();
+    await call(`00-${TRACE}-${PARENT}-01`);
+    await call(`00-${other}-${PARENT}-01`);
+    await call();
+    expect(web.echoes()).toBe(echoes + 1);
+    const replays = harness.audit.events.filter(
+      (e) =>
+        e.reason === "duplicate_call" &&
+        e.callId.startsWith(`${key["io.tessera/idempotency-key"]}~`),
+    );
+    expect(replays.map((e) => e.traceId)).toEqual([other, TRACE]);
+  });
+
   it("a malformed traceparent is ignored: the call gets a trace of its own", async () => {
     const client = await httpClient(ALICE_TOKEN, `00-${"0".repeat(32)}-${PARENT}-01`);
     try {

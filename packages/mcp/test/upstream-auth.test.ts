@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -354,6 +354,16 @@ describe("the upstream auth config", () => {
     expect(() => parseGatewayConfig(spec(good, { Authorization: "Bearer x" }))).toThrow(
       /one credential/,
     );
+  });
+
+  it("takes docs/mcp.md's example as written", () => {
+    const doc = readFileSync(new URL("../../../docs/mcp.md", import.meta.url), "utf8");
+    const section = doc.slice(doc.indexOf("### Upstream credentials"));
+    const json = /```json\n([\s\S]*?)```/.exec(section)?.[1] as string;
+    const config = parseGatewayConfig({ ...JSON.parse(json), ...base });
+    expect(config.upstreams.search).toMatchObject({
+      auth: { type: "client_credentials", clientSecretFile: "search-client-secret" },
+    });
   });
 
   it("resolves the secret file against the config's folder", () => {
