@@ -4,6 +4,13 @@ import type { ActLedger, Withdrawal, WithdrawResult } from "../ports/act-ledger.
 /** The first pause before an attempt, and the longest pause between two (doubling). */
 const FIRST_PAUSE_MS = 50;
 const MAX_PAUSE_MS = 2_000;
+/**
+ * Withdrawals held at most. During an outage every act with a claim that fails is scheduled
+ * (most will find nothing: `not_recorded`); past this many the newest are not, and such a call
+ * stays in doubt if its act did land, as it did before withdrawals. Bounds memory and the
+ * burst of withdrawals sent when the store is back.
+ */
+const MAX_PENDING = 4_096;
 
 export interface WithdrawalTiming {
   readonly firstPauseMs?: number;
@@ -55,10 +62,11 @@ export class Withdrawals {
   /**
    * Starts withdrawing `withdrawal` in the background; `done` hears the ledger's result (not
    * called when the withdrawal ends without one: closed, or refused). False, and nothing
-   * scheduled, when the ledger has no `withdraw` or this was closed.
+   * scheduled, when the ledger has no `withdraw`, this was closed, or it holds `MAX_PENDING`.
    */
   schedule(withdrawal: Withdrawal, done?: (result: WithdrawResult) => void): boolean {
     if (this.#closed || typeof this.#acts.withdraw !== "function") return false;
+    if (this.#pending.size >= MAX_PENDING) return false;
     const pending: Pending = { withdrawal, done, wake: undefined, attempted: [] };
     this.#pending.add(pending);
     void this.#run(pending);
