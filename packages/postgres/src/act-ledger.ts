@@ -3,6 +3,8 @@ import {
   type ActLedger,
   type ActResult,
   type AuditEvent,
+  type ClaimKey,
+  type ClaimRecord,
   isTesseraError,
   TesseraError,
   type Withdrawal,
@@ -104,7 +106,7 @@ export class PostgresActLedger implements ActLedger {
       $1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::bigint[],
       $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bigint[])`;
     this.#withdrawSql = `SELECT ${db.table("withdraw_act")}($1, $2, $3::bigint, $4, $5, $6, $7,
-      $8, $9, $10, $11, $12::bigint) AS result`;
+      $8, $9, $10, $11::bigint) AS result`;
   }
 
   /**
@@ -192,16 +194,7 @@ function toRequest(act: Act): ActRequest {
   return {
     claimKey: claim === undefined ? null : claimKeyDigest(claim.key),
     sessionKey: claim === undefined ? null : storageDigest(claim.key.session),
-    record:
-      claim === undefined
-        ? null
-        : JSON.stringify({
-            session: claim.key.session,
-            functionCallId: claim.key.functionCallId,
-            bodyHash: claim.record.bodyHash,
-            claimedAt: claim.record.claimedAt,
-            ...(claim.record.worker === undefined ? {} : { worker: claim.record.worker }),
-          }),
+    record: claim === undefined ? null : recordText(claim.key, claim.record),
     claimedAt: claim === undefined ? null : claim.record.claimedAt,
     usageKey: spend === undefined ? null : storageDigest(spend.namespaceId, spend.grantId),
     usageIds: spend === undefined ? null : JSON.stringify([spend.namespaceId, spend.grantId]),
@@ -216,6 +209,17 @@ function toRequest(act: Act): ActRequest {
           ? "usage_store_unavailable"
           : "audit_unavailable",
   };
+}
+
+/** A claim's record as stored (JSON; the claim store spells it the same way). */
+function recordText(key: ClaimKey, record: ClaimRecord): string {
+  return JSON.stringify({
+    session: key.session,
+    functionCallId: key.functionCallId,
+    bodyHash: record.bodyHash,
+    claimedAt: record.claimedAt,
+    ...(record.worker === undefined ? {} : { worker: record.worker }),
+  });
 }
 
 /**
@@ -238,9 +242,8 @@ function withdrawValues(withdrawal: Withdrawal): unknown[] {
   const { claim, spend } = act;
   return [
     claimKeyDigest(claim.key),
-    claim.record.bodyHash,
+    recordText(claim.key, claim.record),
     claim.record.claimedAt,
-    claim.record.worker ?? null,
     spend === undefined ? null : storageDigest(spend.namespaceId, spend.grantId),
     event.streamKey,
     event.callKey,

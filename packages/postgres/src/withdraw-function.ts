@@ -18,12 +18,15 @@ import { AUDIT_LINK_DOMAIN, GENESIS_HASH } from "@tessera/core/store-kit";
  *    (`sha256(domain \n seq \n prev \n digest)`, from the content digest the client sends),
  *    the head moved and the event inserted with its chain fields.
  *
- * The record is compared field by field (JSON read back), not as text: a claim written by
- * an older release, or by the claim store, holds the same fields in its own spelling.
+ * The record is compared as the text the client sends (`record_acts` and the claim store
+ * spell a record the same way), and, when spelled otherwise (another writer's JSON), field by
+ * field as `jsonb` (body hash and worker; `claimed_at` is a column) unless either holds a NUL
+ * (`\u0000`, which `jsonb` cannot read: then it is another record, and kept). Each test is a
+ * statement of its own, so `jsonb` never reads a record that holds one.
  */
 export function withdrawActFunction(t: (name: string) => string): string {
   return `CREATE FUNCTION ${t("withdraw_act")}(
-      p_claim_key text, p_body_hash text, p_claimed_at bigint, p_worker text,
+      p_claim_key text, p_record text, p_claimed_at bigint,
       p_usage_key text, p_stream_key text, p_call_key text, p_trace_key text,
       p_body text, p_digest text, p_answer text, p_settled_at bigint
     ) RETURNS text LANGUAGE plpgsql AS $fn$
@@ -39,10 +42,15 @@ export function withdrawActFunction(t: (name: string) => string): string {
       SELECT c.record, c.claimed_at, c.receipt_status INTO held_record, held_at, held_status
         FROM ${t("claims")} AS c WHERE c.key = p_claim_key FOR UPDATE;
       IF NOT FOUND THEN RETURN 'not_recorded'; END IF;
-      IF held_status IS NOT NULL OR held_at <> p_claimed_at
-          OR (held_record::jsonb ->> 'bodyHash') IS DISTINCT FROM p_body_hash
-          OR (held_record::jsonb ->> 'worker') IS DISTINCT FROM p_worker THEN
-        RETURN 'kept';
+      IF held_status IS NOT NULL OR held_at <> p_claimed_at THEN RETURN 'kept'; END IF;
+      IF held_record <> p_record THEN
+        IF strpos(held_record, '\\u0000') > 0 OR strpos(p_record, '\\u0000') > 0 THEN
+          RETURN 'kept';
+        END IF;
+        IF (held_record::jsonb -> 'bodyHash') IS DISTINCT FROM (p_record::jsonb -> 'bodyHash')
+            OR (held_record::jsonb -> 'worker') IS DISTINCT FROM (p_record::jsonb -> 'worker') THEN
+          RETURN 'kept';
+        END IF;
       END IF;
       -- 2. Settled failed, with the answer every retry of the call ID reads back.
       UPDATE ${t("claims")} SET receipt_status = 'failed', settled_at = p_settled_at,

@@ -7,11 +7,12 @@
  * withdrawal is one statement too, whatever it answers.
  */
 import { type Act, type AuditEvent, verifyAuditChain } from "@tessera/core";
+import { claimKeyDigest, storageDigest } from "@tessera/core/store-kit";
 import { actEvent, serviceUrl, spendingAct, withdrawalOf } from "@tessera/testkit";
 import pg from "pg";
 import { describe, expect, it, vi } from "vitest";
 import { openStores } from "../src/index.js";
-import { storesPerTest } from "./support/pg-test-stores.js";
+import { admin, storesPerTest } from "./support/pg-test-stores.js";
 
 const url = serviceUrl("TESSERA_PG_URL");
 const suite = url ? describe : describe.skip;
@@ -90,6 +91,52 @@ suite("postgres act ledger: statements at the driver", () => {
       ["allowed", 3],
     ]);
     expect(verifyAuditChain(events).ok).toBe(true);
+  });
+
+  it("a record spelled otherwise is compared field by field; one holding NUL is kept", async () => {
+    const test = await opened();
+    const { stores, schema } = test;
+    const withdraw = stores.acts.withdraw?.bind(stores.acts);
+    if (withdraw === undefined) throw new Error("the PostgreSQL ledger withdraws");
+    // Claims as another writer spelled them: keys in another order, whitespace.
+    const write = async (id: string, record: Record<string, unknown>) => {
+      const key = { session: "s", functionCallId: id };
+      await admin(
+        url as string,
+        `INSERT INTO "${schema}".claims (key, session_key, record, claimed_at) VALUES ($1, $2, $3, $4)`,
+        [
+          claimKeyDigest(key),
+          storageDigest("s"),
+          JSON.stringify(record, null, 1),
+          1_780_000_000_000,
+        ],
+      );
+    };
+    const recordOf = (id: string, worker?: string) => ({
+      worker,
+      claimedAt: 1_780_000_000_000,
+      bodyHash: "b".repeat(64),
+      functionCallId: id,
+      session: "s",
+    });
+    await write("spelled", recordOf("spelled", "w"));
+    await write("nul", recordOf("nul", "w\u0000"));
+    await write("other-worker", recordOf("other-worker", "x"));
+    const withWorker = (id: string, worker: string) => {
+      const act = spendingAct(id);
+      const claim = act.claim as NonNullable<Act["claim"]>;
+      return { ...act, claim: { key: claim.key, record: { ...claim.record, worker } } };
+    };
+    expect(await withdraw(withdrawalOf(withWorker("spelled", "w")))).toBe("withdrawn");
+    // jsonb cannot read NUL: such a record, spelled otherwise, is another record, kept.
+    expect(await withdraw(withdrawalOf(withWorker("nul", "w\u0000")))).toBe("kept");
+    expect(await withdraw(withdrawalOf(withWorker("other-worker", "w")))).toBe("kept");
+    expect((await stores.claims.get({ session: "s", functionCallId: "spelled" }))?.receipt).toEqual(
+      {
+        status: "failed",
+        settledAt: Date.parse(withdrawalOf(spendingAct("x")).event.at),
+      },
+    );
   });
 
   it("64 acts issued together are exactly one statement", async () => {

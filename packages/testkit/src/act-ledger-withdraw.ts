@@ -7,8 +7,9 @@ import {
 } from "@tessera/core";
 import { describe, expect, it } from "vitest";
 import { type ActLedgerPorts, actEvent, NS, spendingAct } from "./act-ledger-fixtures.js";
-import { expectCode } from "./errors.js";
+import { expectCode, resultOrCode } from "./errors.js";
 import { type OpenedStore, type StoreFactory, withStore } from "./factory.js";
+import { HOSTILE_KEYS } from "./hostile.js";
 
 /** Withdrawals of one act racing each other. */
 const RACERS = 16;
@@ -65,8 +66,9 @@ type Withdrawer = NonNullable<ActLedgerPorts["acts"]["withdraw"]>;
  * The optional `ActLedger.withdraw`: a recorded, unsettled act is withdrawn whole (claim
  * settled `failed` with the answer, use given back, event appended, chain intact) exactly
  * once, even against concurrent withdrawals; anything else (no claim, another record, a
- * settled claim, a denial) writes nothing. The receipt's `settledAt` is the withdrawal
- * event's instant, as a denial's settle takes its event's. Each case skips, saying so, on a
+ * settled claim, a denial) writes nothing; a record of hostile strings (NUL, quotes) is
+ * compared exactly. The receipt's `settledAt` is the withdrawal event's instant, as a
+ * denial's settle takes its event's. Each case skips, saying so, on a
  * ledger without `withdraw`.
  */
 export function describeWithdrawConformance<H extends OpenedStore<ActLedgerPorts>>(
@@ -269,6 +271,25 @@ export function describeWithdrawConformance<H extends OpenedStore<ActLedgerPorts
         expect(await snapshot(store)).toEqual(before);
       },
     );
+
+    check("hostile call IDs, bodies and workers are withdrawn exactly", async (store, withdraw) => {
+      for (const [i, id] of HOSTILE_KEYS.entries()) {
+        const base = spendingAct(id, `g-${i}`, 1);
+        const claim = base.claim as NonNullable<Act["claim"]>;
+        // The ID also as body hash and worker: a record holding NUL, quotes, newlines.
+        const record = { ...claim.record, bodyHash: id, worker: id };
+        const act = { ...base, claim: { key: claim.key, record } };
+        const recorded = await resultOrCode(() => store.acts.record(act), ["invalid_input"]);
+        if (!recorded.ok) continue;
+        expect(await withdraw(withdrawalOf(act))).toBe("withdrawn");
+        expect(await withdraw(withdrawalOf(act))).toBe("kept");
+        const held = await store.claims.get(claim.key);
+        expect(held).toMatchObject({ bodyHash: id, worker: id, receipt: { status: "failed" } });
+        expect(held?.answer).toEqual(answerOf(id));
+        expect(await store.usage.getUsage(NS, `g-${i}`)).toBe(0);
+      }
+      expect(verifyAuditChain(await store.audit.read()).ok).toBe(true);
+    });
 
     check(
       `${RACERS} concurrent withdrawals of one act: one withdraws it`,
