@@ -1,7 +1,7 @@
 /**
  * Which real services a test run may use. Backend suites read their URL from the
- * environment: without it a local `npm test` skips them and says so; under `CI=true` a
- * missing URL is a failure, never a skip.
+ * environment: without it a local `npm test` skips them (the run's closing summary says which
+ * and why, once); under `CI=true` a missing URL is a failure, never a skip.
  */
 export type ServiceVariable = "TESSERA_PG_URL" | "TESSERA_REDIS_URL";
 
@@ -11,8 +11,6 @@ export function serviceUrl(variable: ServiceVariable): string | undefined {
   if (process.env.CI === "true") {
     throw new Error(`${variable} is not set: under CI=true the backend suites must run, not skip`);
   }
-  process.stderr.write(
-    `[tessera] ${variable} not set: skipping the suites that need it (set it to run them)\n`,
-  );
+  // Said once, at the end of the run (test/support/run-summary.ts), not once per file.
   return undefined;
 }
