@@ -77,8 +77,10 @@ export function describeWithdrawConformance<H extends OpenedStore<ActLedgerPorts
 ): void {
   const known = factory.knownFailures ?? [];
   const check = (title: string, body: (store: ActLedgerPorts, w: Withdrawer) => Promise<void>) => {
-    const run = known.some((prefix) => title.startsWith(prefix)) ? it.fails : it;
-    run(`withdraw: ${title}`, (ctx) =>
+    // Known failures are listed by the title as reported, "withdraw: " included.
+    const full = `withdraw: ${title}`;
+    const run = known.some((prefix) => full.startsWith(prefix)) ? it.fails : it;
+    run(full, (ctx) =>
       withStore(factory, async ({ store }) => {
         const withdraw = store.acts.withdraw?.bind(store.acts);
         if (withdraw === undefined) ctx.skip(SKIPPED);
