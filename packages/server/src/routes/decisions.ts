@@ -199,7 +199,10 @@ async function retrySafe<A extends Answer>(
   const open = context.decisions.begin(trace.traceId, request.id, id, principal, trace);
   const deciding: Decide<A> = (turn, callId, claim) => {
     open.deciding = true;
-    return trace.decide(callId, () => decide(turn, callId, claim), answerOf);
+    // Not traced (no SDK): no span, and no closure for one.
+    return trace.recording
+      ? trace.decide(callId, () => decide(turn, callId, claim), answerOf)
+      : decide(turn, callId, claim);
   };
   try {
     const { answer, replayed } = await decideOnce(
