@@ -177,9 +177,12 @@ export function tracedActs(
     if (span === undefined) return inner.record(act);
     return inner.record(act).then(
       (result) => {
+        // As the gateway says it: recorded, already_claimed; and exhausted (the spend lost).
         span.setAttribute(
           "tessera.outcome",
-          result.status === "recorded" ? result.recorded : result.status,
+          result.status === "recorded" && result.recorded === "exhausted"
+            ? "exhausted"
+            : result.status,
         );
         span.end();
         return result;

@@ -203,7 +203,7 @@ describe("with the host's SDK installed", () => {
       });
       // The decision's act and its delivery happen inside the decision.
       expect(parentOf(write)).toBe(idOf(decide));
-      expect(write.attributes).toEqual({ "tessera.outcome": "event" });
+      expect(write.attributes).toEqual({ "tessera.outcome": "recorded" });
       expect(parentOf(webhook)).toBe(idOf(decide));
       expect(webhook.kind).toBe(SpanKind.CLIENT);
       expect(webhook.attributes).toEqual({ "tessera.outcome": "delivered" });
