@@ -33,6 +33,7 @@ const PAYLOAD = "SECRET-PAYLOAD-IN-NO-SPAN";
 const exporter = new InMemorySpanExporter();
 const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
 const received: { url: string; headers: IncomingHttpHeaders; body: Record<string, unknown> }[] = [];
+const held: (() => void)[] = [];
 let receiver: Server;
 let stores: StoreBundle;
 let server: RunningServer;
@@ -47,14 +48,20 @@ beforeAll(async () => {
       const parsed = JSON.parse(body) as Record<string, unknown>;
       received.push({ url: req.url ?? "", headers: req.headers, body: parsed });
       if (req.url === "/down") return res.writeHead(503).end();
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify(req.url === "/fn" ? { value: 3 } : { ok: true }));
+      const answer = () => {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify(req.url === "/fn" ? { value: 3 } : { ok: true }));
+      };
+      if (req.url !== "/hold") return answer();
+      // Held until two deliveries are in: both requests are then open at once.
+      held.push(answer);
+      if (held.length === 2) for (const release of held.splice(0)) release();
     });
   });
   await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
   const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
   stores = await openStores(`sqlite:${join(mkdtempSync(join(tmpdir(), "tracing-")), "t.db")}`);
-  for (const to of ["bob", "dave"]) {
+  for (const to of ["bob", "dave", "erin"]) {
     await stores.grants.add({ ...ticket(`to-${to}`, to), constraints: { maxUses: 100 } });
   }
   await stores.grants.add({
@@ -74,6 +81,7 @@ beforeAll(async () => {
       recipients: {
         bob: { url: `${url}/bob`, secret: "bob-secret-0123456789" },
         dave: { url: `${url}/down`, secret: "dave-secret-0123456789" },
+        erin: { url: `${url}/hold`, secret: "erin-secret-0123456789" },
       },
     }),
     a2ui: { catalogs: [CATALOG], functionEndpoint: { url: `${url}/fn`, secret: "fn-secret" } },
@@ -256,6 +264,40 @@ describe("with the host's SDK installed", () => {
       });
       const delivery = received.find((r) => r.body.callId === "c-down");
       expect(String(delivery?.headers.traceparent)).toMatch(new RegExp(`^00-${trace}-`));
+    });
+
+    it("two requests sharing one traceparent, open at once: each span tree its own", async () => {
+      const shared = "99999999999999999999999999999999";
+      const header = `00-${shared}-aaaaaaaaaaaaaaaa-01`;
+      const answers = await Promise.all([
+        send("erin", "c-twin-1", header),
+        send("erin", "c-twin-2", header),
+      ]);
+      expect(answers.map((a) => (a.body as { status: string }).status)).toEqual([
+        "delivered",
+        "delivered",
+      ]);
+      await provider.forceFlush();
+      const spans = exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === shared);
+      const named = (name: string) => spans.filter((s) => s.name === name);
+      expect(named("tessera.send")).toHaveLength(2);
+      for (const callId of ["c-twin-1", "c-twin-2"]) {
+        const request = named("tessera.send").find(
+          (s) => s.attributes["tessera.call_id"] === callId,
+        );
+        const decide = named("tessera.decide").find(
+          (s) => s.attributes["tessera.call_id"] === callId,
+        );
+        expect(request && decide && parentOf(decide)).toBe(request && idOf(request));
+        // Its own act and its own delivery, under its own decision.
+        const under = spans.filter((s) => decide !== undefined && parentOf(s) === idOf(decide));
+        expect(under.map((s) => s.name).sort()).toEqual(["tessera.store.write", "tessera.webhook"]);
+        const delivery = received.find((r) => r.body.callId === callId);
+        const webhook = under.find((s) => s.name === "tessera.webhook");
+        expect(String(delivery?.headers.traceparent)).toBe(
+          `00-${shared}-${webhook && idOf(webhook)}-01`,
+        );
+      }
     });
 
     it("authorize: its own server span, the code of a refusal", async () => {
