@@ -18,7 +18,7 @@ import { PrincipalSet } from "./principal-set.js";
 import { authenticate, type Principal } from "./principals.js";
 import { readinessProbe } from "./readiness.js";
 import { AnswerWrites } from "./retry.js";
-import { type A2uiOptions, a2uiRoutes } from "./routes/a2ui.js";
+import { type A2uiOptions, a2uiRoutes, type GateRoutes } from "./routes/a2ui.js";
 import { decisionRoutes } from "./routes/decisions.js";
 import { deriveRoute } from "./routes/derive.js";
 import { grantRoutes } from "./routes/grants.js";
@@ -89,8 +89,13 @@ export function buildApp(options: AppOptions): FastifyInstance {
   const decisions = new DecisionLog();
   // Every decision is one act: claim (retry-safe calls), spend and event in one write; a
   // traced request's act is written in a `tessera.store.write` span (tracing.ts).
+  // The A2UI routes' own lookup, set once they are registered (below).
+  let gateTraceOf: GateRoutes["traceOf"] = () => undefined;
   const acts = decisions.acts(
-    tracedActs(stores.acts ?? composeActLedger(stores), (event) => decisions.traceOf(event)),
+    tracedActs(
+      stores.acts ?? composeActLedger(stores),
+      (event) => decisions.traceOf(event) ?? gateTraceOf(event),
+    ),
   );
   const transport =
     options.transport === undefined ? undefined : tracedTransport(options.transport, decisions);
@@ -303,7 +308,9 @@ export function buildApp(options: AppOptions): FastifyInstance {
   decisionRoutes(app, context);
   grantRoutes(app, context);
   deriveRoute(app, context);
-  gateReceipts = a2uiRoutes(app, context, options.a2ui);
+  const gate = a2uiRoutes(app, context, options.a2ui);
+  gateReceipts = gate.settled;
+  gateTraceOf = gate.traceOf;
   return app;
 }
 

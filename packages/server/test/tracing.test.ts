@@ -365,6 +365,17 @@ describe("with the host's SDK installed", () => {
         "tessera.outcome": "dispatched",
         "tessera.call_id": "fx-traced",
       });
+      const decide = span(spans, "tessera.decide");
+      expect(parentOf(decide)).toBe(idOf(request));
+      expect(decide.attributes).toEqual({
+        "tessera.call_id": "fx-traced",
+        "tessera.outcome": "allowed",
+      });
+      // The kernel's act (claim and decision) under the decision; the gate's own event is
+      // written after the reply, without a span.
+      expect(parentOf(span(spans, "tessera.store.write"))).toBe(idOf(decide));
+      expect(spans.size).toBe(4);
+      // The function runs once the decision is made: under the request, not the decision.
       const fn = span(spans, "tessera.a2ui.function");
       expect(parentOf(fn)).toBe(idOf(request));
       const endpoint = received.find(

@@ -1,12 +1,14 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
 import {
+  type ApprovalVerdict,
+  type DecideFunction,
   FunctionCallGate,
   type FunctionInvocation,
   type GateResult,
   kernelDecision,
 } from "@tessera/a2ui";
-import type { AuditSink } from "@tessera/core";
+import type { AlreadyClaimed, AuditEvent, AuditSink } from "@tessera/core";
 import {
   A2uiClaimRequestSchema,
   type A2uiClaimResponse,
@@ -73,13 +75,14 @@ interface Pending {
  * What a call costs before its reply: the act, one durable write (claim, bounded use, the
  * kernel's event; a refusal's claim settled `denied` in it). The gate's own events and the
  * receipt (with the reply as the claim's answer) are written after the reply, in write windows.
- * Returns what writes the receipts waiting after replies now (for `app.drainWrites()`).
+ * Returns what writes the receipts waiting after replies now (for `app.drainWrites()`), and
+ * the traced request whose call records a kernel act (for its `tessera.store.write` span).
  */
 export function a2uiRoutes(
   app: FastifyInstance,
   context: ServiceContext,
   options?: A2uiOptions,
-): () => Promise<void> {
+): GateRoutes {
   const route = (name: "a2uiClaim" | "a2uiSettle" | "a2uiCall") => ({
     method: ROUTES[name].method,
     url: ROUTES[name].path,
@@ -92,14 +95,18 @@ export function a2uiRoutes(
     app.route({ ...route("a2uiClaim"), handler: unconfigured });
     app.route({ ...route("a2uiSettle"), handler: unconfigured });
     app.route({ ...route("a2uiCall"), handler: unconfigured });
-    return async () => undefined;
+    return { settled: async () => undefined, traceOf: () => undefined };
   }
   const { stores, metrics } = context;
   const calls = new AsyncLocalStorage<CallScope>();
   const decided = {
-    decide: decision(context, calls),
+    decide: tracedDecision(decision(context, calls), calls),
     audit: stampedAudit(context, calls),
   };
+  // The kernel's act of a call is recorded inside its request (the gate's own events are
+  // written after the reply, source "gate": no span).
+  const traceOf = (event: AuditEvent) =>
+    event.source === "kernel" ? calls.getStore()?.trace : undefined;
   const twoStep = new FunctionCallGate({
     claims: stores.claims,
     catalogs: options.catalogs,
@@ -213,7 +220,7 @@ export function a2uiRoutes(
   const endpoint = options.functionEndpoint;
   if (endpoint === undefined) {
     app.route({ ...route("a2uiCall"), handler: unconfigured });
-    return () => twoStep.settled();
+    return { settled: () => twoStep.settled(), traceOf };
   }
   const oneStep = new FunctionCallGate({
     claims: stores.claims,
@@ -225,7 +232,11 @@ export function a2uiRoutes(
       const { span, traceparent } =
         trace === undefined
           ? { span: undefined, traceparent: undefined }
-          : clientSpan("tessera.a2ui.function", traceOf(trace, functionCallId), trace.outgoing());
+          : clientSpan(
+              "tessera.a2ui.function",
+              auditTrace(trace, functionCallId),
+              trace.outgoing(),
+            );
       const answer = await signedPost(
         endpoint,
         { functionCallId, catalogId, call, args },
@@ -265,9 +276,38 @@ export function a2uiRoutes(
     await oneStep.drain();
     await context.retry.writes.drain();
   });
-  return async () => {
-    await Promise.all([twoStep.settled(), oneStep.settled()]);
+  return {
+    settled: async () => {
+      await Promise.all([twoStep.settled(), oneStep.settled()]);
+    },
+    traceOf,
   };
+}
+
+export interface GateRoutes {
+  /** Writes the receipts waiting after their replies now. */
+  readonly settled: () => Promise<void>;
+  /** The traced A2UI request whose kernel act `event` is, while it is recorded. */
+  readonly traceOf: (event: AuditEvent) => RequestTrace | undefined;
+}
+
+/** The gate's decision inside the request's `tessera.decide` span, when it is traced. */
+function tracedDecision(
+  decide: DecideFunction,
+  calls: AsyncLocalStorage<CallScope>,
+): DecideFunction {
+  return (claim, invocation) => {
+    const trace = calls.getStore()?.trace;
+    return trace?.recording
+      ? trace.decide(invocation.functionCallId, () => decide(claim, invocation), verdictOf)
+      : decide(claim, invocation);
+  };
+}
+
+function verdictOf(verdict: ApprovalVerdict | AlreadyClaimed): { readonly status: string } {
+  if (typeof verdict === "object" && "status" in verdict) return { status: verdict.status };
+  const allowed = typeof verdict === "boolean" ? verdict : verdict.allow;
+  return { status: allowed ? "allowed" : "denied" };
 }
 
 /**
@@ -285,7 +325,7 @@ function decision(context: ServiceContext, calls: AsyncLocalStorage<CallScope>) 
       // Fail closed: a call that reached the gate outside a request has nobody to decide for.
       return scope === undefined
         ? undefined
-        : turnContext(scope.principal, traceOf(scope.trace, invocation.functionCallId));
+        : turnContext(scope.principal, auditTrace(scope.trace, invocation.functionCallId));
     },
     (answer) =>
       context.metrics.decided("a2ui", answer.status, answer.status === "denied" ? answer.code : ""),
@@ -335,7 +375,7 @@ function stampedAudit(context: ServiceContext, calls: AsyncLocalStorage<CallScop
 }
 
 /** A call's audit trace: the caller's (or the host's tracer's) when there is one, else its ID. */
-function traceOf(trace: RequestTrace, functionCallId: string): string {
+function auditTrace(trace: RequestTrace, functionCallId: string): string {
   return trace.joined ? trace.traceId : functionCallId;
 }
 
