@@ -163,21 +163,27 @@ export class DecisionLog {
     this.#write(event, open);
   }
 
-  /** The deciding request of this trace and call ID whose principal the fields name. */
+  /**
+   * The deciding request of this trace and call ID whose principal `who` names: an event's
+   * whole principal, or an envelope's sender (its actor, all an envelope says; an owner absent
+   * from a whole principal must be absent from the request's too).
+   */
   #find(
     traceId: string,
     callId: string,
     who: { namespaceId?: string; actor?: string; authority?: string; owner?: string },
   ): OpenDecision | undefined {
+    const whole = who.namespaceId !== undefined;
     for (let open = this.#open.get(traceId); open !== undefined; open = open.next) {
       const decider = open.decider;
       if (
         open.deciding &&
         open.callId === callId &&
         who.actor === decider.actor &&
-        (who.namespaceId === undefined || who.namespaceId === decider.namespaceId) &&
-        (who.authority === undefined || who.authority === decider.authority) &&
-        (who.namespaceId === undefined || who.owner === decider.owner)
+        (!whole ||
+          (who.namespaceId === decider.namespaceId &&
+            who.authority === decider.authority &&
+            who.owner === decider.owner))
       ) {
         return open;
       }
