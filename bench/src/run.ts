@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { parseArgs } from "node:util";
 import type { BenchModule, BenchSection } from "./report.js";
@@ -53,18 +53,52 @@ for (const name of wanted) {
   process.stdout.write(`${formatSection(section)}\n`);
 }
 
-const report = {
-  at: new Date().toISOString(),
-  machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version },
-  sections: results,
-};
+const at = new Date().toISOString();
 const dir = new URL("../results/", import.meta.url);
 mkdirSync(dir, { recursive: true });
-const json = `${JSON.stringify(report, null, 2)}\n`;
-writeFileSync(new URL("latest.json", dir), json);
+const latest = new URL("latest.json", dir);
+// Each section keeps the time it ran: with --only, latest.json keeps the other sections of
+// the last run and replaces these, so the report page always has every section.
+const fresh: DatedSection[] = results.map((section) => ({ ...section, at }));
+const kept = values.only === undefined ? [] : previousSections(latest);
+const sections = Object.keys(SECTIONS).flatMap((name) => {
+  const section = fresh.find((s) => s.name === name) ?? kept.find((s) => s.name === name);
+  return section === undefined ? [] : [section];
+});
+const machine = { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version };
+writeFileSync(latest, `${JSON.stringify({ at, machine, sections }, null, 2)}\n`);
 writeFileSync(
   new URL("latest.md", dir),
-  `# Benchmark results\n\n${report.at}, ${report.machine.cpus} CPUs (${report.machine.model}), Node ${report.machine.node}\n\n\`\`\`\n${results.map(formatSection).join("\n")}\`\`\`\n`,
+  `# Benchmark results\n\n${machine.cpus} CPUs (${machine.model}), Node ${machine.node}; each section with the time it ran\n\n\`\`\`\n${sections.map((s) => `(${s.at})\n${formatSection(s)}`).join("\n")}\`\`\`\n`,
 );
-writeFileSync(new URL(`${report.at.slice(0, 10)}-${wanted.join("-")}.json`, dir), json);
-process.stdout.write("results written to bench/results/latest.json and latest.md\n");
+writeFileSync(
+  new URL(`${at.slice(0, 10)}-${wanted.join("-")}.json`, dir),
+  `${JSON.stringify({ at, machine, sections: fresh }, null, 2)}\n`,
+);
+process.stdout.write(
+  `results written to bench/results/latest.json and latest.md${
+    kept.length > 0
+      ? ` (sections not run now kept from earlier runs: ${
+          sections
+            .filter((s) => !fresh.includes(s))
+            .map((s) => s.name)
+            .join(", ") || "none"
+        })`
+      : ""
+  }\n`,
+);
+
+type DatedSection = BenchSection & { readonly at: string };
+
+/** The sections of the last latest.json, each dated (by its own `at`, else the file's). */
+function previousSections(file: URL): DatedSection[] {
+  try {
+    const last = JSON.parse(readFileSync(file, "utf8")) as {
+      at?: string;
+      sections?: (BenchSection & { at?: string })[];
+    };
+    return (last.sections ?? []).map((s) => ({ ...s, at: s.at ?? last.at ?? "unknown" }));
+  } catch {
+    return [];
+  }
+}

@@ -9,6 +9,7 @@ import { openStores, type StoreBundle } from "@tessera/core";
 import { medianRatesAbba, throughput } from "../measure.js";
 import { type BenchRow, type BenchSection, ratioRow } from "../report.js";
 import { deleteRedisPrefix, dropPostgresSchema } from "../scratch.js";
+import { act } from "../stores/acts.js";
 import { startChild } from "./child.js";
 import { gatewayOver, memoryPorts, TOKEN } from "./gateway-setup.js";
 import { echoServer, startUpstream } from "./upstream.js";
@@ -65,6 +66,77 @@ async function warm(c: Client, name: string, calls = WARM_CALLS): Promise<void> 
 function rate(c: Client, name: string): () => Promise<number> {
   return async () =>
     (await throughput(() => c.callTool({ name, arguments: ARGS }), 1, MEASURE)).opsPerSec;
+}
+
+/** Calls per second of `name` through `c` with `inFlight` calls in flight (in waves). */
+function rateAt(c: Client, name: string, inFlight: number): () => Promise<number> {
+  if (inFlight === 1) return rate(c, name);
+  const wave = Array.from({ length: inFlight });
+  return async () =>
+    (
+      await throughput(
+        () => Promise.all(wave.map(() => c.callTool({ name, arguments: ARGS }))),
+        inFlight,
+        MEASURE,
+      )
+    ).opsPerSec;
+}
+
+/**
+ * Issue 22's targets: the gateway over a durable store against the same gateway over memory
+ * stores (both in processes of their own, same upstream), at 1 and 8 calls in flight; and the
+ * ceiling: the memory gateway's call plus one act recorded by the store's own ledger in this
+ * process, one after the other — what a durable gateway could reach if the act were its only
+ * extra cost.
+ */
+async function versusMemoryRows(
+  rows: BenchRow[],
+  name: string,
+  via: Client,
+  viaMemory: Client,
+  stores: StoreBundle,
+): Promise<void> {
+  for (const inFlight of [1, 8]) {
+    const [durable, memory] = await medianRatesAbba(
+      ROUNDS,
+      rateAt(via, "up.echo", inFlight),
+      rateAt(viaMemory, "up.echo", inFlight),
+    );
+    rows.push(
+      ratioRow(
+        `mcp tools/call via gateway (${name} stores) vs memory stores, c=${inFlight}`,
+        durable,
+        { name: "the same gateway with memory stores", value: memory },
+        "gateway ops/s over the durable store ÷ over memory stores, same upstream, same run",
+        { text: "≥ 0.75× the memory-store gateway", minRatio: 0.75 },
+      ),
+    );
+  }
+  let n = 0;
+  const tag = `ceiling-${randomUUID()}`;
+  const [ceiling, memory] = await medianRatesAbba(
+    ROUNDS,
+    async () =>
+      (
+        await throughput(
+          async () => {
+            await stores.acts.record(act(tag, n++));
+            await viaMemory.callTool({ name: "up.echo", arguments: ARGS });
+          },
+          1,
+          MEASURE,
+        )
+      ).opsPerSec,
+    rate(viaMemory, "up.echo"),
+  );
+  rows.push(
+    ratioRow(
+      `ceiling: memory-store gateway call + one ${name} act record, c=1`,
+      ceiling,
+      { name: "the gateway with memory stores", value: memory },
+      "(memory gateway call, then one acts.record of the store) ops/s ÷ memory gateway ops/s: the bound a durable gateway meets at c=1",
+    ),
+  );
 }
 
 /** Gateway (memory stores) vs direct, every server in the bench process: the layout before the split. */
@@ -202,98 +274,16 @@ export async function run(): Promise<BenchSection> {
         ),
       );
       await proxyRows(rows, notes, upstream.url, direct, viaMemory);
+      await oneProcessRow(rows);
+      await inMemoryRow(rows, notes);
+      await durableRows(rows, notes, upstream.url, direct, viaMemory);
     } finally {
       await viaMemory.close();
       await memory.close();
     }
-    await oneProcessRow(rows);
-    await inMemoryRow(rows, notes);
-
-    const run = `mcpbench_${randomUUID().replaceAll("-", "").slice(0, 10)}`;
-    const scratch = mkdtempSync(join(tmpdir(), "tessera-mcp-bench-"));
-    // [name, the gateway's store URL, the baseline's]: one SQLite file per process, so the
-    // baseline's claims never wait on the gateway's write lock; the servers are shared.
-    const pg = process.env.TESSERA_PG_URL && `${process.env.TESSERA_PG_URL}?schema=${run}`;
-    const redis =
-      process.env.TESSERA_REDIS_URL && `${process.env.TESSERA_REDIS_URL}?prefix=${run}:`;
-    const durable: [string, string | undefined, string | undefined][] = [
-      ["sqlite", `sqlite:${join(scratch, "gateway.db")}`, `sqlite:${join(scratch, "raw.db")}`],
-      ["postgres", pg, pg],
-      ["redis", redis, redis],
-    ];
-    try {
-      for (const [name, url, rawUrl] of durable) {
-        if (!url || !rawUrl) {
-          notes.push(
-            `${name}: its service URL is not set (TESSERA_PG_URL / TESSERA_REDIS_URL): no row`,
-          );
-          continue;
-        }
-        let stores: StoreBundle | undefined;
-        try {
-          // Opened here first, so the schema exists before the gateway process opens it.
-          stores = await openStores(rawUrl);
-          const opened = stores;
-          const gateway = await startChild({
-            role: "gateway",
-            upstream: upstream.url,
-            stores: url,
-          });
-          const via = await client(gateway.url, TOKEN);
-          let n = 0;
-          try {
-            await warm(via, "up.echo");
-            const [gwRate, baseRate] = await medianRatesAbba(
-              ROUNDS,
-              rate(via, "up.echo"),
-              async () =>
-                (
-                  await throughput(
-                    async () => {
-                      n++;
-                      await opened.claims.claim(
-                        { session: "bench-raw", functionCallId: `raw-${run}-${n}` },
-                        { bodyHash: "0".repeat(64), claimedAt: Date.now() },
-                      );
-                      await direct.callTool({ name: "echo", arguments: ARGS });
-                    },
-                    1,
-                    MEASURE,
-                  )
-                ).opsPerSec,
-            );
-            rows.push(
-              ratioRow(
-                `mcp tools/call via gateway (${name} stores), c=1`,
-                gwRate,
-                { name: `${name} claim primitive + the upstream call`, value: baseRate },
-                "gateway ops/s ÷ (one store claim + direct call) ops/s, same run",
-                { text: "within 1.3× (ratio ≥ 0.77)", minRatio: 1 / 1.3 },
-              ),
-            );
-          } finally {
-            await via.close();
-            await gateway.close();
-          }
-        } catch (error) {
-          notes.push(`${name}: FAILED, no figures: ${(error as Error).message}`);
-        } finally {
-          await stores?.close();
-        }
-      }
-    } finally {
-      rmSync(scratch, { recursive: true, force: true });
-      // The audit trail never expires: without this every run would leave its keys and schema.
-      if (process.env.TESSERA_PG_URL) {
-        await dropPostgresSchema(process.env.TESSERA_PG_URL, run).catch(() => undefined);
-      }
-      if (process.env.TESSERA_REDIS_URL) {
-        await deleteRedisPrefix(process.env.TESSERA_REDIS_URL, `${run}:`).catch(() => undefined);
-      }
-    }
     notes.push(
       "the upstream server and the gateway run in processes of their own (as deployed); this process is the SDK client of both sides of every ratio, and the baseline's claims run here too",
-      "the gateway's durable path, before the reply: the call's claim with the kernel's grant read (a version check when warm) beside it, the usage check, then one audit event after the upstream answered; after the audit event and the reply, with those of other calls within 10 ms: the kept answer (a second claim) and two settles. The baseline is one claim",
+      "the gateway's durable path before the reply: one act recorded by the store's act ledger (the call's claim, the bounded use, the decision's event: one transaction, calls in flight sharing it), then the upstream call; after the reply, with those of other calls within 10 ms, the answer settled into the claim. The claim-primitive baseline is one claim",
       "the gateway's HTTP: its client-facing side is the SDK's Streamable HTTP server transport (JSON responses), its upstream clients the SDK's Streamable HTTP client over a node:http keep-alive fetch; the client and the upstream here are the SDK's own (fetch; Streamable HTTP server transport) on both rows",
     );
   } finally {
@@ -301,4 +291,96 @@ export async function run(): Promise<BenchSection> {
     await upstream.close();
   }
   return { name: "mcp", rows, notes };
+}
+
+/** The gateway over each durable store: against its claim primitive, and against memory stores. */
+async function durableRows(
+  rows: BenchRow[],
+  notes: string[],
+  upstreamUrl: string,
+  direct: Client,
+  viaMemory: Client,
+): Promise<void> {
+  const run = `mcpbench_${randomUUID().replaceAll("-", "").slice(0, 10)}`;
+  const scratch = mkdtempSync(join(tmpdir(), "tessera-mcp-bench-"));
+  // [name, the gateway's store URL, the baseline's]: one SQLite file per process, so the
+  // baseline's claims never wait on the gateway's write lock; the servers are shared.
+  const pg = process.env.TESSERA_PG_URL && `${process.env.TESSERA_PG_URL}?schema=${run}`;
+  const redis = process.env.TESSERA_REDIS_URL && `${process.env.TESSERA_REDIS_URL}?prefix=${run}:`;
+  const durable: [string, string | undefined, string | undefined][] = [
+    ["sqlite", `sqlite:${join(scratch, "gateway.db")}`, `sqlite:${join(scratch, "raw.db")}`],
+    ["postgres", pg, pg],
+    ["redis", redis, redis],
+  ];
+  try {
+    for (const [name, url, rawUrl] of durable) {
+      if (!url || !rawUrl) {
+        notes.push(
+          `${name}: its service URL is not set (TESSERA_PG_URL / TESSERA_REDIS_URL): no row`,
+        );
+        continue;
+      }
+      let stores: StoreBundle | undefined;
+      try {
+        // Opened here first, so the schema exists before the gateway process opens it.
+        stores = await openStores(rawUrl);
+        const opened = stores;
+        const gateway = await startChild({
+          role: "gateway",
+          upstream: upstreamUrl,
+          stores: url,
+        });
+        const via = await client(gateway.url, TOKEN);
+        let n = 0;
+        try {
+          await warm(via, "up.echo");
+          const [gwRate, baseRate] = await medianRatesAbba(
+            ROUNDS,
+            rate(via, "up.echo"),
+            async () =>
+              (
+                await throughput(
+                  async () => {
+                    n++;
+                    await opened.claims.claim(
+                      { session: "bench-raw", functionCallId: `raw-${run}-${n}` },
+                      { bodyHash: "0".repeat(64), claimedAt: Date.now() },
+                    );
+                    await direct.callTool({ name: "echo", arguments: ARGS });
+                  },
+                  1,
+                  MEASURE,
+                )
+              ).opsPerSec,
+          );
+          rows.push(
+            ratioRow(
+              `mcp tools/call via gateway (${name} stores), c=1`,
+              gwRate,
+              { name: `${name} claim primitive + the upstream call`, value: baseRate },
+              "gateway ops/s ÷ (one store claim + direct call) ops/s, same run",
+              { text: "within 1.3× (ratio ≥ 0.77)", minRatio: 1 / 1.3 },
+            ),
+          );
+          await versusMemoryRows(rows, name, via, viaMemory, opened);
+        } finally {
+          await via.close();
+          await gateway.close();
+        }
+      } catch (error) {
+        notes.push(`${name}: FAILED, no figures: ${(error as Error).message}`);
+      } finally {
+        await stores?.close();
+      }
+    }
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+    // The audit trail never expires: without this every run would leave its keys and schema.
+    if (process.env.TESSERA_PG_URL) {
+      await dropPostgresSchema(process.env.TESSERA_PG_URL, run).catch(() => undefined);
+    }
+    if (process.env.TESSERA_REDIS_URL) {
+      await deleteRedisPrefix(process.env.TESSERA_REDIS_URL, `${run}:`).catch(() => undefined);
+    }
+  }
 }

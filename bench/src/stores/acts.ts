@@ -80,7 +80,7 @@ function event(callId: string, denied: boolean): AuditEvent {
 }
 
 /** A retry-safe allowed send's act: a fresh call ID, one use of a grant that never runs out. */
-function act(tag: string, i: number): Act {
+export function act(tag: string, i: number): Act {
   const callId = `${tag}-${i}`;
   return {
     claim: {
