@@ -4,6 +4,17 @@ import { z } from "zod";
 const schema = (type: z.ZodType, io: "input" | "output") =>
   z.toJSONSchema(type, { io, unrepresentable: "any", target: "openapi-3.0" });
 
+/** The routes that decide and audit: each takes the caller's trace (docs/service.md, "Traces"). */
+const TRACED = new Set(["authorize", "sendMessage", "a2uiClaim", "a2uiSettle", "a2uiCall"]);
+const TRACEPARENT = {
+  name: "traceparent",
+  in: "header",
+  required: false,
+  description:
+    "W3C Trace Context: the decision's audit event carries its trace ID, and webhook deliveries continue the trace. A malformed value is ignored (a new trace), never an error.",
+  schema: { type: "string", pattern: "^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}(-.*)?$" },
+};
+
 /** The OpenAPI 3 document of the service, generated from the same zod contracts it validates with. */
 export function openApiDocument(): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
@@ -18,6 +29,7 @@ export function openApiDocument(): Record<string, unknown> {
         schema: { type: "string" },
       })),
       ...queryParameters(route.query),
+      ...(TRACED.has(name) ? [TRACEPARENT] : []),
     ];
     paths[path] ??= {};
     paths[path][route.method.toLowerCase()] = {

@@ -309,6 +309,12 @@ describe("observability", () => {
     }
     const send = doc.paths["/v1/messages"].post.requestBody.content["application/json"].schema;
     expect(send.required).toContain("recipient");
+    // The deciding routes list the trace header they read; the others do not.
+    const header = (op: { parameters?: { name: string; in: string }[] }) =>
+      (op.parameters ?? []).filter((p) => p.in === "header").map((p) => p.name);
+    expect(header(doc.paths["/v1/messages"].post)).toEqual(["traceparent"]);
+    expect(header(doc.paths["/v1/authorize"].post)).toEqual(["traceparent"]);
+    expect(header(doc.paths["/v1/tools"].get)).toEqual([]);
   });
 
   it("counts decisions by outcome and code, claims by status, and times the stores", async () => {

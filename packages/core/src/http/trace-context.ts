@@ -1,3 +1,5 @@
+import { randomUUID } from "node:crypto";
+
 /**
  * W3C Trace Context (`traceparent`), read and written by the service and the MCP gateway so a
  * decision's audit event carries the host's trace ID and the calls it causes (webhooks,
@@ -42,9 +44,11 @@ export function formatTraceparent(traceId: string, spanId: string, sampled: bool
   return `00-${traceId}-${spanId}-${sampled ? "01" : "00"}`;
 }
 
-/** A fresh W3C trace ID (32 hex digits), for a request that brought none. */
+/**
+ * A fresh W3C trace ID (32 hex digits), for a request that brought none: a random UUID without
+ * its dashes (122 random bits, the right-most 7 bytes all random, as Trace Context level 2
+ * asks). `randomUUID` draws from a pooled buffer: about a tenth of a microsecond.
+ */
 export function newTraceId(): string {
-  const bytes = new Uint8Array(16);
-  globalThis.crypto.getRandomValues(bytes);
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  return randomUUID().replaceAll("-", "");
 }
