@@ -1,5 +1,5 @@
 import * as crypto from "node:crypto";
-import { redact } from "@tessera/core/store-kit";
+import { boundedCanonicalJson, redact } from "@tessera/core/store-kit";
 import type { ErrorObject } from "ajv/dist/2020.js";
 import { messageValidators } from "../schemas/official.js";
 import { correlatedValidationError, uncorrelatedValidationError } from "./replies.js";
@@ -152,7 +152,7 @@ function safePointer(pointer: string): string {
 export function bodyHash(
   message: Pick<CallMessage, "catalogId" | "call" | "args">,
 ): string | undefined {
-  const args = canonicalJson(message.args ?? {}, MAX_ARGS_DEPTH, { left: MAX_ARGS_VALUES });
+  const args = boundedCanonicalJson(message.args ?? {}, MAX_ARGS_DEPTH, MAX_ARGS_VALUES);
   if (args === undefined) return undefined;
   const body =
     `{"args":${args},` +
@@ -165,41 +165,3 @@ const sha256Hex: (text: string) => string =
   typeof crypto.hash === "function"
     ? (text) => crypto.hash("sha256", text, "hex")
     : (text) => crypto.createHash("sha256").update(text).digest("hex");
-
-/**
- * JSON with object keys sorted, written out by hand because this runs on every call; or
- * `undefined` once objects and arrays nest deeper than `depth` or more than `budget.left`
- * values are seen. The recursion is bounded by `depth`, so a cycle ends it too.
- */
-function canonicalJson(
-  value: unknown,
-  depth: number,
-  budget: { left: number },
-): string | undefined {
-  if (--budget.left < 0) return undefined;
-  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
-  if (depth === 0) return undefined;
-  if (Array.isArray(value)) {
-    let out = "[";
-    for (let i = 0; i < value.length; i++) {
-      const item = canonicalJson(value[i], depth - 1, budget);
-      if (item === undefined) return undefined;
-      out += (i === 0 ? "" : ",") + item;
-    }
-    return `${out}]`;
-  }
-  const record = value as Record<string, unknown>;
-  const keys = Object.keys(record);
-  if (keys.length > 1) keys.sort();
-  let out = "{";
-  let first = true;
-  for (const key of keys) {
-    const item = record[key];
-    if (item === undefined) continue;
-    const text = canonicalJson(item, depth - 1, budget);
-    if (text === undefined) return undefined;
-    out += `${first ? "" : ","}${JSON.stringify(key)}:${text}`;
-    first = false;
-  }
-  return `${out}}`;
-}

@@ -33,6 +33,20 @@ describe("bounded canonical JSON", () => {
     expect(withinJsonDepth(cycle)).toBe(false);
   });
 
+  it("counts every value against maxValues: at the bound it writes, one past it refuses", () => {
+    // { a: [1, 2], b: { c: 3 } }: the object, the array, 1, 2, the inner object, 3: six values.
+    const value = { a: [1, 2], b: { c: 3 } };
+    expect(boundedCanonicalJson(value, 8, 6)).toBe('{"a":[1,2],"b":{"c":3}}');
+    expect(boundedCanonicalJson(value, 8, 5)).toBeUndefined();
+    // A toJSON value counts once, as what it writes.
+    expect(boundedCanonicalJson({ at: new Date(0) }, 8, 2)).toBe(
+      '{"at":"1970-01-01T00:00:00.000Z"}',
+    );
+    const wide = Array.from({ length: 10_000 }, (_, i) => i);
+    expect(boundedCanonicalJson(wide, 8, 10_000)).toBeUndefined();
+    expect(boundedCanonicalJson(wide, 8, 10_001)).toBe(JSON.stringify(wide));
+  });
+
   it("scalars are within any depth", () => {
     expect(withinJsonDepth("text", 0)).toBe(true);
     expect(boundedCanonicalJson(undefined)).toBe("null");

@@ -10,29 +10,34 @@ export const MAX_JSON_DEPTH = 64;
 
 /**
  * JSON with every object's keys sorted (key order does not make a different value), or
- * `undefined` when objects and arrays nest deeper than `maxDepth`: a cycle ends there too,
- * so this never overflows the stack and never loops. Object members whose value is
+ * `undefined` when objects and arrays nest deeper than `maxDepth` or the walk meets more than
+ * `maxValues` values (every value counts: objects, arrays and what they hold): a cycle ends
+ * there too, so this never overflows the stack and never loops. Object members whose value is
  * `undefined` are left out and other non-JSON values written as `JSON.stringify` writes them
- * (`undefined` alone, or in an array, as `null`).
+ * (`undefined` alone, or in an array, as `null`). Written out by hand: it runs on every
+ * retry-safe call, A2UI call and MCP tool call.
  */
 export function boundedCanonicalJson(
   value: unknown,
   maxDepth: number = MAX_JSON_DEPTH,
+  maxValues: number = Number.POSITIVE_INFINITY,
 ): string | undefined {
-  return canonical(value, maxDepth);
+  return canonical(value, maxDepth, { left: maxValues });
 }
 
-function canonical(value: unknown, depth: number): string | undefined {
+function canonical(value: unknown, depth: number, budget: { left: number }): string | undefined {
+  if (--budget.left < 0) return undefined;
   if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
   if (depth === 0) return undefined;
   if (typeof (value as { toJSON?: unknown }).toJSON === "function") {
     // A Date, say: its JSON is what a transport would send.
-    return canonical((value as { toJSON: () => unknown }).toJSON(), depth);
+    budget.left++;
+    return canonical((value as { toJSON: () => unknown }).toJSON(), depth, budget);
   }
   if (Array.isArray(value)) {
     let out = "[";
     for (let i = 0; i < value.length; i++) {
-      const item = canonical(value[i], depth - 1);
+      const item = canonical(value[i], depth - 1, budget);
       if (item === undefined) return undefined;
       out += (i === 0 ? "" : ",") + item;
     }
@@ -46,7 +51,7 @@ function canonical(value: unknown, depth: number): string | undefined {
   for (const key of keys) {
     const item = record[key];
     if (item === undefined) continue;
-    const text = canonical(item, depth - 1);
+    const text = canonical(item, depth - 1, budget);
     if (text === undefined) return undefined;
     out += `${first ? "" : ","}${JSON.stringify(key)}:${text}`;
     first = false;
