@@ -124,7 +124,11 @@ export const GatewayConfigSchema = z.strictObject({
     .record(serverName, UpstreamSchema)
     .refine((u) => Object.keys(u).length > 0, "name at least one upstream server"),
   tools: z.record(serverName, z.record(toolName, ToolRuleSchema)).default({}),
-  principals: z.array(PrincipalSchema).min(1),
+  /**
+   * Static bearer tokens. May be empty (or left out) when `identity` names a provider: a
+   * JWT-only gateway, which serves HTTP only (stdio carries no header, so no token to verify).
+   */
+  principals: z.array(PrincipalSchema).default([]),
   /** A store URL for `openStores` (`sqlite:…`, `postgres://…`, `redis://…`); memory when absent. */
   stores: z.string().min(1).optional(),
   /**
@@ -151,6 +155,12 @@ export function parseGatewayConfig(value: unknown, source = "the gateway config"
       .map((issue) => `${issue.path.join(".") || "(top)"}: ${issue.message}`)
       .join("; ");
     throw new TesseraError("invalid_config", `${source} does not match: ${where}`);
+  }
+  if (parsed.data.principals.length === 0 && parsed.data.identity === undefined) {
+    throw new TesseraError(
+      "invalid_config",
+      `${source} does not match: principals: name at least one principal (static tokens), or an identity provider (identity) whose JWTs callers bring`,
+    );
   }
   for (const [server, tools] of Object.entries(parsed.data.tools)) {
     if (parsed.data.upstreams[server] === undefined) {

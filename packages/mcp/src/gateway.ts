@@ -107,7 +107,7 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
   if (typeof options?.grants?.listGrants !== "function") {
     throw new TesseraError("invalid_config", "the MCP gateway needs a grant source");
   }
-  const principals = checkPrincipals(options.principals);
+  const principals = checkPrincipals(options.principals, options.protectedResource !== undefined);
   const limits = LimitsSchema.parse(options.limits ?? {});
   const rules = checkRules(options.tools ?? {});
   const servers = new Set<Server>();
@@ -311,6 +311,12 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
   };
 
   const serve = async (transport: McpTransport, token: string): Promise<void> => {
+    if (principals.length === 0) {
+      throw new TesseraError(
+        "invalid_config",
+        "this gateway has no static principal (JWT-only), and a stdio connection carries no bearer token to verify: add a principal for stdio, or serve HTTP",
+      );
+    }
     const principal = authenticate(principals, token, true);
     if (principal === undefined) {
       throw new TesseraError("invalid_config", "the token names no principal of this gateway");
@@ -338,9 +344,16 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
   });
 }
 
-function checkPrincipals(input: readonly Principal[]): readonly Principal[] {
-  if (!Array.isArray(input) || input.length === 0) {
-    throw new TesseraError("invalid_config", "the MCP gateway needs at least one principal");
+/**
+ * No static principal is allowed only beside an identity provider (a JWT-only gateway, HTTP
+ * only: `serve` refuses stdio then); with neither, every caller would be refused.
+ */
+function checkPrincipals(input: readonly Principal[], hasIdentity: boolean): readonly Principal[] {
+  if (!Array.isArray(input) || (input.length === 0 && !hasIdentity)) {
+    throw new TesseraError(
+      "invalid_config",
+      "the MCP gateway needs at least one principal (static tokens) or an identity provider (protectedResource)",
+    );
   }
   return Object.freeze(
     input.map((p, i) => {

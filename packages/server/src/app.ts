@@ -15,7 +15,7 @@ import { redactCredentials } from "./log-redaction.js";
 import { Metrics } from "./metrics.js";
 import { openApiDocument } from "./openapi.js";
 import { PrincipalSet } from "./principal-set.js";
-import { authenticate, type Principal } from "./principals.js";
+import { authenticate, type Principal, requireCallers } from "./principals.js";
 import { readinessProbe } from "./readiness.js";
 import { AnswerWrites } from "./retry.js";
 import { type A2uiOptions, a2uiRoutes, type GateRoutes } from "./routes/a2ui.js";
@@ -67,6 +67,8 @@ export interface AppOptions {
    * mounts the request listener in its own server sets that server's own.
    */
   readonly timeouts?: ServerTimeouts;
+  /** Set by `listen`: the verifier in use, so a reload can reconfigure it (SIGHUP). */
+  readonly onVerifier?: (verifier: JwtVerifier) => void;
   /** Set by `createTesseraService`: the request listener, for a host's own server. */
   readonly onHandler?: (handler: (req: IncomingMessage, res: ServerResponse) => void) => void;
 }
@@ -131,6 +133,9 @@ export function buildApp(options: AppOptions): FastifyInstance {
       : new JwtVerifier(parseJwtIdentity(options.identity), {
           onKeyLoadError: (error) => keyLoadFailed(error),
         });
+  // JWT-only is fine (no static principal); neither way in is a configuration mistake.
+  requireCallers(principals.current, verifier !== undefined);
+  if (verifier !== undefined) options.onVerifier?.(verifier);
   const app: FastifyInstance = Fastify<Server>({
     bodyLimit: MAX_BODY_BYTES,
     // The caller's `x-request-id` when it is a sane token (so a host can follow one request

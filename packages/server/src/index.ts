@@ -5,7 +5,13 @@
  */
 export { type AppOptions, buildApp, MAX_BODY_BYTES } from "./app.js";
 export { loadA2uiOptions, loadWebhookTransport } from "./config-files.js";
-export { type ListenOptions, listen, type ReloadOutcome, type RunningServer } from "./listen.js";
+export {
+  type IdentityReloadOutcome,
+  type ListenOptions,
+  listen,
+  type ReloadOutcome,
+  type RunningServer,
+} from "./listen.js";
 export { openApiDocument } from "./openapi.js";
 export {
   loadPrincipals,

@@ -1,8 +1,15 @@
 import type { AddressInfo } from "node:net";
 import { isTesseraError, openStores, type StoreBundle, TesseraError } from "@tessera/core";
 import { buildApp } from "./app.js";
+import { type JwtIdentityInput, parseJwtIdentity } from "./identity/config.js";
+import type { JwtVerifier } from "./identity/verify.js";
 import { PrincipalSet } from "./principal-set.js";
-import { type Principal, type PrincipalInput, parsePrincipals } from "./principals.js";
+import {
+  type Principal,
+  type PrincipalInput,
+  parsePrincipals,
+  requireCallers,
+} from "./principals.js";
 import { appOptions, type ServiceStores, type TesseraServiceOptions } from "./service.js";
 import { type ServerTimeouts, serverTimeouts } from "./timeouts.js";
 
@@ -35,7 +42,18 @@ export interface RunningServer {
    * log says what happened, and so does the outcome.
    */
   reloadPrincipals(read: () => readonly (Principal | PrincipalInput)[]): ReloadOutcome;
+  /**
+   * Puts the identity config `read` returns in force (the identity file read again): its
+   * issuer, audience, keys and claim mapping judge the next token, and every cached
+   * verification is forgotten. When `read` throws or the config does not check, or the
+   * service started without an identity provider, the one in force stays.
+   */
+  reloadIdentity(read: () => JwtIdentityInput): IdentityReloadOutcome;
 }
+
+export type IdentityReloadOutcome =
+  | { readonly reloaded: true; readonly issuer: string }
+  | { readonly reloaded: false; readonly code: string; readonly message: string };
 
 export type ReloadOutcome =
   | { readonly reloaded: true; readonly count: number }
@@ -51,6 +69,9 @@ export type ReloadOutcome =
 export async function listen(options: ListenOptions): Promise<RunningServer> {
   // Checked before a store URL is opened: bad principals or timeouts cost no connection.
   const principals = new PrincipalSet(parsePrincipals({ principals: options.principals }));
+  const hasIdentity = options.identity !== undefined;
+  requireCallers(principals.current, hasIdentity);
+  let verifier: JwtVerifier | undefined;
   const timeouts = serverTimeouts(options);
   const owned: StoreBundle | undefined =
     typeof options.stores === "string" ? await openStores(options.stores) : undefined;
@@ -59,7 +80,14 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
   const port = options.port ?? 8787;
   let app: ReturnType<typeof buildApp>;
   try {
-    app = buildApp({ ...appOptions({ ...options, stores }), principals, timeouts });
+    app = buildApp({
+      ...appOptions({ ...options, stores }),
+      principals,
+      timeouts,
+      onVerifier: (built) => {
+        verifier = built;
+      },
+    });
     await app.listen({ host, port }).catch((error: unknown) => {
       throw listenFailure(error, `${host.includes(":") ? `[${host}]` : host}:${port}`);
     });
@@ -88,6 +116,7 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
       let next: readonly Principal[];
       try {
         next = parsePrincipals({ principals: read() });
+        requireCallers(next, hasIdentity);
       } catch (error) {
         const code = isTesseraError(error) ? error.code : "invalid_config";
         const message = error instanceof Error ? error.message : String(error);
@@ -98,6 +127,25 @@ export async function listen(options: ListenOptions): Promise<RunningServer> {
       principals.replace(next);
       app.log.info({ inForce: next.length }, "principals reloaded");
       return { reloaded: true, count: next.length };
+    },
+    reloadIdentity: (read) => {
+      try {
+        if (verifier === undefined) {
+          throw new TesseraError(
+            "invalid_config",
+            "the service started without an identity provider: restart it to add one",
+          );
+        }
+        const next = parseJwtIdentity(read());
+        verifier.reconfigure(next);
+        app.log.info({ identity: { issuer: next.issuer } }, "identity reloaded");
+        return { reloaded: true, issuer: next.issuer };
+      } catch (error) {
+        const code = isTesseraError(error) ? error.code : "invalid_config";
+        const message = error instanceof Error ? error.message : String(error);
+        app.log.warn({ code, reason: message }, "identity not reloaded");
+        return { reloaded: false, code, message };
+      }
     },
   };
   return Object.freeze(running);

@@ -28,7 +28,12 @@ const PrincipalSchema = z.strictObject({
   /** The trusted host session the A2UI gate keys calls by; derived from the identity when absent. */
   session: id.optional(),
 });
-const PrincipalsFileSchema = z.strictObject({ principals: z.array(PrincipalSchema).min(1) });
+/**
+ * May be empty: a deployment whose callers all bring the identity provider's JWTs needs no
+ * static token. Whether some way in exists is `requireCallers`' question, asked where both
+ * the principals and the identity provider are known.
+ */
+const PrincipalsFileSchema = z.strictObject({ principals: z.array(PrincipalSchema) });
 
 export type Principal = z.infer<typeof PrincipalSchema>;
 /** A principal as written in a file or passed by a host: `role` may be left out. */
@@ -77,6 +82,19 @@ function checked(value: unknown, mismatch: string): readonly Principal[] {
     throw new TesseraError("invalid_config", `${mismatch}: ${where}`);
   }
   return Object.freeze(parsed.data.principals.map((p) => Object.freeze(p)));
+}
+
+/**
+ * A service with neither a static principal nor an identity provider would refuse every
+ * caller: `invalid_config`, naming both ways in. With an identity provider, no static
+ * principal is needed (a JWT-only deployment).
+ */
+export function requireCallers(principals: readonly Principal[], hasIdentity: boolean): void {
+  if (principals.length > 0 || hasIdentity) return;
+  throw new TesseraError(
+    "invalid_config",
+    "no principal and no identity provider: every caller would be refused; give at least one principal (a principals file) or an identity provider (--identity, identity in tessera.json)",
+  );
 }
 
 /**

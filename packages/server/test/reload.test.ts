@@ -84,7 +84,7 @@ describe("tessera serve on SIGHUP", () => {
   it("keeps the set in force when the file is malformed, and says why", async () => {
     for (const [content, reason] of [
       ['{ "principals": [', /invalid_config: the principals file is not JSON/],
-      [JSON.stringify({ principals: [] }), /invalid_config: the principals file does not match/],
+      [JSON.stringify({ principals: [] }), /invalid_config: no principal and no identity provider/],
       [JSON.stringify({ principals: [{ ...carol.config, role: "root" }] }), /principals\.0\.role/],
     ] as const) {
       writePrincipals(content);

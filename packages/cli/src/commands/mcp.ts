@@ -41,6 +41,13 @@ export function mcpCommand(): Command {
     .option("--json", "print the listening and stopped events as JSON lines")
     .action(async (options: McpCommandOptions) => {
       const config = loadGatewayConfig(options.config);
+      if (options.stdio && config.principals.length === 0) {
+        // Said before anything is opened: stdio carries no header, so no JWT to verify.
+        throw new TesseraError(
+          "invalid_config",
+          `${options.config} names no principal (JWT-only): a stdio connection carries no bearer token to verify, so --stdio needs a static principal; or serve HTTP`,
+        );
+      }
       const token = process.env.TESSERA_MCP_TOKEN;
       if (options.stdio && (token === undefined || token === "")) {
         throw new TesseraError(

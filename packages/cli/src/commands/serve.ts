@@ -91,7 +91,8 @@ export function serveCommand(): Command {
     )
     .action(async (options: ServeCommandOptions) => {
       const config = loadServeConfig(options);
-      const principals = loadPrincipals(config.principals);
+      // None with an identity provider alone: a JWT-only deployment (listen checks one way in).
+      const principals = config.principals === undefined ? [] : loadPrincipals(config.principals);
       const transport =
         config.webhooks === undefined ? undefined : loadWebhookTransport(config.webhooks);
       const a2ui = config.a2ui === undefined ? undefined : loadA2uiOptions(config.a2ui);
@@ -132,8 +133,14 @@ export function serveCommand(): Command {
       warnIfExposed(config);
       if (transport === undefined) warnNoTransport();
       announce(options.json, { event: "listening", url: server.url }, `listening on ${server.url}`);
-      // SIGHUP reads the principals file again: a revoked token needs no restart.
-      const reload = () => reloadPrincipals(server, config.principals, options.json);
+      // SIGHUP reads the principals file and the identity file again: a revoked token, a new
+      // audience or claim mapping need no restart.
+      const reload = () => {
+        if (config.principals !== undefined) {
+          reloadPrincipals(server, config.principals, options.json);
+        }
+        if (config.identity !== undefined) reloadIdentity(server, config.identity, options.json);
+      };
       process.on("SIGHUP", reload);
       await new Promise<void>((resolve) => {
         const stop = () => resolve();
@@ -182,6 +189,28 @@ function reloadPrincipals(server: RunningServer, path: string, json: boolean | u
   }
   process.stderr.write(
     `tessera serve: warning: principals not reloaded, the ${count} in force stay: ${code}: ${message}\n`,
+  );
+}
+
+/** The identity file read again and put in force, or the one in force kept and the reason given. */
+function reloadIdentity(server: RunningServer, path: string, json: boolean | undefined): void {
+  const outcome = server.reloadIdentity(() => loadJwtIdentity(path));
+  if (outcome.reloaded) {
+    announce(
+      json,
+      { event: "identity_reloaded", issuer: outcome.issuer },
+      `identity reloaded from ${path}: tokens of ${outcome.issuer}`,
+    );
+    return;
+  }
+  const { code, message } = outcome;
+  if (json) {
+    announce(json, { event: "identity_not_reloaded", code, message }, "");
+    return;
+  }
+  process.stderr.write(
+    `tessera serve: warning: identity not reloaded, the one in force stays: ${code}: ${message}
+`,
   );
 }
 

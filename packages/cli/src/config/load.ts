@@ -17,7 +17,8 @@ export interface ServeConfig {
   /** The data directory, absolute, when one was named. */
   readonly dataDir?: string;
   readonly store: string;
-  readonly principals: string;
+  /** Absent only with `identity`: a JWT-only deployment has no static tokens. */
+  readonly principals?: string;
   /** The private claim directory, absolute. */
   readonly claims?: string;
   readonly host: string;
@@ -75,16 +76,16 @@ export function loadServeConfig(flags: ServeFlags, env: Env = process.env): Serv
       "say where the store is: --data DIR (provisioned by tessera init), --store URL or TESSERA_STORE",
     );
   }
-  if (principals === undefined) {
+  const identity = flags.identity ?? fromEnv.TESSERA_IDENTITY ?? inDir(file?.identity);
+  if (principals === undefined && identity === undefined) {
     throw new TesseraError(
       "invalid_config",
-      "say who may call: --data DIR (provisioned by tessera init), --principals FILE or TESSERA_PRINCIPALS",
+      "say who may call: --data DIR (provisioned by tessera init), --principals FILE or TESSERA_PRINCIPALS (static tokens), or --identity FILE or TESSERA_IDENTITY (the identity provider's JWTs)",
     );
   }
   const tls = fromEnv.TESSERA_TLS ?? file?.tls;
   const webhooks = flags.webhooks ?? fromEnv.TESSERA_WEBHOOKS ?? inDir(file?.webhooks);
   const a2ui = flags.a2ui ?? fromEnv.TESSERA_A2UI ?? inDir(file?.a2ui);
-  const identity = flags.identity ?? fromEnv.TESSERA_IDENTITY ?? inDir(file?.identity);
   const timeouts = layeredTimeouts(flags, fromEnv, file);
   // The claim directory is private to this machine: it serves the file's own store only. A
   // store named by flag or environment (PostgreSQL or Redis shared by several instances)
@@ -94,7 +95,7 @@ export function loadServeConfig(flags: ServeFlags, env: Env = process.env): Serv
   return Object.freeze({
     ...(dataDir === undefined ? {} : { dataDir }),
     store,
-    principals,
+    ...(principals === undefined ? {} : { principals }),
     ...(claims === undefined ? {} : { claims }),
     host: flags.host ?? fromEnv.TESSERA_HOST ?? file?.host ?? DEFAULT_HOST,
     port: flags.port ?? fromEnv.TESSERA_PORT ?? file?.port ?? DEFAULT_PORT,

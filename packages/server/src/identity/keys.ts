@@ -22,6 +22,8 @@ export interface KeySetOptions {
   readonly now?: () => number;
   /** Told about every load that failed (never a token): the service logs it. */
   readonly onLoadError?: (error: unknown) => void;
+  /** Told after each load that replaced the set: the verified-token cache drops what it lost. */
+  readonly onReplaced?: () => void;
 }
 
 type Local = ReturnType<typeof createLocalJWKSet>;
@@ -37,6 +39,9 @@ export class CachedKeySet {
   readonly #options: KeySetOptions;
   readonly #now: () => number;
   #local: Local | undefined;
+  /** The kids of the set in force: a cached token is served only while its kid is here. */
+  #kids: ReadonlySet<string> = new Set();
+  #generation = 0;
   #loadedAt = 0;
   #lastAttempt = Number.NEGATIVE_INFINITY;
   #loading: Promise<void> | undefined;
@@ -51,9 +56,8 @@ export class CachedKeySet {
     if (this.#local === undefined) {
       await this.#reload();
       if (this.#local === undefined) throw new KeysUnavailable("the issuer's keys cannot be read");
-    } else if (this.#now() - this.#loadedAt > this.#options.maxAgeMs) {
-      // Stale but usable: refresh beside this request, never in its way.
-      void this.#reload();
+    } else {
+      this.freshen();
     }
     try {
       return await (this.#local as Local)(header, token);
@@ -72,6 +76,25 @@ export class CachedKeySet {
     }
   };
 
+  /**
+   * A set older than `maxAgeMs` is reloaded beside the request, never in its way. Called on
+   * cache hits too: traffic answered from the cache must still notice a key the issuer removed.
+   */
+  freshen(): void {
+    if (this.#local !== undefined && this.#now() - this.#loadedAt > this.#options.maxAgeMs) {
+      void this.#reload();
+    }
+  }
+
+  /** Bumped by every load that replaced the set. */
+  get generation(): number {
+    return this.#generation;
+  }
+
+  holds(kid: string): boolean {
+    return this.#kids.has(kid);
+  }
+
   #stillLimited(): boolean {
     return this.#now() - this.#lastAttempt < this.#options.refetchMs;
   }
@@ -86,7 +109,12 @@ export class CachedKeySet {
       .then(
         (jwks) => {
           this.#local = createLocalJWKSet(jwks);
+          this.#kids = new Set(
+            jwks.keys.map((k) => k.kid).filter((kid): kid is string => typeof kid === "string"),
+          );
+          this.#generation++;
           this.#loadedAt = this.#now();
+          this.#options.onReplaced?.();
         },
         (error: unknown) => this.#options.onLoadError?.(error),
       )

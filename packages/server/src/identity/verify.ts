@@ -1,6 +1,7 @@
 import { type JWTPayload, errors as joseErrors, jwtVerify } from "jose";
 import type { ClaimMap, ClaimSource, JwtIdentityConfig } from "./config.js";
 import { CachedKeySet, jwksFromFile, jwksFromUrl, KeysUnavailable, UnknownKey } from "./keys.js";
+import { DEFAULT_CACHE_ENTRIES, VerifiedTokenCache } from "./token-cache.js";
 
 /** Who a verified token says the caller is, mapped by the configured claims. */
 export interface TokenIdentity {
@@ -56,53 +57,137 @@ export function looksLikeJwt(token: string): boolean {
 export interface JwtVerifierOptions {
   /** Told about every failed key-set load (the JWKS endpoint down, a bad file). */
   readonly onKeyLoadError?: (error: unknown) => void;
+  /** The clock, in ms since the epoch: expiry (cached or not) and key ages are read from it. */
   readonly now?: () => number;
+  /** How many verified tokens are kept (default 1,024); 0 verifies every request. */
+  readonly cacheEntries?: number;
 }
 
 /**
  * Verifies access tokens from one issuer for one audience and maps their claims to a
- * principal. Keys are cached for the verifier's lifetime: build one per service, not per
- * request. The one place both the service and the MCP gateway validate tokens.
+ * principal. Keys and verified tokens are cached for the verifier's lifetime: build one per
+ * service, not per request. The one place both the service and the MCP gateway validate tokens.
  */
 export class JwtVerifier {
-  readonly config: JwtIdentityConfig;
-  readonly #keys: CachedKeySet;
+  #config: JwtIdentityConfig;
+  #keys: CachedKeySet;
+  readonly #options: JwtVerifierOptions;
+  readonly #now: () => number;
+  readonly #cache: VerifiedTokenCache<TokenIdentity> | undefined;
+  #verifications = 0;
 
   constructor(config: JwtIdentityConfig, options: JwtVerifierOptions = {}) {
-    this.config = config;
-    this.#keys = new CachedKeySet({
+    this.#options = options;
+    this.#now = options.now ?? Date.now;
+    const entries = options.cacheEntries ?? DEFAULT_CACHE_ENTRIES;
+    this.#cache = entries > 0 ? new VerifiedTokenCache(entries) : undefined;
+    this.#config = config;
+    this.#keys = this.#keySet(config);
+  }
+
+  get config(): JwtIdentityConfig {
+    return this.#config;
+  }
+
+  /**
+   * Puts a new configuration in force (`tessera serve` on SIGHUP): its issuer, audience, keys
+   * and claim mapping judge the next token; every verified token is forgotten, since what made
+   * it good may have changed. `config` must already be checked (`parseJwtIdentity`).
+   */
+  reconfigure(config: JwtIdentityConfig): void {
+    this.#config = config;
+    this.#keys = this.#keySet(config);
+    this.#cache?.clear();
+  }
+
+  /** How many tokens were verified by signature, and how many answered from the cache. */
+  get stats(): { readonly verified: number; readonly cacheHits: number; readonly cached: number } {
+    return {
+      verified: this.#verifications,
+      cacheHits: this.#cache?.hits ?? 0,
+      cached: this.#cache?.size ?? 0,
+    };
+  }
+
+  async verify(token: string): Promise<TokenVerdict> {
+    if (!looksLikeJwt(token)) return refused(401, "malformed", "the token is not a compact JWT");
+    const config = this.#config;
+    const keys = this.#keys;
+    const digest = this.#cache === undefined ? "" : VerifiedTokenCache.digest(token);
+    if (this.#cache !== undefined) {
+      const nowMs = this.#now();
+      const cached = this.#cache.get(
+        digest,
+        Math.floor(nowMs / 1000),
+        config.clockSkewSeconds,
+        keys,
+      );
+      if (cached.found) {
+        keys.freshen();
+        return { ok: true, identity: cached.value };
+      }
+      if (cached.expired === "expired") return refused(401, "expired", "the token is expired");
+      if (cached.expired === "not_yet_valid") {
+        return refused(401, "not_yet_valid", "the token is not valid yet");
+      }
+    }
+    this.#verifications++;
+    let payload: JWTPayload;
+    let kid: string | undefined;
+    try {
+      let protectedHeader: { kid?: string };
+      ({ payload, protectedHeader } = await jwtVerify(token, keys.key, {
+        issuer: config.issuer,
+        audience: config.audience,
+        algorithms: [...config.algorithms],
+        clockTolerance: config.clockSkewSeconds,
+        requiredClaims: ["exp"],
+        ...(this.#options.now === undefined ? {} : { currentDate: new Date(this.#now()) }),
+      }));
+      kid = protectedHeader.kid;
+    } catch (error) {
+      return verificationFailure(error);
+    }
+    const mapped = mapClaims(payload, config.claims);
+    if (typeof mapped === "string") return refused(403, "unmapped_claims", mapped);
+    const required = config.requiredScope;
+    if (required !== undefined && !mapped.scopes.includes(required)) {
+      return refused(403, "insufficient_scope", `the token's scope lacks ${required}`);
+    }
+    // Kept only if the configuration it was judged by is still the one in force.
+    if (this.#cache !== undefined && config === this.#config && keys === this.#keys) {
+      this.#cache.set(
+        digest,
+        {
+          value: mapped,
+          exp: payload.exp as number,
+          ...(payload.nbf === undefined ? {} : { nbf: payload.nbf }),
+          ...(kid === undefined ? {} : { kid }),
+          generation: keys.generation,
+        },
+        keys,
+      );
+    }
+    return { ok: true, identity: mapped };
+  }
+
+  #keySet(config: JwtIdentityConfig): CachedKeySet {
+    const { onKeyLoadError } = this.#options;
+    const keys: CachedKeySet = new CachedKeySet({
       load:
         config.jwksUri !== undefined
           ? jwksFromUrl(config.jwksUri, config.jwksTimeoutMs)
           : jwksFromFile(config.jwksFile as string),
       refetchMs: config.jwksRefetchSeconds * 1000,
       maxAgeMs: config.jwksMaxAgeSeconds * 1000,
-      ...(options.now === undefined ? {} : { now: options.now }),
-      ...(options.onKeyLoadError === undefined ? {} : { onLoadError: options.onKeyLoadError }),
+      now: this.#now,
+      ...(onKeyLoadError === undefined ? {} : { onLoadError: onKeyLoadError }),
+      // A reload that removed a key drops the tokens it signed from the cache at once.
+      onReplaced: () => {
+        if (keys === this.#keys) this.#cache?.prune(keys);
+      },
     });
-  }
-
-  async verify(token: string): Promise<TokenVerdict> {
-    if (!looksLikeJwt(token)) return refused(401, "malformed", "the token is not a compact JWT");
-    let payload: JWTPayload;
-    try {
-      ({ payload } = await jwtVerify(token, this.#keys.key, {
-        issuer: this.config.issuer,
-        audience: this.config.audience,
-        algorithms: [...this.config.algorithms],
-        clockTolerance: this.config.clockSkewSeconds,
-        requiredClaims: ["exp"],
-      }));
-    } catch (error) {
-      return verificationFailure(error);
-    }
-    const mapped = mapClaims(payload, this.config.claims);
-    if (typeof mapped === "string") return refused(403, "unmapped_claims", mapped);
-    const required = this.config.requiredScope;
-    if (required !== undefined && !mapped.scopes.includes(required)) {
-      return refused(403, "insufficient_scope", `the token's scope lacks ${required}`);
-    }
-    return { ok: true, identity: mapped };
+    return keys;
   }
 }
 
@@ -162,16 +247,17 @@ function mapClaims(payload: JWTPayload, map: ClaimMap): TokenIdentity | string {
   if (role !== "agent" && role !== "issuer") {
     return "the role claim reads neither agent nor issuer";
   }
-  return {
+  // Frozen: a cached identity is handed to every request that presents the same token.
+  return Object.freeze({
     namespaceId: parts.namespaceId as string,
     actor: parts.actor as string,
     authority: parts.authority as string,
     role,
-    scopes: scopesOf(payload),
+    scopes: Object.freeze(scopesOf(payload)),
     ...(parts.owner === undefined ? {} : { owner: parts.owner }),
     ...(parts.purpose === undefined ? {} : { purpose: parts.purpose }),
     ...(parts.session === undefined ? {} : { session: parts.session }),
-  };
+  });
 }
 
 /** A string claim by name or dotted path; undefined when absent, empty, too long or not a string. */
