@@ -43,6 +43,7 @@ export {
   parseGrantInput,
   serializeAnswer,
 } from "./contracts/store-input.js";
+export { octalMode, type PrivateFileRead, readPrivateFile } from "./files/private-file.js";
 export type { AuditFilter } from "./ports/audit-sink.js";
 export {
   type OpenFailCode,

@@ -1,5 +1,5 @@
-import { closeSync, fstatSync, openSync, readFileSync } from "node:fs";
 import { TesseraError } from "@tessera/core";
+import { octalMode, readPrivateFile } from "@tessera/core/store-kit";
 import { ClientCredentialsSchema, type ClientCredentialsSpec } from "./config.js";
 
 /*
@@ -202,27 +202,19 @@ function readSecret(spec: ClientCredentialsSpec): string {
     return value;
   }
   const path = spec.clientSecretFile as string;
-  let text: string;
-  try {
-    const fd = openSync(path, "r");
-    try {
-      const mode = fstatSync(fd).mode & 0o777;
-      if ((mode & 0o077) !== 0) {
-        throw new UpstreamTokenError(
-          `no token for the upstream: the client secret file ${path} is mode 0${mode.toString(8)}: others may read it; chmod 600 ${path}`,
-        );
-      }
-      text = readFileSync(fd, "utf8");
-    } finally {
-      closeSync(fd);
-    }
-  } catch (error) {
-    if (error instanceof UpstreamTokenError) throw error;
-    const code = (error as NodeJS.ErrnoException).code ?? "error";
+  const read = readPrivateFile(path);
+  if (read.status === "open_to_others") {
+    throw new UpstreamTokenError(
+      `no token for the upstream: the client secret file ${path} is mode ${octalMode(read.mode)}: others may read it; chmod 600 ${path}`,
+    );
+  }
+  if (read.status !== "read") {
+    const code = read.status === "missing" ? "ENOENT" : read.code;
     throw new UpstreamTokenError(
       `no token for the upstream: the client secret file ${path} cannot be read (${code})`,
     );
   }
+  const text = read.text;
   const secret = text.trim();
   if (secret === "") {
     throw new UpstreamTokenError(

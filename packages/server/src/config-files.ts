@@ -1,5 +1,5 @@
-import { closeSync, fstatSync, openSync, readFileSync } from "node:fs";
 import { TesseraError } from "@tessera/core";
+import { octalMode, readPrivateFile } from "@tessera/core/store-kit";
 import { z } from "zod";
 import type { A2uiOptions } from "./routes/a2ui.js";
 import { type WebhookRecipient, webhookTransport } from "./transport/webhook.js";
@@ -50,35 +50,26 @@ export function loadA2uiOptions(path: string): A2uiOptions {
  * forges deliveries. Checked on the descriptor the file is read from.
  */
 function readJsonFile<S extends z.ZodType>(path: string, schema: S, what: string): z.output<S> {
-  let text: string;
-  try {
-    const fd = openSync(path, "r");
-    try {
-      const mode = fstatSync(fd).mode & 0o777;
-      if ((mode & 0o077) !== 0) {
-        throw new TesseraError(
-          "invalid_config",
-          `the ${what} file at ${path} is mode 0${mode.toString(8)}: it holds secrets, so others may not read it; chmod 600 ${path}`,
-        );
-      }
-      text = readFileSync(fd, "utf8");
-    } finally {
-      closeSync(fd);
-    }
-  } catch (error) {
-    if (error instanceof TesseraError) throw error;
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ENOTDIR") {
-      throw new TesseraError("file_not_found", `no ${what} file at ${path}`, { cause: error });
-    }
+  const read = readPrivateFile(path);
+  if (read.status === "open_to_others") {
     throw new TesseraError(
       "invalid_config",
-      `the ${what} file at ${path} cannot be read (${code})`,
+      `the ${what} file at ${path} is mode ${octalMode(read.mode)}: it holds secrets, so others may not read it; chmod 600 ${path}`,
+    );
+  }
+  if (read.status === "missing") {
+    throw new TesseraError("file_not_found", `no ${what} file at ${path}`, { cause: read.cause });
+  }
+  if (read.status === "unreadable") {
+    throw new TesseraError(
+      "invalid_config",
+      `the ${what} file at ${path} cannot be read (${read.code})`,
       {
-        cause: error,
+        cause: read.cause,
       },
     );
   }
+  const text = read.text;
   let raw: unknown;
   try {
     raw = JSON.parse(text);
