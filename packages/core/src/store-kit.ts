@@ -18,7 +18,7 @@ export {
   linkAuditEvent,
 } from "./audit/chain.js";
 export { parseStoredAuditEvent } from "./audit/unreadable.js";
-export { checkAct, deniedAnswerOf } from "./contracts/act-input.js";
+export { checkAct, checkWithdrawal, deniedAnswerOf } from "./contracts/act-input.js";
 export {
   boundedCanonicalJson,
   MAX_JSON_DEPTH,

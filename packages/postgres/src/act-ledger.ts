@@ -14,9 +14,9 @@ import {
   auditContentDigest,
   auditStreamOf,
   checkAct,
+  checkWithdrawal,
   claimKeyDigest,
   deniedAnswerOf,
-  parseAuditEvent,
   serializeAnswer,
   storageDigest,
 } from "@tessera/core/store-kit";
@@ -228,17 +228,9 @@ function recordText(key: ClaimKey, record: ClaimRecord): string {
  * settle takes its event's.
  */
 function withdrawValues(withdrawal: Withdrawal): unknown[] {
-  if (typeof withdrawal !== "object" || withdrawal === null) {
-    throw new TesseraError("invalid_input", "a withdrawal is { act, event, answer }");
-  }
-  const { act } = withdrawal;
-  checkAct(act);
-  if (act.claim === undefined) {
-    throw new TesseraError("invalid_input", "only an act with a claim can be withdrawn");
-  }
-  const event = eventParams(parseAuditEvent(withdrawal.event));
-  const answer = serializeAnswer(withdrawal.answer);
-  if (answer === undefined) throw new TesseraError("invalid_input", "a withdrawal needs an answer");
+  const checked = checkWithdrawal(withdrawal);
+  const { act, answer } = checked;
+  const event = eventParams(checked.event);
   const { claim, spend } = act;
   return [
     claimKeyDigest(claim.key),

@@ -2,11 +2,9 @@ import { type AuditEvent, TesseraError, type Withdrawal, type WithdrawResult } f
 import {
   auditStreamOf,
   type ChainHead,
-  checkAct,
+  checkWithdrawal,
   EMPTY_HEAD,
   linkAuditEvent,
-  parseAuditEvent,
-  serializeAnswer,
   storageDigest,
 } from "@tessera/core/store-kit";
 import { decodeHead, encodeHead } from "./chain-head.js";
@@ -119,18 +117,7 @@ export async function withdrawAct(
  * instant is the withdrawal event's, as a denial's settle takes its event's.
  */
 function plan(connection: Connection, withdrawal: Withdrawal): Planned {
-  if (typeof withdrawal !== "object" || withdrawal === null) {
-    throw new TesseraError("invalid_input", "a withdrawal is { act, event, answer }");
-  }
-  const { act } = withdrawal;
-  checkAct(act);
-  if (act.claim === undefined) {
-    throw new TesseraError("invalid_input", "only an act with a claim can be withdrawn");
-  }
-  const event = parseAuditEvent(withdrawal.event);
-  if (serializeAnswer(withdrawal.answer) === undefined) {
-    throw new TesseraError("invalid_input", "a withdrawal needs an answer");
-  }
+  const { act, event } = checkWithdrawal(withdrawal);
   const settlement = settlementOf(
     { status: "failed", settledAt: Date.parse(event.at) },
     withdrawal.answer,

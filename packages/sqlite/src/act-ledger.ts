@@ -8,12 +8,7 @@ import {
   type Withdrawal,
   type WithdrawResult,
 } from "@tessera/core";
-import {
-  checkAct,
-  deniedAnswerOf,
-  parseAuditEvent,
-  serializeAnswer,
-} from "@tessera/core/store-kit";
+import { checkAct, checkWithdrawal, deniedAnswerOf } from "@tessera/core/store-kit";
 import { type AuditChainWriter, chainOf } from "./audit-link.js";
 import { insertOrRead, readClaim, settleRow } from "./claim-rows.js";
 import type { SqliteDatabase } from "./database.js";
@@ -72,7 +67,7 @@ export class SqliteActLedger implements ActLedger {
   withdraw(withdrawal: Withdrawal): Promise<WithdrawResult> {
     let checked: { event: AuditEvent; answer: string };
     try {
-      checked = checkWithdrawal(withdrawal);
+      checked = checkedWithdrawal(withdrawal);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -150,18 +145,7 @@ export class SqliteActLedger implements ActLedger {
 }
 
 /** Everything a withdrawal writes, checked before any statement runs. */
-function checkWithdrawal(withdrawal: Withdrawal): { event: AuditEvent; answer: string } {
-  if (typeof withdrawal !== "object" || withdrawal === null) {
-    throw new TesseraError("invalid_input", "a withdrawal is { act, event, answer }");
-  }
-  checkAct(withdrawal.act);
-  if (withdrawal.act.claim === undefined) {
-    throw new TesseraError("invalid_input", "only an act with a claim can be withdrawn");
-  }
-  const event = parseAuditEvent(withdrawal.event);
-  const answer = serializeAnswer(withdrawal.answer);
-  if (answer === undefined) {
-    throw new TesseraError("invalid_input", "a withdrawal needs the answer its claim keeps");
-  }
+function checkedWithdrawal(withdrawal: Withdrawal): { event: AuditEvent; answer: string } {
+  const { event, answer } = checkWithdrawal(withdrawal);
   return { event, answer };
 }

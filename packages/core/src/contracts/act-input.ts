@@ -1,4 +1,4 @@
-import type { Act } from "../ports/act-ledger.js";
+import type { Act, Withdrawal } from "../ports/act-ledger.js";
 import { TesseraError } from "./errors.js";
 import type { AuditEvent } from "./schemas.js";
 import {
@@ -7,6 +7,7 @@ import {
   checkMaxUses,
   checkRecord,
   parseAuditEvent,
+  serializeAnswer,
 } from "./store-input.js";
 
 /**
@@ -41,6 +42,32 @@ export function checkAct(act: Act): { event: AuditEvent; exhausted?: AuditEvent 
     throw new TesseraError("invalid_input", "an act's exhausted event is a denial with a code");
   }
   return { event, exhausted };
+}
+
+/**
+ * A withdrawal as every ledger checks it before writing anything: the act (which must carry a
+ * claim), the withdrawal's event and the answer its claim will keep. Returns the act with its
+ * claim, the event as parsed and the answer as JSON text, so a store writes what was checked.
+ */
+export function checkWithdrawal(withdrawal: Withdrawal): {
+  act: Withdrawal["act"];
+  event: AuditEvent;
+  answer: string;
+} {
+  if (typeof withdrawal !== "object" || withdrawal === null) {
+    throw new TesseraError("invalid_input", "a withdrawal is { act, event, answer }");
+  }
+  const { act } = withdrawal;
+  checkAct(act);
+  if (act.claim === undefined) {
+    throw new TesseraError("invalid_input", "only an act with a claim can be withdrawn");
+  }
+  const event = parseAuditEvent(withdrawal.event);
+  const answer = serializeAnswer(withdrawal.answer);
+  if (answer === undefined) {
+    throw new TesseraError("invalid_input", "a withdrawal needs the answer its claim keeps");
+  }
+  return { act, event, answer };
 }
 
 /**

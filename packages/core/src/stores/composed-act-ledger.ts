@@ -1,13 +1,11 @@
-import { checkAct, deniedAnswerOf } from "../contracts/act-input.js";
+import { checkAct, checkWithdrawal, deniedAnswerOf } from "../contracts/act-input.js";
 import {
   type ClaimRecord,
   type ClaimStore,
   claimKeyDigest,
   type StoredClaim,
 } from "../contracts/claims.js";
-import { TesseraError } from "../contracts/errors.js";
 import type { AuditEvent } from "../contracts/schemas.js";
-import { parseAuditEvent, serializeAnswer } from "../contracts/store-input.js";
 import type { Act, ActLedger, ActResult, Withdrawal, WithdrawResult } from "../ports/act-ledger.js";
 import type { AuditSink } from "../ports/audit-sink.js";
 import type { GrantUsageStore } from "../ports/usage-store.js";
@@ -81,13 +79,7 @@ export function composeActLedger(ports: ComposedActPorts): ActLedger {
     },
 
     async withdraw(withdrawal: Withdrawal): Promise<WithdrawResult> {
-      const { act, answer } = withdrawal;
-      checkAct(act);
-      if (act.claim === undefined) {
-        throw new TesseraError("invalid_input", "only an act with a claim can be withdrawn");
-      }
-      const event = parseAuditEvent(withdrawal.event);
-      serializeAnswer(answer);
+      const { act, event } = checkWithdrawal(withdrawal);
       const id = claimKeyDigest(act.claim.key);
       const before = withdrawing.get(id);
       const mine = (before ?? Promise.resolve<unknown>(undefined))
