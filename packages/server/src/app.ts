@@ -10,7 +10,7 @@ import { DecisionLog } from "./decision-log.js";
 import { HttpProblem, handleError } from "./errors.js";
 import { type JwtIdentityInput, parseJwtIdentity } from "./identity/config.js";
 import { JwtVerifier, looksLikeJwt } from "./identity/verify.js";
-import { jwtPrincipal } from "./jwt-auth.js";
+import { cachedJwtPrincipal, jwtPrincipal } from "./jwt-auth.js";
 import { redactCredentials } from "./log-redaction.js";
 import { Metrics } from "./metrics.js";
 import { openApiDocument } from "./openapi.js";
@@ -277,15 +277,19 @@ export function buildApp(options: AppOptions): FastifyInstance {
     if (principal === undefined) {
       const token = verifier && bearerToken(request.headers.authorization);
       if (verifier !== undefined && token !== undefined && looksLikeJwt(token)) {
-        // Not a static principal's: the issuer's JWT, verified off this callback.
-        void jwtPrincipal(verifier, token, request.log).then((found) => {
+        // Not a static principal's: the issuer's JWT. One the verifier's cache holds is
+        // answered within this callback (see above); any other is verified off it.
+        const admit = (found: Principal | HttpProblem) => {
           if (found instanceof HttpProblem) return done(found);
           if (found.role !== role) {
             return done(new HttpProblem("forbidden", `this route is for ${role} tokens`));
           }
           request.principal = found;
           done();
-        }, done);
+        };
+        const cached = cachedJwtPrincipal(verifier, token, request.log);
+        if (cached !== undefined) return admit(cached);
+        void jwtPrincipal(verifier, token, request.log).then(admit, done);
         return;
       }
       reply.header("www-authenticate", 'Bearer realm="tessera"');

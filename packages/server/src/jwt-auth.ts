@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from "fastify";
 import { HttpProblem } from "./errors.js";
-import type { JwtVerifier, TokenIdentity } from "./identity/verify.js";
+import type { JwtVerifier, TokenIdentity, TokenVerdict } from "./identity/verify.js";
 import { type Principal, tokenDigest } from "./principals.js";
 
 /**
@@ -14,7 +14,28 @@ export async function jwtPrincipal(
   token: string,
   log: FastifyBaseLogger,
 ): Promise<Principal | HttpProblem> {
-  const verdict = await verifier.verify(token);
+  return verdictPrincipal(verifier, await verifier.verify(token), token, log);
+}
+
+/**
+ * The principal of a token the verifier's cache already judged, synchronously; undefined when
+ * it must be verified (`jwtPrincipal`).
+ */
+export function cachedJwtPrincipal(
+  verifier: JwtVerifier,
+  token: string,
+  log: FastifyBaseLogger,
+): Principal | HttpProblem | undefined {
+  const verdict = verifier.verifyCached(token);
+  return verdict === undefined ? undefined : verdictPrincipal(verifier, verdict, token, log);
+}
+
+function verdictPrincipal(
+  verifier: JwtVerifier,
+  verdict: TokenVerdict,
+  token: string,
+  log: FastifyBaseLogger,
+): Principal | HttpProblem {
   if (verdict.ok) return principalOf(verdict.identity, token);
   log.warn(
     { identity: { reason: verdict.reason, issuer: verifier.config.issuer } },
@@ -43,8 +64,12 @@ export async function jwtPrincipal(
  * digest: what a static principal would hold, so code that reads it sees the presented token.
  */
 function principalOf(identity: TokenIdentity, token: string): Principal {
+  // A cached token hands out the same identity object on every use (one per verification, so
+  // one per token): its principal is built and hashed once.
+  const known = byIdentity.get(identity);
+  if (known !== undefined) return known;
   const { namespaceId, actor, authority, owner, purpose, role, session } = identity;
-  return Object.freeze({
+  const principal: Principal = Object.freeze({
     tokenSha256: tokenDigest(token),
     namespaceId,
     actor,
@@ -54,4 +79,8 @@ function principalOf(identity: TokenIdentity, token: string): Principal {
     ...(purpose === undefined ? {} : { purpose }),
     ...(session === undefined ? {} : { session }),
   });
+  byIdentity.set(identity, principal);
+  return principal;
 }
+
+const byIdentity = new WeakMap<TokenIdentity, Principal>();

@@ -201,8 +201,11 @@ describe("JWT access tokens from the host's identity provider", () => {
     await refusedWith(`${header}.${changed}.${signature}`, 401, "bad_signature", /signature/);
   });
 
-  it("a rotated key: the new kid is fetched, the removed one refused", async () => {
+  it("a rotated key: the new kid is fetched, the removed one refused, even once cached", async () => {
     const before = await token("asker");
+    // Verified and cached under k1 before the rotation: the reload that drops k1 drops it.
+    expect((await call(server.url, "GET", "/v1/tools", { token: before })).status).toBe(200);
+    expect((await call(server.url, "GET", "/v1/tools", { token: before })).status).toBe(200);
     const k2 = await signingKey("k2");
     issuer.rotate([k2]);
     await new Promise((resolve) => setTimeout(resolve, 1100));

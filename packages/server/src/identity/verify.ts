@@ -109,28 +109,23 @@ export class JwtVerifier {
     };
   }
 
+  /**
+   * The verdict the cache holds for this token, synchronously: its identity, or its refusal
+   * when its time ran out; undefined when it must be verified (`verify`). The service's
+   * request hook answers a cached token within the request's own callback.
+   */
+  verifyCached(token: string): TokenVerdict | undefined {
+    if (this.#cache === undefined) return undefined;
+    return this.#fromCache(VerifiedTokenCache.digest(token));
+  }
+
   async verify(token: string): Promise<TokenVerdict> {
     if (!looksLikeJwt(token)) return refused(401, "malformed", "the token is not a compact JWT");
     const config = this.#config;
     const keys = this.#keys;
     const digest = this.#cache === undefined ? "" : VerifiedTokenCache.digest(token);
-    if (this.#cache !== undefined) {
-      const nowMs = this.#now();
-      const cached = this.#cache.get(
-        digest,
-        Math.floor(nowMs / 1000),
-        config.clockSkewSeconds,
-        keys,
-      );
-      if (cached.found) {
-        keys.freshen();
-        return { ok: true, identity: cached.value };
-      }
-      if (cached.expired === "expired") return refused(401, "expired", "the token is expired");
-      if (cached.expired === "not_yet_valid") {
-        return refused(401, "not_yet_valid", "the token is not valid yet");
-      }
-    }
+    const cached = this.#cache === undefined ? undefined : this.#fromCache(digest);
+    if (cached !== undefined) return cached;
     this.#verifications++;
     let payload: JWTPayload;
     let kid: string | undefined;
@@ -169,6 +164,25 @@ export class JwtVerifier {
       );
     }
     return { ok: true, identity: mapped };
+  }
+
+  #fromCache(digest: string): TokenVerdict | undefined {
+    const keys = this.#keys;
+    const cached = (this.#cache as VerifiedTokenCache<TokenIdentity>).get(
+      digest,
+      Math.floor(this.#now() / 1000),
+      this.#config.clockSkewSeconds,
+      keys,
+    );
+    if (cached.found) {
+      keys.freshen();
+      return { ok: true, identity: cached.value };
+    }
+    if (cached.expired === "expired") return refused(401, "expired", "the token is expired");
+    if (cached.expired === "not_yet_valid") {
+      return refused(401, "not_yet_valid", "the token is not valid yet");
+    }
+    return undefined;
   }
 
   #keySet(config: JwtIdentityConfig): CachedKeySet {
