@@ -137,8 +137,9 @@ export class DecisionLog {
           const value = Reflect.get(target, key, receiver);
           return typeof value === "function" ? value.bind(target) : value;
         }
-        return (event: AuditEvent) => {
-          const appended = target.append(event);
+        // The options pass on: a denial after its reply may be written unflushed (AppendOptions).
+        return (event: AuditEvent, options?: Parameters<AuditSink["append"]>[1]) => {
+          const appended = target.append(event, options);
           if (appended === undefined) {
             this.#seen(event);
             return appended;

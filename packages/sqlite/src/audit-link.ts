@@ -1,5 +1,12 @@
 import type { AuditEvent } from "@tessera/core";
-import { auditStreamOf, type ChainHead, EMPTY_HEAD, linkAuditEvent } from "@tessera/core/store-kit";
+import {
+  auditContentDigest,
+  auditLinkHash,
+  auditStreamOf,
+  type ChainHead,
+  type ChainLink,
+  EMPTY_HEAD,
+} from "@tessera/core/store-kit";
 import type { SqliteDatabase } from "./database.js";
 
 const HEAD = "SELECT seq, hash FROM tessera_audit_heads WHERE stream = ?";
@@ -9,7 +16,6 @@ const MOVE_HEAD = `INSERT INTO tessera_audit_heads (stream, seq, hash) VALUES (?
 /** Moves the head only if it is still the one this connection last wrote or read. */
 const ADVANCE_HEAD =
   "UPDATE tessera_audit_heads SET seq = ?, hash = ? WHERE stream = ? AND seq = ? AND hash = ?";
-type Linked = ReturnType<typeof linkAuditEvent>;
 
 /** Streams whose heads a connection remembers at most (cleared wholesale when full). */
 const KNOWN_HEADS = 4096;
@@ -29,6 +35,10 @@ const KNOWN_HEADS = 4096;
  * the compare misses (another process wrote, a batch rolled back, a new stream), it reads the
  * head under the same lock and links to that. A remembered head can be wrong but never
  * trusted: the compare runs under the write lock.
+ *
+ * The link is core's `linkAuditEvent`, taken apart so that the content's digest (its
+ * canonical JSON and a SHA-256) is computed once per event even when the compare misses and
+ * the event is linked a second time, after the stored head; the row's text is the same.
  */
 export class AuditChainWriter {
   readonly #db: SqliteDatabase;
@@ -42,31 +52,41 @@ export class AuditChainWriter {
   /** Links `event` (already parsed) after its stream's head, moves the head and inserts it. */
   append(event: AuditEvent): void {
     const stream = auditStreamOf(event);
-    const linked = this.#linkToKnown(stream, event) ?? this.#linkToStored(stream, event);
+    // Any chain fields the writer passed are replaced: only the sink links.
+    const { seq: _seq, prev: _prev, hash: _hash, ...content } = event;
+    const digest = auditContentDigest(content as AuditEvent);
+    const link = this.#linkToKnown(stream, digest) ?? this.#linkToStored(stream, digest);
+    const linked = { ...content, seq: link.seq, prev: link.prev, hash: link.hash };
     this.#db.statement(INSERT).run(event.callId, event.traceId, JSON.stringify(linked));
     // Remembered before COMMIT: if the batch rolls back, the next compare misses and reads.
     if (this.#heads.size >= KNOWN_HEADS && !this.#heads.has(stream)) this.#heads.clear();
-    this.#heads.set(stream, { seq: linked.seq, hash: linked.hash });
+    this.#heads.set(stream, { seq: link.seq, hash: link.hash });
   }
 
-  /** Linked after the remembered head, when the stored head is still that one (now moved). */
-  #linkToKnown(stream: string, event: AuditEvent): Linked | undefined {
+  /** The link after the remembered head, when the stored head is still that one (now moved). */
+  #linkToKnown(stream: string, digest: string): ChainLink | undefined {
     const known = this.#heads.get(stream);
     if (known === undefined) return undefined;
-    const linked = linkAuditEvent(event, known);
+    const link = linkAfter(known, digest);
     const { changes } = this.#db
       .statement(ADVANCE_HEAD)
-      .run(linked.seq, linked.hash, stream, known.seq, known.hash);
-    return changes === 1 ? linked : undefined;
+      .run(link.seq, link.hash, stream, known.seq, known.hash);
+    return changes === 1 ? link : undefined;
   }
 
-  /** Linked after the head as stored, which it then replaces (or creates, for a new stream). */
-  #linkToStored(stream: string, event: AuditEvent): Linked {
+  /** The link after the head as stored, which it then replaces (or creates, for a new stream). */
+  #linkToStored(stream: string, digest: string): ChainLink {
     const head = (this.#db.statement(HEAD).get(stream) as ChainHead | undefined) ?? EMPTY_HEAD;
-    const linked = linkAuditEvent(event, head);
-    this.#db.statement(MOVE_HEAD).run(stream, linked.seq, linked.hash);
-    return linked;
+    const link = linkAfter(head, digest);
+    this.#db.statement(MOVE_HEAD).run(stream, link.seq, link.hash);
+    return link;
   }
+}
+
+/** What `linkAuditEvent` adds after `head`, from the content's digest. */
+function linkAfter(head: ChainHead, digest: string): ChainLink {
+  const seq = head.seq + 1;
+  return { seq, prev: head.hash, hash: auditLinkHash(seq, head.hash, digest) };
 }
 
 const writers = new WeakMap<SqliteDatabase, AuditChainWriter>();

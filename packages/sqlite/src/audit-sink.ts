@@ -1,4 +1,4 @@
-import type { AuditEvent, ReadableAuditSink } from "@tessera/core";
+import type { AuditEvent, AuditSink, ReadableAuditSink } from "@tessera/core";
 import {
   type AuditFilter,
   checkAuditFilter,
@@ -29,16 +29,27 @@ export class SqliteAuditSink implements ReadableAuditSink {
     this.#chain = chainOf(db);
   }
 
-  async append(event: AuditEvent): Promise<void> {
+  /**
+   * With `unflushed` (a denial's event after its reply), a batch of such events alone commits
+   * without its fsync, as a claim receipt does (`group-commit.ts`): durable against a crash
+   * of the process at once, synced to disk within `UNFLUSHED_BOUND_MS` (`wal-sync.ts`). While
+   * that sync fails, they take their fsync again.
+   */
+  async append(event: AuditEvent, options?: Parameters<AuditSink["append"]>[1]): Promise<void> {
     const valid = parseAuditEvent(event);
+    const flush = options?.unflushed !== true || this.#db.walSync?.failing === true;
     // Move head and insert: one step under the write lock. A write alone runs as autocommit
     // statements (group-commit.ts), so it takes a transaction of its own here. Inside a
     // batch's BEGIN IMMEDIATE it needs none: nothing after the first write throws anything
     // but a driver error, which rolls the whole batch back (group-commit.ts).
-    await this.#db.write(CODE, () => {
-      if (this.#db.inTransaction) this.#chain.append(valid);
-      else this.#db.batch(() => this.#chain.append(valid));
-    });
+    await this.#db.write(
+      CODE,
+      () => {
+        if (this.#db.inTransaction) this.#chain.append(valid);
+        else this.#db.batch(() => this.#chain.append(valid));
+      },
+      flush,
+    );
   }
 
   /** Events in append order; with `limit`, the first `limit` of them (as every Tessera sink). */

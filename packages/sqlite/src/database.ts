@@ -5,6 +5,7 @@ import type { SqliteConfig } from "./config.js";
 import { GroupCommit } from "./group-commit.js";
 import { refuseSecondName, SHARE_THE_DIRECTORY } from "./single-name.js";
 import { type UnavailableCode, unavailable } from "./unavailable.js";
+import { WalSync } from "./wal-sync.js";
 
 /**
  * One better-sqlite3 connection shared by the ports of a bundle. Every statement runs
@@ -23,13 +24,16 @@ import { type UnavailableCode, unavailable } from "./unavailable.js";
  * are checked at open only, which is enough: the process that opens the mounted name is the
  * one refused.
  *
- * One read is the exception: a holder's grant version, all a warm turn reads to open
- * (`versionRead`). It checks the path only when the last check that passed is older than
- * `VERSION_CHECK_MS`, and always after a check that failed. A turn opened on it is at most
- * that much older than its read, which a lease is allowed to be anyway (it keeps its
- * authority until it closes, revocations landing on the next turn); a `stat` per read was
- * half the cost of opening a warm turn. Writes and every other read, the grants themselves
- * included, still check before each operation.
+ * Two reads are the exception (`versionRead`): a holder's grant version, all a warm turn
+ * reads to open, and a grant's usage as the usage port's `getUsage` reports it (discovery,
+ * on every denied call of a bounded ticket's holder). They check the path only when the last
+ * check that passed is older than `VERSION_CHECK_MS`, and always after a check that failed.
+ * Such a read is at most that much older than it looks, which neither use can tell from a
+ * slower answer: a lease keeps its authority until it closes anyway (revocations landing on
+ * the next turn), and a usage read only informs (which refusal a denial says, which grant an
+ * act will try to spend under the write lock). A `stat` per read was half the cost of
+ * opening a warm turn. Writes and every other read, the grants themselves included, still
+ * check before each operation.
  */
 export class SqliteDatabase {
   readonly config: SqliteConfig;
@@ -39,6 +43,8 @@ export class SqliteDatabase {
   readonly #group: GroupCommit;
   /** `synchronous` is below the configured level after an unflushed commit failed to restore it. */
   #lowered = false;
+  /** Syncs the WAL within a second of an unflushed commit; only where commits fsync (FULL). */
+  readonly #walSync: WalSync | undefined;
   /** `performance.now()` of the last file check that passed; -Infinity after one failed. */
   #checkedAt = Number.NEGATIVE_INFINITY;
   /**
@@ -57,6 +63,7 @@ export class SqliteDatabase {
     // alone is its own autocommit statement, as it was before batching.
     // A receipt's commit skips its fsync only where one would be paid: on disk at FULL.
     const lowerable = this.#identity !== undefined && config.synchronous === "FULL";
+    this.#walSync = lowerable ? new WalSync(config.path) : undefined;
     // directOnly: a trigger or view in a tampered file cannot call it.
     db.function("tessera_note", { deterministic: false, directOnly: true }, (value: unknown) => {
       this.noted = Number(value);
@@ -114,9 +121,9 @@ export class SqliteDatabase {
   }
 
   /**
-   * `run` for the grant-version read: the file check is skipped when one passed within the
-   * last `VERSION_CHECK_MS` (see the class comment). A read only: it never restores
-   * `synchronous`, which only a write needs.
+   * `run` for the grant-version and usage reads: the file check is skipped when one passed
+   * within the last `VERSION_CHECK_MS` (see the class comment). A read only: it never
+   * restores `synchronous`, which only a write needs.
    */
   versionRead<T>(code: UnavailableCode, work: () => T): T {
     try {
@@ -130,7 +137,8 @@ export class SqliteDatabase {
   /**
    * A write that shares its commit with every other write issued in the same tick by any
    * port on this connection (see `group-commit.ts`); resolves once that commit returned.
-   * `flush = false` (a claim receipt) lets a batch of such writes alone skip its fsync.
+   * `flush = false` (a claim receipt, a denial's event after its reply) lets a batch of such
+   * writes alone skip its fsync; the WAL is then synced within `UNFLUSHED_BOUND_MS`.
    */
   write<T>(code: UnavailableCode, work: () => T, flush = true): Promise<T> {
     return this.#group.submit(code, work, flush);
@@ -166,21 +174,34 @@ export class SqliteDatabase {
     return this.#db.transaction(work).immediate();
   }
 
+  /**
+   * The WAL sync behind unflushed commits: `failing` while a background sync fails, and the
+   * count and state tests observe. Undefined where no commit skips its fsync.
+   */
+  get walSync(): WalSync | undefined {
+    return this.#walSync;
+  }
+
   close(): void {
-    if (this.#db.open) this.#db.close();
+    if (!this.#db.open) return;
+    this.#walSync?.close();
+    this.#db.close();
   }
 
   /**
    * Runs `commit` (an autocommit statement or a whole BEGIN … COMMIT) at synchronous=NORMAL:
    * in WAL its frames are written but not fsynced, and the next commit at FULL syncs them
-   * with its own. The pragma is set outside the transaction and put back right after, so no
+   * with its own, or the WAL sync does within `UNFLUSHED_BOUND_MS` (`wal-sync.ts`). The pragma is set outside the transaction and put back right after, so no
    * other write ever commits at NORMAL; were putting it back to fail, every later write tries
    * again first and fails closed (`run`) rather than commit unflushed.
    */
   #unflushed(commit: () => unknown): unknown {
     this.statement("PRAGMA synchronous = NORMAL").run();
     try {
-      return commit();
+      const value = commit();
+      // Committed without its fsync: synced within the bound (wal-sync.ts).
+      this.#walSync?.committed();
+      return value;
     } finally {
       try {
         this.#restoreSynchronous();

@@ -18,8 +18,21 @@ export class SqliteUsageStore implements GrantUsageStore {
     this.#db = db;
   }
 
-  async getUsage(namespaceId: string, grantId: string): Promise<number> {
-    return this.readUsage(namespaceId, grantId);
+  /**
+   * What discovery reads on every denied call of a bounded ticket's holder: its file check
+   * may be a millisecond old (`versionRead`, database.ts), and no `async` frame wraps it.
+   * Only informs: every spend is decided by the guarded statement under the write lock.
+   */
+  getUsage(namespaceId: string, grantId: string): Promise<number> {
+    try {
+      checkId(namespaceId, "namespaceId");
+      checkId(grantId, "grantId");
+      return Promise.resolve(
+        this.#db.versionRead(CODE, () => usedOf(this.#db, namespaceId, grantId)),
+      );
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /**

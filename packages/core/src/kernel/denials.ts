@@ -1,11 +1,13 @@
 import { TesseraError } from "../contracts/errors.js";
 import type { AuditEvent } from "../contracts/schemas.js";
-import type { AuditSink } from "../ports/audit-sink.js";
+import type { AppendOptions, AuditSink } from "../ports/audit-sink.js";
 import { WriteWindow } from "../stores/write-window.js";
 
 /** How long a denial's event waits for others to share its write, and how many may wait. */
 const WINDOW_MS = 10;
 const MAX_WAITING = 256;
+/** An event answered already, which changes nothing: see `AppendOptions`. */
+const AFTER_REPLY: AppendOptions = Object.freeze({ unflushed: true });
 
 /**
  * Where a denial without a claim is written, for a kernel that records acts through a ledger.
@@ -13,7 +15,9 @@ const MAX_WAITING = 256;
  * the sink without waiting: it joins the sink's next batch after the caller already has its
  * answer. What that costs is named in the docs: a crash can lose the events still waiting in
  * the sink's write window, never an allowed act's record (which the ledger writes before the
- * effect).
+ * effect). Such an event is appended `unflushed` (see `AppendOptions`): a sink may commit it
+ * without an fsync of its own, durable against a crash of the process at once and against
+ * power loss within the bound it documents. Written before the reply, it is appended as any.
  *
  * A sink that fails to take such an event turns the kernel's denials back to writing before
  * they answer: while it keeps failing each denial fails with `audit_unavailable` (the kernel
@@ -59,7 +63,7 @@ export class DenialRecorder {
     }
     const written: Promise<void> = this.#window
       .join()
-      .then(() => append(sink, event))
+      .then(() => sink.append(event, AFTER_REPLY))
       .then(
         () => undefined,
         () => {

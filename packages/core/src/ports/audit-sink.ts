@@ -2,7 +2,19 @@ import type { AuditEvent } from "../contracts/schemas.js";
 
 /** Append-only record of every decision. */
 export interface AuditSink {
-  append(event: AuditEvent): void | Promise<void>;
+  append(event: AuditEvent, options?: AppendOptions): void | Promise<void>;
+}
+
+/** How an event may be written; a sink that ignores these writes it as every other. */
+export interface AppendOptions {
+  /**
+   * The event was answered already and changes nothing (a denial written after its reply,
+   * see the kernel's `DenialRecorder`): the sink may commit it without its own flush to
+   * stable storage, provided it is durable against a crash of the process at once and against
+   * power loss within a bound the sink documents (SQLite: a commit without fsync, the WAL
+   * synced within a second). Never set for an event written before its reply.
+   */
+  readonly unflushed?: boolean;
 }
 
 /** Which events to read back: every given field must match; `limit` keeps the first ones. */

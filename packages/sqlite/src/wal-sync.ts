@@ -1,0 +1,119 @@
+import { close, closeSync, fsync, fsyncSync, open, openSync } from "node:fs";
+
+/**
+ * How long a commit made without its fsync (synchronous=NORMAL: a claim receipt, a denial's
+ * event written after its reply) may stay out of stable storage, in milliseconds.
+ */
+export const UNFLUSHED_BOUND_MS = 1000;
+
+/**
+ * Bounds how long unflushed commits stay unsynced. In WAL a commit at synchronous=NORMAL has
+ * its frames written to the OS before COMMIT returns, so a crash of the process loses none
+ * of it; only a power loss or an OS crash can, until the WAL is fsynced. The next commit at
+ * FULL does that, but under traffic made only of such commits (a stream of denials) none
+ * may come. So the first unflushed commit since the last sync arms a timer, and when it
+ * fires the WAL file is fsynced: every frame written before then, by any connection, is on
+ * disk within `UNFLUSHED_BOUND_MS` (plus the fsync itself).
+ *
+ * The fsync runs on libuv's thread pool, off the event loop, through a descriptor of its own:
+ * fsync flushes the file (its inode), not the descriptor that wrote it, so it syncs the
+ * frames SQLite wrote exactly as SQLite's own would. The timer is unref'd: it never keeps a
+ * process up; `close` syncs what is still unsynced before the connection closes.
+ *
+ * A sync that fails is tried again after the same bound, and until one succeeds `failing`
+ * is set: writes that would skip their fsync take it again (the audit sink's), so the
+ * window cannot grow while the disk refuses.
+ */
+export class WalSync {
+  readonly #walPath: string;
+  readonly #boundMs: number;
+  /** An unflushed commit happened since the last sync started. */
+  #dirty = false;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #inFlight: Promise<void> | undefined;
+  #failing = false;
+  /** Syncs completed (for tests and the docs' claim: observed, not assumed). */
+  synced = 0;
+  readonly #fire = () => {
+    this.#timer = undefined;
+    this.#inFlight = this.#sync();
+  };
+
+  constructor(databasePath: string, boundMs = UNFLUSHED_BOUND_MS) {
+    // SQLite's WAL is the database's path with "-wal" appended.
+    this.#walPath = `${databasePath}-wal`;
+    this.#boundMs = boundMs;
+  }
+
+  get failing(): boolean {
+    return this.#failing;
+  }
+
+  /** Frames are written but not synced: they will be within the bound. */
+  get pending(): boolean {
+    return this.#dirty || this.#inFlight !== undefined;
+  }
+
+  /** An unflushed commit returned: arms the timer unless it is armed already. */
+  committed(): void {
+    this.#dirty = true;
+    if (this.#timer !== undefined) return;
+    this.#timer = setTimeout(this.#fire, this.#boundMs);
+    this.#timer.unref?.();
+  }
+
+  /** Resolves once the sync started by the timer (if any) is over. */
+  async settled(): Promise<void> {
+    await this.#inFlight;
+  }
+
+  /** Before the connection closes: syncs now, on this thread, what is still unsynced. */
+  close(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (!this.#dirty) return;
+    this.#dirty = false;
+    try {
+      const fd = openSync(this.#walPath, "r");
+      try {
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+    } catch {
+      // Closing goes on: a missing WAL was checkpointed (and synced) already, and a failing
+      // disk is reported by the next write that commits at FULL.
+    }
+  }
+
+  async #sync(): Promise<void> {
+    this.#dirty = false;
+    try {
+      await syncFile(this.#walPath);
+      this.synced++;
+      this.#failing = false;
+    } catch (error) {
+      // No WAL: the last connection checkpointed it (synced) and deleted it.
+      if ((error as { code?: unknown }).code !== "ENOENT") {
+        this.#failing = true;
+        this.committed();
+      }
+    } finally {
+      this.#inFlight = undefined;
+    }
+  }
+}
+
+function syncFile(path: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    open(path, "r", (openError, fd) => {
+      if (openError) {
+        reject(openError);
+        return;
+      }
+      fsync(fd, (syncError) => {
+        close(fd, () => (syncError ? reject(syncError) : resolve()));
+      });
+    });
+  });
+}
