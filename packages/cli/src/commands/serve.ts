@@ -33,7 +33,7 @@ export function serveCommand(): Command {
     )
     .option(
       "--principals <file>",
-      "JSON: bearer-token SHA-256 → trusted identity, role and purpose (or TESSERA_PRINCIPALS)",
+      "JSON: bearer-token SHA-256 → trusted identity, role and purpose (or TESSERA_PRINCIPALS); optional with --identity",
       nonEmpty,
     )
     .option("--host <host>", "address to listen on (default 127.0.0.1; or TESSERA_HOST)", nonEmpty)
@@ -54,7 +54,7 @@ export function serveCommand(): Command {
     )
     .option(
       "--identity <file>",
-      "JSON: the identity provider whose JWT access tokens are accepted beside the principals (issuer, audience, jwksUri, claims; see docs/service.md) (or TESSERA_IDENTITY, or identity in tessera.json)",
+      "JSON: the identity provider whose JWT access tokens are accepted beside the principals, or alone (issuer, audience, jwksUri, claims; see docs/service.md; reloaded on SIGHUP) (or TESSERA_IDENTITY, or identity in tessera.json)",
       nonEmpty,
     )
     .option(
