@@ -1,6 +1,6 @@
 /**
- * The grant-version read checks that the path still names the opened file at most once per
- * `VERSION_CHECK_MS` (database.ts): a turn opened on it is at most that much older than its
+ * The grant-version read (and the usage read, `getUsage`) checks that the path still names
+ * the opened file at most once per `VERSION_CHECK_MS` (database.ts): a turn opened on it is at most that much older than its
  * read. These tests pin the bound from the other side: past the window the version read of a
  * moved, deleted or doubly named file fails closed, and so does a turn opened on it, with the
  * kernel's cache warm; and after any check that failed it checks again at once.
@@ -99,6 +99,18 @@ describe("the grant-version read's file check", () => {
     expect(await decide(kernel)).toBe("authority_unavailable");
     rmSync(`${path}.second`);
     expect(await decide(kernel)).toBe("allowed");
+    await stores.close();
+  });
+
+  it("the usage read is checked the same way: past the window a moved file fails it closed", async () => {
+    const { path, stores } = await opened();
+    expect(await stores.usage.getUsage("ns", "g")).toBe(0);
+    renameSync(path, `${path}.away`);
+    await pastTheWindow();
+    expect(await codeOf(() => stores.usage.getUsage("ns", "g"))).toBe("usage_store_unavailable");
+    // Checked again at once after the failed check: back in place, it reads.
+    renameSync(`${path}.away`, path);
+    expect(await stores.usage.getUsage("ns", "g")).toBe(0);
     await stores.close();
   });
 
