@@ -1,6 +1,8 @@
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, renameSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { openStores } from "@tessera/core";
 import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -104,6 +106,21 @@ describe("tessera serve --identity", () => {
 });
 
 describe("tessera serve --identity without principals (JWT-only)", () => {
+  it("refuses to start with neither principals nor an identity provider, naming both", () => {
+    const bin = fileURLToPath(new URL("../../cli/dist/bin.js", import.meta.url));
+    const run = spawnSync(process.execPath, [bin, "serve", "--store", store], {
+      encoding: "utf8",
+      timeout: 60_000,
+      env: Object.fromEntries(
+        Object.entries(process.env).filter(([name]) => !name.startsWith("TESSERA_")),
+      ),
+    });
+    expect(run.status).not.toBe(0);
+    expect(run.stderr).toMatch(
+      /invalid_config: say who may call: .*--principals FILE.*--identity FILE/,
+    );
+  });
+
   it("starts, lets the provider's tokens in, refuses a static one, and reloads the identity file on SIGHUP", async () => {
     const identity = join(dir, "jwt-only-identity.json");
     writeFileSync(identity, JSON.stringify(identityFile(AUDIENCE)));
