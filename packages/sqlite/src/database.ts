@@ -191,9 +191,10 @@ export class SqliteDatabase {
   /**
    * Runs `commit` (an autocommit statement or a whole BEGIN … COMMIT) at synchronous=NORMAL:
    * in WAL its frames are written but not fsynced, and the next commit at FULL syncs them
-   * with its own, or the WAL sync does within `UNFLUSHED_BOUND_MS` (`wal-sync.ts`). The pragma is set outside the transaction and put back right after, so no
-   * other write ever commits at NORMAL; were putting it back to fail, every later write tries
-   * again first and fails closed (`run`) rather than commit unflushed.
+   * with its own, or the WAL sync does within `UNFLUSHED_BOUND_MS` (`wal-sync.ts`). The
+   * pragma is set outside the transaction and put back right after, so no other write ever
+   * commits at NORMAL; were putting it back to fail, every later write tries again first and
+   * fails closed (`run`) rather than commit unflushed.
    */
   #unflushed(commit: () => unknown): unknown {
     this.statement("PRAGMA synchronous = NORMAL").run();
