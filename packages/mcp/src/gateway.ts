@@ -25,15 +25,10 @@ import {
 import { gatewayActs } from "./acts.js";
 import { bearerPrincipal, type ProtectedResource } from "./bearer.js";
 import { type Caller, callTool, type PipelineParts } from "./calls.js";
-import {
-  type Limits,
-  LimitsSchema,
-  type Principal,
-  PrincipalSchema,
-  type ToolRule,
-  ToolRuleSchema,
-} from "./config.js";
+import { type Limits, LimitsSchema, type Principal } from "./config.js";
+import { header, readJson, repeatsAnId, requestIds, rpcError } from "./http-body.js";
 import { CallLedger } from "./ledger.js";
+import { checkPrincipals, checkRules } from "./options-check.js";
 import { accessContext, authenticate, principalKey } from "./principals.js";
 import { fixedSource, TOOLS_CALL, toolGrants } from "./tool-grants.js";
 import { endCall, incomingTrace, startCall } from "./tracing.js";
@@ -342,95 +337,4 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
       ? {}
       : { protectedResource: options.protectedResource }),
   });
-}
-
-/**
- * No static principal is allowed only beside an identity provider (a JWT-only gateway, HTTP
- * only: `serve` refuses stdio then); with neither, every caller would be refused.
- */
-function checkPrincipals(input: readonly Principal[], hasIdentity: boolean): readonly Principal[] {
-  if (!Array.isArray(input) || (input.length === 0 && !hasIdentity)) {
-    throw new TesseraError(
-      "invalid_config",
-      "the MCP gateway needs at least one principal (static tokens) or an identity provider (protectedResource)",
-    );
-  }
-  return Object.freeze(
-    input.map((p, i) => {
-      const parsed = PrincipalSchema.safeParse(p);
-      if (!parsed.success) {
-        throw new TesseraError("invalid_config", `principals.${i} does not match the schema`);
-      }
-      return Object.freeze(parsed.data);
-    }),
-  );
-}
-
-function checkRules(
-  input: Readonly<Record<string, Readonly<Record<string, { bind?: string[] }>>>>,
-): Record<string, Record<string, ToolRule>> {
-  const rules: Record<string, Record<string, ToolRule>> = {};
-  for (const [server, tools] of Object.entries(input)) {
-    rules[server] = {};
-    for (const [tool, rule] of Object.entries(tools)) {
-      const parsed = ToolRuleSchema.safeParse(rule);
-      if (!parsed.success) {
-        throw new TesseraError("invalid_config", `tools.${server}.${tool} does not match`);
-      }
-      (rules[server] as Record<string, ToolRule>)[tool] = parsed.data;
-    }
-  }
-  return rules;
-}
-
-function header(req: IncomingMessage, name: string): string | undefined {
-  const value = req.headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
-
-function rpcError(res: ServerResponse, status: number, code: number, message: string): void {
-  res.writeHead(status, { "content-type": "application/json" });
-  res.end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }));
-}
-
-/** The ids of the JSON-RPC requests in a message or batch, as keys (1 and "1" differ). */
-function requestIds(body: unknown): string[] {
-  const ids: string[] = [];
-  for (const message of Array.isArray(body) ? body : [body]) {
-    if (typeof message !== "object" || message === null || !("method" in message)) continue;
-    const id = (message as { id?: unknown }).id;
-    if (typeof id === "string") ids.push(`s:${id}`);
-    else if (typeof id === "number") ids.push(`n:${id}`);
-  }
-  return ids;
-}
-
-/** Whether a JSON-RPC batch holds two requests with one id (JSON-RPC answers each id once). */
-function repeatsAnId(body: unknown): boolean {
-  if (!Array.isArray(body) || body.length < 2) return false;
-  const ids = requestIds(body);
-  return new Set(ids).size !== ids.length;
-}
-
-type Read =
-  | { readonly kind: "ok"; readonly value: unknown }
-  | { readonly kind: "too_large" }
-  | { readonly kind: "not_json" };
-
-/** The body, refused past `limit` bytes without buffering the rest. */
-async function readJson(req: IncomingMessage, limit: number): Promise<Read> {
-  const declared = Number(header(req, "content-length"));
-  if (Number.isFinite(declared) && declared > limit) return { kind: "too_large" };
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > limit) return { kind: "too_large" };
-    chunks.push(chunk as Buffer);
-  }
-  try {
-    return { kind: "ok", value: JSON.parse(Buffer.concat(chunks).toString("utf8")) };
-  } catch {
-    return { kind: "not_json" };
-  }
 }
