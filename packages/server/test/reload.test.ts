@@ -123,4 +123,17 @@ describe("tessera tokens revoke", () => {
     expect(malformed.stderr).toMatch(/^tessera: invalid_usage: .*64 lowercase hex/);
     expect(readFileSync(alone, "utf8")).toBe(before);
   });
+
+  it("removes the last principal when the service also takes an identity provider's tokens", () => {
+    const alone = join(dir, "alone-with-identity.json");
+    writeFileSync(alone, JSON.stringify({ principals: [alice.config] }), { mode: 0o600 });
+    // revoke only needs to know that there is one (serve reads the file).
+    const env = { ...process.env, TESSERA_IDENTITY: join(dir, "identity.json") };
+    const args = ["tokens", "revoke", alice.config.tokenSha256, "--principals", alone, "--json"];
+    const run = spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", env });
+    const last = { code: run.status, stdout: run.stdout, stderr: run.stderr };
+    expect(last.code, last.stderr).toBe(0);
+    expect(JSON.parse(last.stdout).remaining).toBe(0);
+    expect(JSON.parse(readFileSync(alone, "utf8")).principals).toEqual([]);
+  });
 });

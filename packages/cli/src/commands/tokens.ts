@@ -45,7 +45,7 @@ export function tokensCommand(): Command {
     .option("--json", "print JSON")
     .action((tokenSha256: string, options: RevokeOptions) => {
       const path = principalsPath(options);
-      const removed = removePrincipal(path, tokenSha256);
+      const removed = removePrincipal(path, tokenSha256, identityConfigured(options));
       if (options.json) {
         printJson({ principals: path, removed: removed.principal, remaining: removed.remaining });
         return;
@@ -85,6 +85,17 @@ function principalsPath(options: RevokeOptions): string {
   return resolve(dir, readConfigFile(dir).principals);
 }
 
+/**
+ * Whether the service also takes its identity provider's JWTs (`TESSERA_IDENTITY`, or
+ * `identity` in the data directory's tessera.json), as `tessera serve` finds it: then it runs
+ * with no static principal, and the last one may go.
+ */
+function identityConfigured(options: RevokeOptions): boolean {
+  if (nonEmptyEnv("TESSERA_IDENTITY") !== undefined) return true;
+  const data = options.data ?? nonEmptyEnv("TESSERA_DATA");
+  return data !== undefined && readConfigFile(checkDataDir(data)).identity !== undefined;
+}
+
 function nonEmptyEnv(name: string): string | undefined {
   const value = process.env[name];
   if (value === "") throw new TesseraError("invalid_config", `${name} is set but empty`);
@@ -102,12 +113,13 @@ interface FilePrincipal {
 /**
  * Rewrites the file without the principal, atomically (a temporary file beside it, synced,
  * then renamed over it): a serve reading it on SIGHUP sees the old file or the new one, never
- * half of one. Refused, and nothing written, when no principal holds the token or it is the
- * last one (a principals file names at least one: a serve would keep the old set instead).
+ * half of one. Refused, and nothing written, when no principal holds the token, or it is the
+ * last one and the service has no identity provider (a serve would keep the old set instead).
  */
 function removePrincipal(
   path: string,
   tokenSha256: string,
+  mayEmpty: boolean,
 ): { principal: Omit<FilePrincipal, "tokenSha256">; remaining: number } {
   const raw = readJson(path);
   // The whole file must check before it is rewritten: an edit never turns a file the
@@ -122,10 +134,10 @@ function removePrincipal(
       `no principal in ${path} holds the token with SHA-256 ${tokenSha256.slice(0, 12)}…`,
     );
   }
-  if (kept.length === 0) {
+  if (kept.length === 0 && !mayEmpty) {
     throw new TesseraError(
       "invalid_input",
-      `that is the only principal in ${path}, and the file must name one: add another first, or stop the service`,
+      `that is the only principal in ${path}, and the file must name one unless the service takes an identity provider's tokens (TESSERA_IDENTITY, or identity in tessera.json): add another first, or stop the service`,
     );
   }
   replaceFile(path, `${JSON.stringify({ ...(raw as object), principals: kept }, null, 2)}\n`);
