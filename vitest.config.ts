@@ -11,6 +11,13 @@ import { RunSummary } from "./test/support/run-summary.js";
  */
 const UNITS = ["packages/*/src/**/*.test.ts"];
 const MOCKS_A_MODULE = ["packages/a2ui/src/stores/directory/directory-store.faults.test.ts"];
+/**
+ * Files whose assertions hold only while their process is not starved for a few milliseconds:
+ * they run on their own once everything else is done. The MCP ledger's write window (10 ms)
+ * must still be open three event-loop turns after an answer is queued; beside three busy
+ * workers it was not, once in four full runs.
+ */
+const ALONE = ["packages/mcp/src/ledger.test.ts"];
 
 export default defineConfig({
   test: {
@@ -35,8 +42,14 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: "units", include: UNITS, exclude: MOCKS_A_MODULE, isolate: false },
+        test: {
+          name: "units",
+          include: UNITS,
+          exclude: [...MOCKS_A_MODULE, ...ALONE],
+          isolate: false,
+        },
       },
+      { extends: true, test: { name: "alone", include: ALONE, sequence: { groupOrder: 1 } } },
       {
         extends: true,
         test: {
