@@ -25,8 +25,9 @@ export default defineConfig({
     // Most files wait on child processes, PostgreSQL and Redis rather than compute, so twice as
     // many files run at once as there are cores (vitest's default, one fewer than the cores, is
     // a single worker on a 2-core CI machine). Each file's own tests still run one after another.
-    // `vitest run --maxWorkers=N` overrides (issue 26).
-    maxWorkers: Math.max(4, 2 * availableParallelism()),
+    // TESSERA_TEST_WORKERS=N overrides: the projects below inherit this value, and it outranks
+    // `vitest run --maxWorkers=N` there (issue 26).
+    maxWorkers: Number(process.env.TESSERA_TEST_WORKERS) || Math.max(4, 2 * availableParallelism()),
     // The longest files first, so the run does not end on one long file alone (issue 26).
     sequence: { sequencer: HeaviestFirst },
     // Under CI a JSON report too, from which .ci/run prints its closing "N passed, N failed".
