@@ -133,7 +133,11 @@ describe("a JWT-only service (no static principal)", () => {
     expect((await call(server.url, "GET", "/v1/tools", { token })).status).toBe(401);
 
     // A config that does not check leaves the one in force.
-    const bad = server.reloadIdentity(() => ({ ...identityConfig(), algorithms: ["HS256"] }));
+    // HS256 is outside the type on purpose: a file on disk can say anything.
+    const bad = server.reloadIdentity(() => ({
+      ...identityConfig(),
+      algorithms: ["HS256"] as unknown as ["ES256"],
+    }));
     expect(bad).toMatchObject({ reloaded: false, code: "invalid_config" });
     expect(bad.reloaded === false && bad.message).toMatch(/algorithms/);
     expect((await call(server.url, "GET", "/v1/tools", { token })).status).toBe(401);
