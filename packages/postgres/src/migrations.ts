@@ -1,5 +1,5 @@
 import { TesseraError } from "@tessera/core";
-import { recordActsFunction } from "./act-function.js";
+import { recordActsFunction, recordActsFunctionV6 } from "./act-function.js";
 import type { Database } from "./database.js";
 import { withdrawActFunction } from "./withdraw-function.js";
 
@@ -132,6 +132,12 @@ const MIGRATIONS: readonly {
     // No table changes: a version-4 build simply never calls it.
     version: 5,
     statements: (t) => [withdrawActFunction(t)],
+  },
+  {
+    // `record_acts` reads a taken claim back by primary key whatever the table's statistics
+    // (act-function.ts, `recordActsFunctionV6`): no table changes.
+    version: 6,
+    statements: (t) => [recordActsFunctionV6(t)],
   },
 ];
 

@@ -5,7 +5,8 @@
  * in-doubt claim can be settled with an answer (or withdrawn: its record read as the old
  * release spelled it), a retry of an old call ID collides with its claim, and acts recorded
  * now link after the old chain's head so the whole trail verifies. A version-4 schema (the
- * act ledger without `withdraw_act`) moves to 5, and an act recorded before is withdrawn after.
+ * act ledger without `withdraw_act`) moves to the current version, and an act recorded before is
+ * withdrawn after.
  */
 import { type AuditEvent, verifyAuditChain } from "@tessera/core";
 import {
@@ -107,8 +108,8 @@ suite("postgres upgrade from schema version 3", () => {
       url as string,
       `SELECT version FROM "${schema}".schema_version ORDER BY version`,
     );
-    expect(versions.map((row) => row.version)).toEqual([1, 2, 3, 4, 5]);
-    expect(SCHEMA_VERSION).toBe(5);
+    expect(versions.map((row) => row.version)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(SCHEMA_VERSION).toBe(6);
 
     // Old claims as they were: the settled one with its receipt and no answer.
     const settledKey = { session: "s", functionCallId: "old-settled" };
@@ -181,7 +182,7 @@ suite("postgres upgrade from schema version 3", () => {
 });
 
 suite("postgres upgrade from schema version 4", () => {
-  it("moves to 5; an act recorded at version 4 is withdrawn after the upgrade", async () => {
+  it("moves to the current version; an act recorded at version 4 is withdrawn after the upgrade", async () => {
     const schema = freshSchema();
     cleanups.push(() => dropSchema(url as string, schema));
     const target = withParams(url as string, { schema });
@@ -203,7 +204,7 @@ suite("postgres upgrade from schema version 4", () => {
       url as string,
       `SELECT version FROM "${schema}".schema_version ORDER BY version`,
     );
-    expect(versions.map((row) => row.version)).toEqual([1, 2, 3, 4, 5]);
+    expect(versions.map((row) => row.version)).toEqual([1, 2, 3, 4, 5, 6]);
     expect(await stores.acts.withdraw?.(withdrawalOf(act))).toBe("withdrawn");
     expect(await stores.usage.getUsage("ns-acts", "ticket")).toBe(1);
     expect(await stores.claims.listInDoubt("s")).toEqual([

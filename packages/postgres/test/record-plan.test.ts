@@ -1,0 +1,96 @@
+/**
+ * `record_acts` must not scan the claims table. PL/pgSQL keeps a generic plan per statement,
+ * made while the table was small; the version-4 text read taken claims back through a join
+ * that such a plan answers by hashing the whole table, so once the table outgrew its
+ * statistics (before autovacuum analyzed it) every batch read every claim. Counted here by
+ * the table's own statistics (`pg_stat_user_tables.seq_scan`), once the store's backend has
+ * flushed them (its inserts are counted too, so the test knows the counts are in): the current
+ * function scans nothing; the version-4 text, put back in the same schema, scans on every act,
+ * so the count can fail.
+ */
+import { serviceUrl, spendingAct } from "@tessera/testkit";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { recordActsFunction } from "../src/act-function.js";
+import { openTestStores, type TestStores } from "./support/pg-test-stores.js";
+
+const url = serviceUrl("TESSERA_PG_URL");
+const suite = url ? describe : describe.skip;
+const FILL = 50_000;
+const ACTS = 20;
+
+suite("postgres record_acts: no scan of the claims table, whatever its statistics", () => {
+  let admin: pg.Client;
+  const opened: TestStores[] = [];
+  let n = 0;
+
+  beforeAll(async () => {
+    admin = new pg.Client({ connectionString: url as string });
+    await admin.connect();
+  });
+
+  afterAll(async () => {
+    await admin?.end();
+    for (const stores of opened) await stores.close();
+  });
+
+  /**
+   * A fresh store whose `record_acts` is `text`, used while its tables are small (past the
+   * five custom plans PL/pgSQL makes before it settles on a generic one), then grown far past
+   * what its statistics say, as a busy first minute does.
+   */
+  async function grownStore(
+    text?: (t: (name: string) => string) => string,
+  ): Promise<{ stores: TestStores; t: (name: string) => string }> {
+    const stores = await openTestStores(url as string);
+    opened.push(stores);
+    const t = (name: string) => `"${stores.schema}"."${name}"`;
+    if (text !== undefined) await admin.query(text(t));
+    for (let i = 0; i < 12; i++)
+      await stores.stores.acts.record(spendingAct(`warm-${n++}`, "g", 1e9));
+    await admin.query(
+      `INSERT INTO ${t("claims")} (key, session_key, record, claimed_at)
+       SELECT 'fill-' || g, 'fill', '{}', 0 FROM generate_series(1, ${FILL}) AS g`,
+    );
+    return { stores, t };
+  }
+
+  async function counts(schema: string): Promise<{ seqScans: number; inserted: number }> {
+    await admin.query("SELECT pg_stat_clear_snapshot()");
+    const { rows } = await admin.query<{ seq_scan: string; n_tup_ins: string }>(
+      "SELECT seq_scan, n_tup_ins FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = 'claims'",
+      [schema],
+    );
+    return { seqScans: Number(rows[0]?.seq_scan), inserted: Number(rows[0]?.n_tup_ins) };
+  }
+
+  /** Records `ACTS` acts and answers how many claim scans they made, once their stats are in. */
+  async function scansOf(stores: TestStores): Promise<number> {
+    const before = await counts(stores.schema);
+    for (let i = 0; i < ACTS; i++) {
+      await stores.stores.acts.record(spendingAct(`act-${n++}`, "g", 1e9));
+    }
+    // A backend flushes its statistics at most once a second, when it goes idle: wait, then
+    // one more act, until this backend's inserts are all counted.
+    for (let waited = 0; waited < 15_000; waited += 1_100) {
+      await new Promise((resolve) => setTimeout(resolve, 1_100));
+      await stores.stores.acts.record(spendingAct(`flush-${n++}`, "g", 1e9));
+      const now = await counts(stores.schema);
+      if (now.inserted - before.inserted >= ACTS) return now.seqScans - before.seqScans;
+    }
+    throw new Error("the store's statistics never came in");
+  }
+
+  it("the current record_acts reads taken claims back by key, not by scanning them", async () => {
+    const { stores } = await grownStore();
+    // Autovacuum may scan the grown table once or twice meanwhile; an act never does.
+    expect(await scansOf(stores)).toBeLessThan(ACTS / 4);
+  });
+
+  it("the version-4 text scans the table on every act (the count can fail)", async () => {
+    const { stores } = await grownStore((t) =>
+      recordActsFunction(t).replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION"),
+    );
+    expect(await scansOf(stores)).toBeGreaterThanOrEqual(ACTS);
+  });
+});
