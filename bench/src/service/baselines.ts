@@ -48,6 +48,49 @@ export function rawSqlite(path: string): RawPrimitive {
   };
 }
 
+/**
+ * One use spent from one shared counter row per call (`used < max`, committed at
+ * synchronous=FULL): what every allowed send of the bench does to its one ticket. Every
+ * call's commit waits for the one before it on that row, whatever the concurrency.
+ */
+export function rawSqliteCounter(path: string): RawPrimitive {
+  const db = new Database(path);
+  db.pragma("busy_timeout = 5000");
+  db.pragma("journal_mode = WAL");
+  db.pragma("synchronous = FULL");
+  db.exec("CREATE TABLE IF NOT EXISTS raw_counter (key TEXT PRIMARY KEY, used INTEGER NOT NULL)");
+  db.exec("INSERT OR IGNORE INTO raw_counter (key, used) VALUES ('ticket', 0)");
+  const spend = db.prepare(
+    "UPDATE raw_counter SET used = used + 1 WHERE key = 'ticket' AND used < 9007199254740991",
+  );
+  return {
+    name: "UPDATE … WHERE used < max of one shared counter row (synchronous=FULL)",
+    write: () => spend.run(),
+    close: async () => {
+      db.close();
+    },
+  };
+}
+
+/** The same on PostgreSQL, in a table of its own in the store's schema, over a pool of `poolMax`. */
+export function rawPostgresCounter(base: string, schema: string, poolMax: number): RawPrimitive {
+  const pool = new pg.Pool({ connectionString: base, max: poolMax });
+  const table = `"${schema}".raw_counter`;
+  const ready = pool
+    .query(`CREATE TABLE IF NOT EXISTS ${table} (key text PRIMARY KEY, used bigint NOT NULL)`)
+    .then(() => pool.query(`INSERT INTO ${table} VALUES ('ticket', 0) ON CONFLICT DO NOTHING`));
+  return {
+    name: "UPDATE … WHERE used < max of one shared counter row",
+    write: async () => {
+      await ready;
+      return pool.query(
+        `UPDATE ${table} SET used = used + 1 WHERE key = 'ticket' AND used < 9007199254740991`,
+      );
+    },
+    close: () => pool.end(),
+  };
+}
+
 /** Into the store's own claims table, over a pool as large as the store's (`poolMax` 10). */
 export function rawPostgres(base: string, schema: string, poolMax: number): RawPrimitive {
   const pool = new pg.Pool({ connectionString: base, max: poolMax });

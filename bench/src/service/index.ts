@@ -24,7 +24,9 @@ import {
   durableRowRoute,
   type RawPrimitive,
   rawPostgres,
+  rawPostgresCounter,
   rawSqlite,
+  rawSqliteCounter,
   rawWriteRoute,
 } from "./baselines.js";
 import { identityRows } from "./identity.js";
@@ -195,6 +197,7 @@ async function durableRows(
   backend: string,
   storeUrl: string,
   raw: () => RawPrimitive,
+  counter: () => RawPrimitive,
   rows: BenchRow[],
   notes: string[],
 ): Promise<void> {
@@ -203,6 +206,8 @@ async function durableRows(
   const primitive = raw();
   const route = await rawWriteRoute(raw(), size);
   const twoWrites = await rawWriteRoute(raw(), size, 2);
+  const counterPrimitive = counter();
+  const shared = await rawWriteRoute(counterPrimitive, size);
   const rawName = `${backend} ${primitive.name}`;
   try {
     const many = [
@@ -226,8 +231,13 @@ async function durableRows(
         shape: "allowed",
         connections: MANY,
       }),
+      http(client, `shared-counter route (${backend})`, {
+        url: shared.url,
+        shape: "allowed",
+        connections: MANY,
+      }),
     ];
-    const [send, routed, a2ui, two] = await alternate(many);
+    const [send, routed, a2ui, two, counted] = await alternate(many);
     const routeBase = {
       name: `bare Fastify route doing one ${rawName}, ${size}-byte answer`,
       value: routed?.rate ?? 0,
@@ -254,7 +264,15 @@ async function durableRows(
         "requests/s ÷ raw-write route requests/s, same run (information: the issue's cheapest decision, two durable writes and nothing else)",
       ),
     );
-    notes.push(...latencies(many, [send, routed, a2ui, two] as Measured[], MANY));
+    rows.push(
+      ratioRow(
+        `ceiling: bare route spending one use of one shared counter row (${backend}), c=${MANY}`,
+        counted?.rate ?? 0,
+        routeBase,
+        `requests/s ÷ raw-write route requests/s, same run (information: every allowed send here spends the same ticket, so each commit waits for the one before it on that row: ${counterPrimitive.name})`,
+      ),
+    );
+    notes.push(...latencies(many, [send, routed, a2ui, two, counted] as Measured[], MANY));
 
     const one = [
       http(client, `allowed send (${backend})`, {
@@ -288,6 +306,7 @@ async function durableRows(
   } finally {
     await route.close();
     await twoWrites.close();
+    await shared.close();
     await primitive.close();
     await running.close();
   }
@@ -307,6 +326,7 @@ export async function run(): Promise<BenchSection> {
       "sqlite",
       `sqlite:${join(scratch, "durable.db")}`,
       () => rawSqlite(rawPath),
+      () => rawSqliteCounter(join(scratch, "counter.db")),
       rows,
       notes,
     );
@@ -325,6 +345,7 @@ export async function run(): Promise<BenchSection> {
           "postgres",
           url.toString(),
           () => rawPostgres(base, schema, PG_POOL),
+          () => rawPostgresCounter(base, schema, PG_POOL),
           rows,
           notes,
         );
