@@ -1,5 +1,6 @@
 import { TesseraError } from "@tessera/core";
 import { recordActsFunction, recordActsFunctionV6 } from "./act-function.js";
+import { recordActsFunctionV7 } from "./act-function-v7.js";
 import type { Database } from "./database.js";
 import { withdrawActFunction } from "./withdraw-function.js";
 
@@ -138,6 +139,12 @@ const MIGRATIONS: readonly {
     // (act-function.ts, `recordActsFunctionV6`): no table changes.
     version: 6,
     statements: (t) => [recordActsFunctionV6(t)],
+  },
+  {
+    // `record_acts` planned once per connection: its table lookups rewritten as primary-key
+    // probes and generic plans pinned on the function (`act-function-v7.ts`); no table changes.
+    version: 7,
+    statements: (t) => [recordActsFunctionV7(t)],
   },
 ];
 

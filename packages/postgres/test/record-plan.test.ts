@@ -1,6 +1,7 @@
 /**
- * `record_acts` must not scan the claims table. PL/pgSQL keeps a generic plan per statement,
- * made while the table was small; the version-4 text read taken claims back through a join
+ * `record_acts` must not scan the claims table, nor the counters. PL/pgSQL keeps a generic plan
+ * per statement (schema version 7 pins generic plans on the function), made while the table
+ * was small; the version-4 text read taken claims back through a join
  * that such a plan answers by hashing the whole table, so once the table outgrew its
  * statistics (before autovacuum analyzed it) every batch read every claim. Counted here by
  * the table's own statistics (`pg_stat_user_tables.seq_scan`), once the store's backend has
@@ -46,26 +47,42 @@ suite("postgres record_acts: no scan of the claims table, whatever its statistic
     opened.push(stores);
     const t = (name: string) => `"${stores.schema}"."${name}"`;
     if (text !== undefined) await admin.query(text(t));
+    // Statistics that say "one page", as autovacuum leaves them on a new deployment's tables:
+    // a plan made now would rather scan them.
+    await admin.query(`ANALYZE ${t("claims")}, ${t("usage")}`);
     for (let i = 0; i < 12; i++)
       await stores.stores.acts.record(spendingAct(`warm-${n++}`, "g", 1e9));
     await admin.query(
       `INSERT INTO ${t("claims")} (key, session_key, record, claimed_at)
        SELECT 'fill-' || g, 'fill', '{}', 0 FROM generate_series(1, ${FILL}) AS g`,
     );
+    await admin.query(
+      `INSERT INTO ${t("usage")} (key, ids, used)
+       SELECT 'fill-' || g, '[]', 0 FROM generate_series(1, ${FILL}) AS g`,
+    );
     return { stores, t };
   }
 
-  async function counts(schema: string): Promise<{ seqScans: number; inserted: number }> {
+  async function counts(
+    schema: string,
+  ): Promise<{ seqScans: number; usageScans: number; inserted: number }> {
     await admin.query("SELECT pg_stat_clear_snapshot()");
-    const { rows } = await admin.query<{ seq_scan: string; n_tup_ins: string }>(
-      "SELECT seq_scan, n_tup_ins FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = 'claims'",
+    const { rows } = await admin.query<{ relname: string; seq_scan: string; n_tup_ins: string }>(
+      `SELECT relname, seq_scan, n_tup_ins FROM pg_stat_user_tables
+       WHERE schemaname = $1 AND relname IN ('claims', 'usage')`,
       [schema],
     );
-    return { seqScans: Number(rows[0]?.seq_scan), inserted: Number(rows[0]?.n_tup_ins) };
+    const claims = rows.find((row) => row.relname === "claims");
+    const usage = rows.find((row) => row.relname === "usage");
+    return {
+      seqScans: Number(claims?.seq_scan),
+      usageScans: Number(usage?.seq_scan),
+      inserted: Number(claims?.n_tup_ins),
+    };
   }
 
-  /** Records `ACTS` acts and answers how many claim scans they made, once their stats are in. */
-  async function scansOf(stores: TestStores): Promise<number> {
+  /** Records `ACTS` acts and answers how many scans they made, once their stats are in. */
+  async function scansOf(stores: TestStores): Promise<{ claims: number; usage: number }> {
     const before = await counts(stores.schema);
     for (let i = 0; i < ACTS; i++) {
       await stores.stores.acts.record(spendingAct(`act-${n++}`, "g", 1e9));
@@ -76,21 +93,29 @@ suite("postgres record_acts: no scan of the claims table, whatever its statistic
       await new Promise((resolve) => setTimeout(resolve, 1_100));
       await stores.stores.acts.record(spendingAct(`flush-${n++}`, "g", 1e9));
       const now = await counts(stores.schema);
-      if (now.inserted - before.inserted >= ACTS) return now.seqScans - before.seqScans;
+      if (now.inserted - before.inserted >= ACTS) {
+        return {
+          claims: now.seqScans - before.seqScans,
+          usage: now.usageScans - before.usageScans,
+        };
+      }
     }
     throw new Error("the store's statistics never came in");
   }
 
-  it("the current record_acts reads taken claims back by key, not by scanning them", async () => {
+  it("the current record_acts finds claims and counters by key, not by scanning them", async () => {
     const { stores } = await grownStore();
-    // Autovacuum may scan the grown table once or twice meanwhile; an act never does.
-    expect(await scansOf(stores)).toBeLessThan(ACTS / 4);
+    // Autovacuum may scan a grown table once or twice meanwhile; an act never does.
+    const scans = await scansOf(stores);
+    expect(scans.claims).toBeLessThan(ACTS / 4);
+    expect(scans.usage).toBeLessThan(ACTS / 4);
   });
 
   it("the version-4 text scans the table on every act (the count can fail)", async () => {
-    const { stores } = await grownStore((t) =>
-      recordActsFunction(t).replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION"),
+    // Dropped first: a replacement would keep the current function's pinned plan mode.
+    const { stores } = await grownStore(
+      (t) => `DROP FUNCTION ${t("record_acts")}; ${recordActsFunction(t)}`,
     );
-    expect(await scansOf(stores)).toBeGreaterThanOrEqual(ACTS);
+    expect((await scansOf(stores)).claims).toBeGreaterThanOrEqual(ACTS);
   });
 });

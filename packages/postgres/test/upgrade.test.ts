@@ -108,8 +108,8 @@ suite("postgres upgrade from schema version 3", () => {
       url as string,
       `SELECT version FROM "${schema}".schema_version ORDER BY version`,
     );
-    expect(versions.map((row) => row.version)).toEqual([1, 2, 3, 4, 5, 6]);
-    expect(SCHEMA_VERSION).toBe(6);
+    expect(versions.map((row) => row.version)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(SCHEMA_VERSION).toBe(7);
 
     // Old claims as they were: the settled one with its receipt and no answer.
     const settledKey = { session: "s", functionCallId: "old-settled" };
@@ -204,7 +204,7 @@ suite("postgres upgrade from schema version 4", () => {
       url as string,
       `SELECT version FROM "${schema}".schema_version ORDER BY version`,
     );
-    expect(versions.map((row) => row.version)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(versions.map((row) => row.version)).toEqual([1, 2, 3, 4, 5, 6, 7]);
     expect(await stores.acts.withdraw?.(withdrawalOf(act))).toBe("withdrawn");
     expect(await stores.usage.getUsage("ns-acts", "ticket")).toBe(1);
     expect(await stores.claims.listInDoubt("s")).toEqual([
