@@ -164,7 +164,12 @@ export class PostgresActLedger implements ActLedger {
     try {
       // The statement was rolled back whole on a deadlock, so sending it again is safe.
       ({ rows } = await retryDeadlock(() =>
-        this.#db.query<ResultRow>((batch[0] as ActRequest).failCode, this.#sql, values),
+        this.#db.query<ResultRow>(
+          (batch[0] as ActRequest).failCode,
+          this.#sql,
+          values,
+          "tessera_record_acts",
+        ),
       ));
     } catch (error) {
       // Each caller hears the failure under its own act's code (same cause, same message).

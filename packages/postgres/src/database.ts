@@ -45,13 +45,22 @@ export class Database {
     return `"${this.schema}"."${name}"`;
   }
 
+  /**
+   * One statement on any pooled connection. With `preparedAs`, the statement is prepared once
+   * per connection under that name (one name per text), so the server parses and plans it once
+   * instead of on every call: for the hot statements, each with its own fixed text.
+   */
   async query<Row extends pg.QueryResultRow>(
     failCode: UnavailableCode,
     text: string,
     values: readonly unknown[] = [],
+    preparedAs?: string,
   ): Promise<pg.QueryResult<Row>> {
     if (this.#closed) throw new TesseraError(failCode, "the PostgreSQL store is closed");
     try {
+      if (preparedAs !== undefined) {
+        return await this.#pool.query<Row>({ name: preparedAs, text, values: values as unknown[] });
+      }
       return await this.#pool.query<Row>(text, values as unknown[]);
     } catch (error) {
       throw unavailable(failCode, error);

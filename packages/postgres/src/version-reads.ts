@@ -70,10 +70,13 @@ export class VersionReads {
   }
 
   async #readOne({ namespaceKey, subjectKey }: VersionKey): Promise<string> {
-    const { rows } = await this.#db.query<VersionRow>("grant_store_unavailable", this.#one, [
-      namespaceKey,
-      subjectKey,
-    ]);
+    // Prepared: the statement every turn starts with, parsed once per connection.
+    const { rows } = await this.#db.query<VersionRow>(
+      "grant_store_unavailable",
+      this.#one,
+      [namespaceKey, subjectKey],
+      "tessera_grant_version",
+    );
     const row = rows[0];
     return row === undefined ? "0" : versionOf(row);
   }

@@ -29,7 +29,12 @@ function statements(): { readonly texts: () => string[]; readonly acts: () => nu
     acts: () =>
       calls()
         .filter(([query]) => textOf(query).includes("record_acts"))
-        .map(([, values]) => ((values ?? [])[0] as unknown[]).length),
+        // A prepared statement travels as one config object with its values inside.
+        .map(([query, values]) => {
+          const sent =
+            typeof query === "string" ? values : (query as { values?: unknown[] }).values;
+          return ((sent ?? [])[0] as unknown[]).length;
+        }),
   };
 }
 
