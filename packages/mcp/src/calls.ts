@@ -35,8 +35,11 @@ export type { Caller, PipelineParts } from "./pipeline.js";
  * turn's trace ID, so a decision is one event and one write.
  */
 function kernelFor(parts: PipelineParts, entry: CatalogEntry): Kernel {
-  let kernel = parts.kernels.get(entry);
-  if (kernel !== undefined) return kernel;
+  const known = parts.kernels.get(entry.exposedName);
+  if (known?.entry === entry) return known.kernel;
+  // The tool's entry was replaced (a tools refresh): its old kernel's pending withdrawals get
+  // their last attempt, then its background work stops. Calls still in its turns finish.
+  if (known !== undefined) void retire(known.kernel);
   const grants = parts.grants;
   const source: GrantSource = {
     listGrants: async (ns, actor) => toolGrants(await grants.listGrants(ns, actor), entry),
@@ -49,7 +52,7 @@ function kernelFor(parts: PipelineParts, entry: CatalogEntry): Kernel {
   // Acts as recorded (stamped), by the kernel's event: a withdrawal names the act it withdraws.
   const stampedActs = new WeakMap<AuditEvent, { act: Act; trail: Trail }>();
   const withdraw = acts.withdraw?.bind(acts);
-  kernel = createKernel({
+  const kernel = createKernel({
     grants: source,
     ...(parts.usage === undefined ? {} : { usage: parts.usage }),
     ...(parts.audit === undefined ? {} : { audit: parts.audit }),
@@ -105,8 +108,17 @@ function kernelFor(parts: PipelineParts, entry: CatalogEntry): Kernel {
     },
     clock: parts.clock,
   });
-  parts.kernels.set(entry, kernel);
+  parts.kernels.set(entry.exposedName, { entry, kernel });
   return kernel;
+}
+
+/** Drains a kernel (denial events, one more try of each pending withdrawal), then closes it. */
+export async function retire(kernel: Kernel): Promise<void> {
+  try {
+    await kernel.drain?.();
+  } finally {
+    kernel.close?.();
+  }
 }
 
 /** A refusal's event says its claim was settled `denied` in the same write. */

@@ -24,7 +24,7 @@ import {
 } from "@tessera/core";
 import { gatewayActs } from "./acts.js";
 import { bearerPrincipal, type ProtectedResource } from "./bearer.js";
-import { type Caller, callTool, type PipelineParts } from "./calls.js";
+import { type Caller, callTool, type PipelineParts, retire } from "./calls.js";
 import { type Limits, LimitsSchema, type Principal } from "./config.js";
 import { header, readJson, repeatsAnId, requestIds, rpcError } from "./http-body.js";
 import { CallLedger } from "./ledger.js";
@@ -128,7 +128,7 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
     clock,
     ledger: new CallLedger(claims),
     limits,
-    kernels: new WeakMap(),
+    kernels: new Map(),
     deciding: new Map(),
   };
   const sessions = new Map<string, Session>();
@@ -323,8 +323,11 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
   const close = async (): Promise<void> => {
     await Promise.allSettled([...servers].map((server) => server.close()));
     sessions.clear();
-    // Answers still being written after their replies land before the host closes the store.
+    // Answers still being written after their replies land before the host closes the store,
+    // and so do the kernels' denial events and their last try of each pending withdrawal.
     await parts.ledger.drain();
+    await Promise.allSettled([...parts.kernels.values()].map(({ kernel }) => retire(kernel)));
+    parts.kernels.clear();
     await upstreams.close();
   };
 

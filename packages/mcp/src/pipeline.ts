@@ -31,8 +31,12 @@ export interface PipelineParts {
   readonly clock: Clock;
   readonly ledger: CallLedger;
   readonly limits: Limits;
-  /** One kernel per catalog entry (an entry replaced by a tools refresh gets a new one). */
-  readonly kernels: WeakMap<CatalogEntry, Kernel>;
+  /**
+   * One kernel per exposed tool, made for its current catalog entry: an entry replaced by a
+   * tools refresh gets a new kernel, and the old one is drained and closed. The gateway's
+   * `close` drains and closes every kernel left.
+   */
+  readonly kernels: Map<string, { readonly entry: CatalogEntry; readonly kernel: Kernel }>;
   /**
    * The calls being decided by a kernel, by a key of their own (the kernel's turn trace ID; two
    * calls may share the host's trace): their acts' events are stamped from them.

@@ -85,4 +85,51 @@ describe("a lost store reply at the MCP gateway", () => {
     expect(fresh.isError ?? false).toBe(false);
     expect(harness.counts("send_message")).toBe(1);
   });
+
+  it("closing the gateway gives a pending withdrawal its last try before the stores close", async () => {
+    const claims = new InMemoryClaimStore();
+    const usage = new InMemoryGrantUsageStore();
+    const audit = new InMemoryAuditSink();
+    const inner = composeActLedger({ claims, usage, audit });
+    let loseNext = true;
+    let storeDown = true;
+    let withdrawn = 0;
+    const acts: ActLedger = {
+      record: async (act) => {
+        const result = await inner.record(act);
+        if (loseNext && act.claim !== undefined) {
+          loseNext = false;
+          throw new TesseraError("claim_store_unavailable", "the store's reply was lost");
+        }
+        return result;
+      },
+      withdraw: async (withdrawal) => {
+        if (storeDown) throw new TesseraError("claim_store_unavailable", "still down");
+        withdrawn++;
+        return (inner.withdraw as NonNullable<ActLedger["withdraw"]>)(withdrawal);
+      },
+    };
+    const grant = toolGrant("alice", ["messages", "send_message", "bob"], { maxUses: 1 });
+    harness = await startHarness({ claims, usage, audit, acts }, [grant]);
+    const alice = await harness.client(ALICE_TOKEN);
+    await expect(
+      alice.callTool({
+        name: "messages.send_message",
+        arguments: { to: "bob", text: "hi" },
+        _meta: { [KEY]: "lost-at-close" },
+      }),
+    ).rejects.toBeDefined();
+    // Background tries fail meanwhile (at 50, 150, 350 and 750 ms); the next would come ~1.5 s in.
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    expect(await claims.listInDoubt()).toHaveLength(1);
+    storeDown = false;
+    const closing = harness;
+    harness = undefined;
+    await closing.close();
+    // Withdrawn by the close itself, not by a background try after it.
+    expect(withdrawn).toBe(1);
+    expect(await claims.listInDoubt()).toEqual([]);
+    expect(await usage.getUsage("acme", grant.id)).toBe(0);
+    expect((await audit.read()).filter((e) => e.reason === "act_withdrawn")).toHaveLength(1);
+  });
 });
