@@ -5,7 +5,8 @@ import type { AccessContext } from "../contracts/schemas.js";
 import type { Clock } from "../ports/clock.js";
 import type { DeliveryResult, MessageEnvelope, MessageTransport } from "../ports/transport.js";
 import type { AuditWriter } from "./audit-writer.js";
-import { type DecisionScope, decide, discover, type Verdict } from "./decide.js";
+import { type DecisionScope, decide, type Verdict } from "./decide.js";
+import { discover } from "./discovery.js";
 import { asyncDispose } from "./dispose.js";
 import type { IndexedGrant } from "./grant-index.js";
 import {
