@@ -19,6 +19,11 @@ import { recordActsFunctionV6 } from "./act-function.js";
  *   counter of the batch, usually one);
  * - each denial's claim is settled by its own `UPDATE … WHERE key = $1`, in key order.
  *
+ * And it skips the statements the common batch does not need, each a run of the executor: when
+ * every key it tried to claim was inserted, the read-back of the others; when every claimed act
+ * has a key of its own and won it, the join that picks which acts go on (all of them do); when
+ * no act is a denial with an answer, the settle loop.
+ *
  * Same locks in the same order, same answers: only how the server finds the rows changed.
  * Released text: a change is a new migration step, never an edit of this one.
  */
@@ -47,13 +52,41 @@ export function recordActsFunctionV7(t: (name: string) => string): string {
               FROM unnest(rec) WITH ORDINALITY AS r(e, n)
               WHERE r.e > 0 AND p_claim_keys[r.n] IS NOT NULL AND p_answers[r.e] IS NOT NULL) AS d
         WHERE c.key = d.k AND c.receipt_status IS NULL;`,
-      `FOR i IN SELECT r.n FROM unnest(rec) WITH ORDINALITY AS r(e, n)
+      `IF cardinality(array_remove(p_answers, NULL)) > 0 THEN
+      FOR i IN SELECT r.n FROM unnest(rec) WITH ORDINALITY AS r(e, n)
           WHERE r.e > 0 AND p_claim_keys[r.n] IS NOT NULL AND p_answers[r.e] IS NOT NULL
           ORDER BY p_claim_keys[r.n] LOOP
         UPDATE ${t("claims")} SET receipt_status = 'denied', settled_at = p_settled_ats[rec[i]],
             answer = p_answers[rec[i]]
           WHERE key = p_claim_keys[i] AND receipt_status IS NULL;
-      END LOOP;`,
+      END LOOP;
+      END IF;`,
+    ],
+    [
+      `        won := won || inserted;
+`,
+      `        won := won || inserted;
+        IF cardinality(inserted) = cardinality(pending) THEN
+          pending := '{}';
+          EXIT;
+        END IF;
+`,
+    ],
+    [
+      `      rec := ARRAY(`,
+      `      IF cardinality(won) = cardinality(array_remove(p_claim_keys, NULL)) THEN
+        FOR i IN 1..acts LOOP
+          rec[i] := i;
+        END LOOP;
+      ELSE
+      rec := ARRAY(`,
+    ],
+    [
+      `        ORDER BY c.n);
+`,
+      `        ORDER BY c.n);
+      END IF;
+`,
     ],
   ];
   let text = recordActsFunctionV6(t);
