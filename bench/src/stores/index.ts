@@ -10,9 +10,10 @@ interface StoreBench {
  * separately; until one exists (or when its service is not reachable) the section says so
  * in a note instead of failing the whole bench.
  */
-// "one-shot" and "acts" are not backends: their modules measure one-shot decisions, and the
-// act ledger beside the old ports, on every backend set up.
-const BACKENDS = ["sqlite", "postgres", "redis", "one-shot", "acts"] as const;
+// "one-shot", "acts" and "pg-cpu" are not backends: their modules measure one-shot decisions,
+// the act ledger beside the old ports on every backend set up, and what an act costs the
+// PostgreSQL server beside one raw insert.
+const BACKENDS = ["sqlite", "postgres", "redis", "one-shot", "acts", "pg-cpu"] as const;
 
 export async function run(): Promise<BenchSection> {
   const rows: BenchRow[] = [];
