@@ -25,24 +25,33 @@ afterEach(async () => {
   harness = undefined;
 });
 
+/**
+ * A ledger over `inner` whose first act with a claim is recorded and then reported lost (the
+ * store's reply never came); `withdraw` is `inner`'s unless given.
+ */
+function losingFirstReply(inner: ActLedger, withdraw?: ActLedger["withdraw"]): ActLedger {
+  let loseNext = true;
+  return {
+    record: async (act) => {
+      const result = await inner.record(act);
+      if (loseNext && act.claim !== undefined) {
+        loseNext = false;
+        throw new TesseraError("claim_store_unavailable", "the store's reply was lost");
+      }
+      return result;
+    },
+    withdraw:
+      withdraw ??
+      ((withdrawal) => (inner.withdraw as NonNullable<ActLedger["withdraw"]>)(withdrawal)),
+  };
+}
+
 describe("a lost store reply at the MCP gateway", () => {
   it("is withdrawn: the retry is refused authority_unavailable, the use is back, nothing ran", async () => {
     const claims = new InMemoryClaimStore();
     const usage = new InMemoryGrantUsageStore();
     const audit = new InMemoryAuditSink();
-    const inner = composeActLedger({ claims, usage, audit });
-    let loseNext = true;
-    const acts: ActLedger = {
-      record: async (act) => {
-        const result = await inner.record(act);
-        if (loseNext && act.claim !== undefined) {
-          loseNext = false;
-          throw new TesseraError("claim_store_unavailable", "the store's reply was lost");
-        }
-        return result;
-      },
-      withdraw: (withdrawal) => (inner.withdraw as NonNullable<ActLedger["withdraw"]>)(withdrawal),
-    };
+    const acts = losingFirstReply(composeActLedger({ claims, usage, audit }));
     const grant = toolGrant("alice", ["messages", "send_message", "bob"], { maxUses: 1 });
     harness = await startHarness({ claims, usage, audit, acts }, [grant]);
     const alice = await harness.client(ALICE_TOKEN);
@@ -91,24 +100,13 @@ describe("a lost store reply at the MCP gateway", () => {
     const usage = new InMemoryGrantUsageStore();
     const audit = new InMemoryAuditSink();
     const inner = composeActLedger({ claims, usage, audit });
-    let loseNext = true;
     let storeDown = true;
     let withdrawn = 0;
-    const acts: ActLedger = {
-      record: async (act) => {
-        const result = await inner.record(act);
-        if (loseNext && act.claim !== undefined) {
-          loseNext = false;
-          throw new TesseraError("claim_store_unavailable", "the store's reply was lost");
-        }
-        return result;
-      },
-      withdraw: async (withdrawal) => {
-        if (storeDown) throw new TesseraError("claim_store_unavailable", "still down");
-        withdrawn++;
-        return (inner.withdraw as NonNullable<ActLedger["withdraw"]>)(withdrawal);
-      },
-    };
+    const acts = losingFirstReply(inner, async (withdrawal) => {
+      if (storeDown) throw new TesseraError("claim_store_unavailable", "still down");
+      withdrawn++;
+      return (inner.withdraw as NonNullable<ActLedger["withdraw"]>)(withdrawal);
+    });
     const grant = toolGrant("alice", ["messages", "send_message", "bob"], { maxUses: 1 });
     harness = await startHarness({ claims, usage, audit, acts }, [grant]);
     const alice = await harness.client(ALICE_TOKEN);
