@@ -12,7 +12,7 @@ import {
 } from "@opentelemetry/api";
 import type { ActLedger, AuditEvent, MessageEnvelope } from "@tessera/core";
 import { isTesseraError } from "@tessera/core";
-import { formatTraceparent, parseTraceparent } from "@tessera/core/http";
+import { formatTraceparent, newTraceId, parseTraceparent } from "@tessera/core/http";
 
 /**
  * Traces through `@opentelemetry/api` only: the service never installs an SDK. Without one
@@ -83,7 +83,8 @@ export class RequestTrace {
     // (An SDK's IDs are valid or the invalid constant: one comparison, not the API's regexes.)
     const joined = caller?.traceId ?? (own.traceId === INVALID_TRACEID ? undefined : own.traceId);
     this.joined = joined !== undefined;
-    this.traceId = joined ?? freshTraceId();
+    // Time-ordered (core's `newTraceId`): stores index events by trace ID.
+    this.traceId = joined ?? newTraceId();
     if (this.recording) {
       this.#span.setAttribute("tessera.route", route);
       this.#current = trace.setSpan(this.#remote, this.#span);
@@ -257,8 +258,8 @@ export function endClientSpan(
 }
 
 /**
- * Random bytes drawn from a pool refilled 4 KiB at a time, as hex: a trace or span ID costs
- * about what a `randomUUID` does, on every request that brings no `traceparent`.
+ * Random bytes drawn from a pool refilled 4 KiB at a time, as hex: a span ID costs about what
+ * a `randomUUID` does, on every request that brings no `traceparent`.
  */
 const pool = Buffer.allocUnsafe(4096);
 let drawn = pool.length;
@@ -275,11 +276,6 @@ function randomHex(bytes: number): string {
     // All zeros is the invalid ID (one chance in 2^64 or more): draw again.
     if (!/^0+$/.test(hex)) return hex;
   }
-}
-
-/** A W3C trace ID: 32 random hex digits. */
-function freshTraceId(): string {
-  return randomHex(16);
 }
 
 /** A W3C span ID: 16 random hex digits. */

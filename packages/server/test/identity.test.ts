@@ -29,7 +29,9 @@ const CLIENTS = [
   { id: "host", secret: SECRET, claims: claims("team", "issuer") },
   { id: "nameless", secret: SECRET, claims: claims(undefined) },
   { id: "admin", secret: SECRET, claims: claims("team", "admin") },
-  { id: "brief", secret: SECRET, claims: claims("team"), ttl: 1 },
+  // Two seconds, not one: `exp` counts whole seconds from a truncated `iat`, so a one-second
+  // token minted late in its second lived a few milliseconds (seen failing its first use).
+  { id: "brief", secret: SECRET, claims: claims("team"), ttl: 2 },
 ];
 const staticAgent = principal("static-token-alice-identity", {
   namespaceId: "team",

@@ -7,6 +7,7 @@ export * from "./bodies.js";
 export { ROUTES, type RouteName, type RouteSpec } from "./routes.js";
 export {
   formatTraceparent,
+  newCallId,
   newTraceId,
   parseTraceparent,
   type TraceParent,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatTraceparent, newTraceId, parseTraceparent } from "./trace-context.js";
+import { formatTraceparent, newCallId, newTraceId, parseTraceparent } from "./trace-context.js";
 
 describe("traceparent", () => {
   const id = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -36,5 +36,21 @@ describe("traceparent", () => {
     expect(minted).toMatch(/^[0-9a-f]{32}$/);
     expect(parseTraceparent(formatTraceparent(minted, parent, false))?.traceId).toBe(minted);
     expect(newTraceId()).not.toBe(minted);
+  });
+
+  it("mints call and trace IDs that lead with the clock (UUID version 7) and never repeat", async () => {
+    const before = Date.now();
+    const call = newCallId();
+    expect(call).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    const clock = Number.parseInt(call.replaceAll("-", "").slice(0, 12), 16);
+    expect(clock).toBeGreaterThanOrEqual(before);
+    expect(clock).toBeLessThanOrEqual(Date.now());
+    // Later IDs sort after earlier ones once the clock has moved: an index grows at its end.
+    const trace = newTraceId();
+    await new Promise((resolve) => setTimeout(resolve, 3));
+    expect(newCallId() > call).toBe(true);
+    expect(newTraceId() > trace).toBe(true);
+    const many = new Set(Array.from({ length: 10_000 }, () => newCallId()));
+    expect(many.size).toBe(10_000);
   });
 });

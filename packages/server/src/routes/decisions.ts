@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import {
   type AccessContext,
   type AlreadyClaimed,
@@ -10,6 +9,7 @@ import {
   AuthorizeRequestSchema,
   type AuthorizeResponse,
   ExplainQuerySchema,
+  newCallId,
   ROUTES,
   SendMessageRequestSchema,
   type SendMessageResponse,
@@ -194,7 +194,8 @@ async function retrySafe<A extends Answer>(
 ): Promise<A> {
   // The caller's trace (a valid `traceparent`), else a new one: the audit event carries it.
   const trace = new RequestTrace(route, request.headers.traceparent);
-  const id = callId ?? randomUUID();
+  // Time-ordered (core's `newCallId`): stores index events by call ID.
+  const id = callId ?? newCallId();
   // The decision's log line waits for its answer (latency) and its event, see decision-log.ts.
   const open = context.decisions.begin(trace.traceId, request.id, id, principal, trace);
   const deciding: Decide<A> = (turn, callId, claim) => {
@@ -288,7 +289,7 @@ export function turnContext(principal: Principal, traceId: string): AccessContex
 function openTurn(
   context: ServiceContext,
   principal: Principal,
-  traceId: string = randomUUID(),
+  traceId: string = newCallId(),
 ): Promise<TurnAuthority> {
   const opened = context.kernel.openTurnAuthority(turnContext(principal, traceId));
   // Awaited only once the claim is won: a failure meanwhile must not read as unhandled.
