@@ -39,7 +39,9 @@ function kernelFor(parts: PipelineParts, entry: CatalogEntry): Kernel {
   if (known?.entry === entry) return known.kernel;
   // The tool's entry was replaced (a tools refresh): its old kernel's pending withdrawals get
   // their last attempt, then its background work stops. Calls still in its turns finish.
-  if (known !== undefined) void retire(known.kernel);
+  // Nothing waits on it, so nothing may reject unheard: a drain that fails leaves what it did
+  // not write in doubt, as a crash would.
+  if (known !== undefined) retire(known.kernel).catch(() => undefined);
   const grants = parts.grants;
   const source: GrantSource = {
     listGrants: async (ns, actor) => toolGrants(await grants.listGrants(ns, actor), entry),
