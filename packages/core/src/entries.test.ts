@@ -102,6 +102,7 @@ describe("the entry points", () => {
         "withinJsonDepth",
         "MAX_ANSWER_BYTES",
         "checkAct",
+        "checkVersions",
         "checkWithdrawal",
         "checkAuditFilter",
         "checkCarve",
@@ -128,6 +129,7 @@ describe("the entry points", () => {
         "storageDigest",
         "storeOpeners",
         "uniqueStorageDigest",
+        "wrapActLedger",
       ].sort(),
     );
   });

@@ -137,6 +137,7 @@ export type {
   ActResult,
   ActSpend,
   DeniedAnswer,
+  GrantVersionCheck,
   Withdrawal,
   WithdrawResult,
 } from "./ports/act-ledger.js";

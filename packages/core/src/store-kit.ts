@@ -18,7 +18,12 @@ export {
   linkAuditEvent,
 } from "./audit/chain.js";
 export { parseStoredAuditEvent } from "./audit/unreadable.js";
-export { checkAct, checkWithdrawal, deniedAnswerOf } from "./contracts/act-input.js";
+export {
+  checkAct,
+  checkVersions,
+  checkWithdrawal,
+  deniedAnswerOf,
+} from "./contracts/act-input.js";
 export {
   boundedCanonicalJson,
   MAX_JSON_DEPTH,
@@ -53,4 +58,5 @@ export {
   storeOpeners,
 } from "./stores/backend.js";
 export { type ComposedActPorts, composeActLedger } from "./stores/composed-act-ledger.js";
+export { wrapActLedger } from "./stores/wrap-act-ledger.js";
 export { WriteWindow } from "./stores/write-window.js";

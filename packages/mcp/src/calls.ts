@@ -43,13 +43,18 @@ function kernelFor(parts: PipelineParts, entry: CatalogEntry): Kernel {
   // not write in doubt, as a crash would.
   if (known !== undefined) retire(known.kernel).catch(() => undefined);
   const grants = parts.grants;
+  const readVersion = grants.grantsVersion?.bind(grants);
+  const space = grants.versionSpace;
   const source: GrantSource = {
     listGrants: async (ns, actor) => toolGrants(await grants.listGrants(ns, actor), entry),
+    ...(readVersion === undefined
+      ? {}
+      : {
+          grantsVersion: (ns: string, subject: string) => readVersion(ns, subject),
+          // The tool's grants change only when the holder's do: same versions, same space.
+          ...(space === undefined ? {} : { versionSpace: space }),
+        }),
   };
-  if (typeof grants.grantsVersion === "function") {
-    source.grantsVersion = (ns, subject) =>
-      (grants.grantsVersion as NonNullable<GrantSource["grantsVersion"]>)(ns, subject);
-  }
   const acts = parts.acts;
   // Acts as recorded (stamped), by the kernel's event: a withdrawal names the act it withdraws.
   const stampedActs = new WeakMap<AuditEvent, { act: Act; trail: Trail }>();
@@ -59,6 +64,7 @@ function kernelFor(parts: PipelineParts, entry: CatalogEntry): Kernel {
     ...(parts.usage === undefined ? {} : { usage: parts.usage }),
     ...(parts.audit === undefined ? {} : { audit: parts.audit }),
     acts: {
+      ...(acts.checksVersionsIn === undefined ? {} : { checksVersionsIn: acts.checksVersionsIn }),
       record: (act: Act) => {
         const deciding = parts.deciding.get(act.event.traceId);
         if (deciding === undefined) return acts.record(act);

@@ -14,6 +14,7 @@ import {
   auditContentDigest,
   auditStreamOf,
   checkAct,
+  checkVersions,
   checkWithdrawal,
   claimKeyDigest,
   deniedAnswerOf,
@@ -48,6 +49,8 @@ interface ActRequest {
   readonly maxUses: number | null;
   readonly event: EventParams;
   readonly exhausted: EventParams | null;
+  /** The grant versions the act was decided on, by digest: checked in its batch. */
+  readonly versions: readonly { namespaceKey: string; subjectKey: string; version: string }[];
   /** Whether a result carries `used` (the act spends). */
   readonly spends: boolean;
   /** The code a failure of this act's batch is reported under, for this act's caller. */
@@ -56,13 +59,15 @@ interface ActRequest {
 
 interface ResultRow {
   a_n: number;
-  a_outcome: "event" | "exhausted" | "claimed";
+  a_outcome: "event" | "exhausted" | "claimed" | "stale";
   a_used: string | null;
   a_record: string | null;
   a_status: string | null;
   a_settled_at: string | null;
   a_answer: string | null;
 }
+
+const STALE: ActResult = Object.freeze({ status: "stale" });
 
 const NO_EVENT: Omit<EventParams, "settledAt"> & { settledAt: null } = {
   streamKey: "",
@@ -97,14 +102,22 @@ const NO_EVENT: Omit<EventParams, "settledAt"> & { settledAt: null } = {
 export class PostgresActLedger implements ActLedger {
   readonly #db: Database;
   readonly #sql: string;
+  /** The same with the batch's version checks: schema 8's overload. */
+  readonly #checkedSql: string;
   readonly #withdrawSql: string;
   readonly #batches = new Batcher<ActRequest, ActResult>((batch) => this.#send(batch));
+  /** `record_acts` (schema 8) compares each act's grant versions with this database's. */
+  readonly checksVersionsIn: object;
 
   constructor(db: Database) {
     this.#db = db;
-    this.#sql = `SELECT * FROM ${db.table("record_acts")}(
-      $1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::bigint[],
-      $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bigint[])`;
+    this.checksVersionsIn = db.versionSpace;
+    const args = `$1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[],
+      $7::bigint[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[],
+      $14::bigint[]`;
+    this.#sql = `SELECT * FROM ${db.table("record_acts")}(${args})`;
+    this.#checkedSql = `SELECT * FROM ${db.table("record_acts")}(${args},
+      $15::integer[], $16::text[], $17::text[], $18::text[])`;
     this.#withdrawSql = `SELECT ${db.table("withdraw_act")}($1, $2, $3::bigint, $4, $5, $6, $7,
       $8, $9, $10, $11::bigint) AS result`;
   }
@@ -144,7 +157,7 @@ export class PostgresActLedger implements ActLedger {
       ...batch.map((act) => act.event),
       ...batch.map((act) => act.exhausted ?? NO_EVENT),
     ];
-    const values = [
+    const values: unknown[][] = [
       batch.map((act) => act.claimKey),
       batch.map((act) => act.sessionKey),
       batch.map((act) => act.record),
@@ -160,15 +173,19 @@ export class PostgresActLedger implements ActLedger {
       events.map((event) => event.answer),
       events.map((event) => event.settledAt),
     ];
+    // A batch without version checks calls version 7's function, one with them version 8's:
+    // the unchecked form is the one every schema since 4 answers, and skips the check.
+    const checked = batch.some((act) => act.versions.length > 0);
+    if (checked) values.push(...versionColumns(batch));
     let rows: ResultRow[];
     try {
       // The statement was rolled back whole on a deadlock, so sending it again is safe.
       ({ rows } = await retryDeadlock(() =>
         this.#db.query<ResultRow>(
           (batch[0] as ActRequest).failCode,
-          this.#sql,
+          checked ? this.#checkedSql : this.#sql,
           values,
-          "tessera_record_acts",
+          checked ? "tessera_record_acts_checked" : "tessera_record_acts",
         ),
       ));
     } catch (error) {
@@ -193,7 +210,12 @@ export class PostgresActLedger implements ActLedger {
 
 /** Checks the act (nothing is sent for a bad one) and lays it out for the batch's arrays. */
 function toRequest(act: Act): ActRequest {
-  const { event, exhausted } = checkAct(act);
+  const { event, exhausted } = checkAct(act, { checksVersions: true });
+  const versions = checkVersions(act).map((check) => ({
+    namespaceKey: storageDigest(check.namespaceId),
+    subjectKey: storageDigest(check.subject),
+    version: check.version,
+  }));
   const claim = act.claim;
   const spend = act.spend;
   return {
@@ -206,6 +228,7 @@ function toRequest(act: Act): ActRequest {
     maxUses: spend === undefined ? null : spend.maxUses,
     event: eventParams(event),
     exhausted: exhausted === undefined ? null : eventParams(exhausted),
+    versions,
     spends: spend !== undefined,
     failCode:
       claim !== undefined
@@ -267,7 +290,25 @@ function eventParams(event: AuditEvent): EventParams {
   };
 }
 
+/** The batch's version checks as four parallel arrays: the act (1-based), holder, version. */
+function versionColumns(batch: readonly ActRequest[]): unknown[][] {
+  const acts: number[] = [];
+  const namespaces: string[] = [];
+  const subjects: string[] = [];
+  const versions: string[] = [];
+  batch.forEach((act, i) => {
+    for (const check of act.versions) {
+      acts.push(i + 1);
+      namespaces.push(check.namespaceKey);
+      subjects.push(check.subjectKey);
+      versions.push(check.version);
+    }
+  });
+  return [acts, namespaces, subjects, versions];
+}
+
 function toResult(act: ActRequest, row: ResultRow): ActResult {
+  if (row.a_outcome === "stale") return STALE;
   if (row.a_outcome === "claimed") {
     return {
       status: "already_claimed",

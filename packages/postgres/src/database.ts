@@ -15,6 +15,11 @@ export type UnavailableCode = Extract<ErrorCode, `${string}_unavailable`>;
 export class Database {
   readonly #pool: pg.Pool;
   readonly schema: string;
+  /**
+   * The identity of this database's grant versions (`GrantSource.versionSpace`): the grant
+   * store hands it out and the act ledger checks against it, both over this pool.
+   */
+  readonly versionSpace: object = Object.freeze({});
   #closed = false;
 
   constructor(config: PostgresConfig) {

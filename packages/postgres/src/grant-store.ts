@@ -25,9 +25,12 @@ export class PostgresGrantStore implements GrantStore {
   readonly #db: Database;
   readonly #sql: Record<"add" | "addMany" | "revoke" | "bySubject" | "byNamespace", string>;
   readonly #versions: VersionReads;
+  /** The act ledger over the same database checks these versions with each act. */
+  readonly versionSpace: object;
 
   constructor(db: Database) {
     this.#db = db;
+    this.versionSpace = db.versionSpace;
     this.#versions = new VersionReads(db);
     const grants = db.table("grants");
     this.#sql = {

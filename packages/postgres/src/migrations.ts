@@ -1,6 +1,7 @@
 import { TesseraError } from "@tessera/core";
 import { recordActsFunction, recordActsFunctionV6 } from "./act-function.js";
 import { recordActsFunctionV7 } from "./act-function-v7.js";
+import { recordActsFunctionV8 } from "./act-function-v8.js";
 import type { Database } from "./database.js";
 import { withdrawActFunction } from "./withdraw-function.js";
 
@@ -145,6 +146,12 @@ const MIGRATIONS: readonly {
     // probes and generic plans pinned on the function (`act-function-v7.ts`); no table changes.
     version: 7,
     statements: (t) => [recordActsFunctionV7(t)],
+  },
+  {
+    // `record_acts` checks the grant versions an act was decided on (`act-function-v8.ts`):
+    // a new overload beside version 7's, which a process of the previous release still calls.
+    version: 8,
+    statements: (t) => [recordActsFunctionV8(t)],
   },
 ];
 

@@ -9,6 +9,7 @@
  * function scans nothing; the version-4 text, put back in the same schema, scans on every act,
  * so the count can fail.
  */
+import type { Act } from "@tessera/core";
 import { serviceUrl, spendingAct } from "@tessera/testkit";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -19,6 +20,15 @@ const url = serviceUrl("TESSERA_PG_URL");
 const suite = url ? describe : describe.skip;
 const FILL = 50_000;
 const ACTS = 20;
+/** Version 7's argument list: the overload the version-4 text replaces in the control. */
+const V7_ARGS =
+  "text[], text[], text[], bigint[], text[], text[], bigint[], text[], text[], text[], text[], text[], text[], bigint[]";
+
+/** An act checked against the version of a holder without grants ("0"), as a warm turn sends it. */
+function checkedAct(callId: string): Act {
+  const act = spendingAct(callId, "g", 1e9);
+  return { ...act, versions: [{ namespaceId: "ns-acts", subject: "nobody", version: "0" }] };
+}
 
 suite("postgres record_acts: no scan of the claims table, whatever its statistics", () => {
   let admin: pg.Client;
@@ -49,9 +59,11 @@ suite("postgres record_acts: no scan of the claims table, whatever its statistic
     if (text !== undefined) await admin.query(text(t));
     // Statistics that say "one page", as autovacuum leaves them on a new deployment's tables:
     // a plan made now would rather scan them.
-    await admin.query(`ANALYZE ${t("claims")}, ${t("usage")}`);
-    for (let i = 0; i < 12; i++)
+    await admin.query(`ANALYZE ${t("claims")}, ${t("usage")}, ${t("grant_versions")}`);
+    for (let i = 0; i < 12; i++) {
       await stores.stores.acts.record(spendingAct(`warm-${n++}`, "g", 1e9));
+      await stores.stores.acts.record(checkedAct(`warm-${n++}`));
+    }
     await admin.query(
       `INSERT INTO ${t("claims")} (key, session_key, record, claimed_at)
        SELECT 'fill-' || g, 'fill', '{}', 0 FROM generate_series(1, ${FILL}) AS g`,
@@ -60,32 +72,41 @@ suite("postgres record_acts: no scan of the claims table, whatever its statistic
       `INSERT INTO ${t("usage")} (key, ids, used)
        SELECT 'fill-' || g, '[]', 0 FROM generate_series(1, ${FILL}) AS g`,
     );
+    await admin.query(
+      `INSERT INTO ${t("grant_versions")} (namespace_key, subject_key, salt, bumps)
+       SELECT 'fill-' || g, 'fill', 'salt', 1 FROM generate_series(1, ${FILL}) AS g`,
+    );
     return { stores, t };
   }
 
   async function counts(
     schema: string,
-  ): Promise<{ seqScans: number; usageScans: number; inserted: number }> {
+  ): Promise<{ seqScans: number; usageScans: number; versionScans: number; inserted: number }> {
     await admin.query("SELECT pg_stat_clear_snapshot()");
     const { rows } = await admin.query<{ relname: string; seq_scan: string; n_tup_ins: string }>(
       `SELECT relname, seq_scan, n_tup_ins FROM pg_stat_user_tables
-       WHERE schemaname = $1 AND relname IN ('claims', 'usage')`,
+       WHERE schemaname = $1 AND relname IN ('claims', 'usage', 'grant_versions')`,
       [schema],
     );
-    const claims = rows.find((row) => row.relname === "claims");
-    const usage = rows.find((row) => row.relname === "usage");
+    const of = (name: string) => rows.find((row) => row.relname === name);
     return {
-      seqScans: Number(claims?.seq_scan),
-      usageScans: Number(usage?.seq_scan),
-      inserted: Number(claims?.n_tup_ins),
+      seqScans: Number(of("claims")?.seq_scan),
+      usageScans: Number(of("usage")?.seq_scan),
+      versionScans: Number(of("grant_versions")?.seq_scan),
+      inserted: Number(of("claims")?.n_tup_ins),
     };
   }
 
   /** Records `ACTS` acts and answers how many scans they made, once their stats are in. */
-  async function scansOf(stores: TestStores): Promise<{ claims: number; usage: number }> {
+  async function scansOf(
+    stores: TestStores,
+    act: (callId: string) => Act = (callId) => spendingAct(callId, "g", 1e9),
+  ): Promise<{ claims: number; usage: number; versions: number }> {
     const before = await counts(stores.schema);
     for (let i = 0; i < ACTS; i++) {
-      await stores.stores.acts.record(spendingAct(`act-${n++}`, "g", 1e9));
+      expect(await stores.stores.acts.record(act(`act-${n++}`))).toMatchObject({
+        status: "recorded",
+      });
     }
     // A backend flushes its statistics at most once a second, when it goes idle: wait, then
     // one more act, until this backend's inserts are all counted.
@@ -97,6 +118,7 @@ suite("postgres record_acts: no scan of the claims table, whatever its statistic
         return {
           claims: now.seqScans - before.seqScans,
           usage: now.usageScans - before.usageScans,
+          versions: now.versionScans - before.versionScans,
         };
       }
     }
@@ -111,10 +133,18 @@ suite("postgres record_acts: no scan of the claims table, whatever its statistic
     expect(scans.usage).toBeLessThan(ACTS / 4);
   });
 
+  it("the checked overload (schema 8) finds grant versions by key too", async () => {
+    const { stores } = await grownStore();
+    const scans = await scansOf(stores, checkedAct);
+    expect(scans.claims).toBeLessThan(ACTS / 4);
+    expect(scans.usage).toBeLessThan(ACTS / 4);
+    expect(scans.versions).toBeLessThan(ACTS / 4);
+  });
+
   it("the version-4 text scans the table on every act (the count can fail)", async () => {
     // Dropped first: a replacement would keep the current function's pinned plan mode.
     const { stores } = await grownStore(
-      (t) => `DROP FUNCTION ${t("record_acts")}; ${recordActsFunction(t)}`,
+      (t) => `DROP FUNCTION ${t("record_acts")}(${V7_ARGS}); ${recordActsFunction(t)}`,
     );
     expect((await scansOf(stores)).claims).toBeGreaterThanOrEqual(ACTS);
   });

@@ -108,8 +108,16 @@ suite("postgres upgrade from schema version 3", () => {
       url as string,
       `SELECT version FROM "${schema}".schema_version ORDER BY version`,
     );
-    expect(versions.map((row) => row.version)).toEqual([1, 2, 3, 4, 5, 6, 7]);
-    expect(SCHEMA_VERSION).toBe(7);
+    expect(versions.map((row) => row.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(SCHEMA_VERSION).toBe(8);
+    // Version 8 adds the checked overload beside version 7's, which a process of the previous
+    // release still calls while the new one rolls out.
+    const overloads = await admin<{ args: number }>(
+      url as string,
+      `SELECT pronargs AS args FROM pg_proc WHERE proname = 'record_acts'
+        AND pronamespace = '"${schema}"'::regnamespace ORDER BY pronargs`,
+    );
+    expect(overloads.map((row) => row.args)).toEqual([14, 18]);
 
     // Old claims as they were: the settled one with its receipt and no answer.
     const settledKey = { session: "s", functionCallId: "old-settled" };
@@ -204,7 +212,7 @@ suite("postgres upgrade from schema version 4", () => {
       url as string,
       `SELECT version FROM "${schema}".schema_version ORDER BY version`,
     );
-    expect(versions.map((row) => row.version)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(versions.map((row) => row.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
     expect(await stores.acts.withdraw?.(withdrawalOf(act))).toBe("withdrawn");
     expect(await stores.usage.getUsage("ns-acts", "ticket")).toBe(1);
     expect(await stores.claims.listInDoubt("s")).toEqual([

@@ -1,4 +1,5 @@
 import type { ActLedger, AuditEvent, AuditSink, MessageEnvelope } from "@tessera/core";
+import { wrapActLedger } from "@tessera/core/store-kit";
 import type { FastifyBaseLogger } from "fastify";
 import type { RequestTrace } from "./tracing.js";
 
@@ -118,16 +119,17 @@ export class DecisionLog {
       return result;
     };
     const withdraw = inner.withdraw?.bind(inner);
-    if (withdraw === undefined) return { record };
-    return {
+    return wrapActLedger(
+      inner,
       record,
-      // A withdrawal's event is a decision's record like any other: one line.
-      withdraw: async (withdrawal) => {
-        const result = await withdraw(withdrawal);
-        if (result === "withdrawn") this.#seen(withdrawal.event);
-        return result;
-      },
-    };
+      withdraw &&
+        // A withdrawal's event is a decision's record like any other: one line.
+        (async (withdrawal) => {
+          const result = await withdraw(withdrawal);
+          if (result === "withdrawn") this.#seen(withdrawal.event);
+          return result;
+        }),
+    );
   }
 
   audit<S extends AuditSink>(inner: S): S {

@@ -13,6 +13,7 @@ import {
 import type { ActLedger, AuditEvent, MessageEnvelope } from "@tessera/core";
 import { isTesseraError } from "@tessera/core";
 import { formatTraceparent, newTraceId, parseTraceparent } from "@tessera/core/http";
+import { wrapActLedger } from "@tessera/core/store-kit";
 
 /**
  * Traces through `@opentelemetry/api` only: the service never installs an SDK. Without one
@@ -195,8 +196,7 @@ export function tracedActs(
       },
     );
   };
-  const withdraw = inner.withdraw?.bind(inner);
-  return withdraw === undefined ? { record } : { record, withdraw };
+  return wrapActLedger(inner, record);
 }
 
 /**

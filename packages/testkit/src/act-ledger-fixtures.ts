@@ -2,8 +2,12 @@ import type { Act, AuditEvent, StoreBundle } from "@tessera/core";
 
 /** The acts the act-ledger suites record: one namespace, session `s`, one body hash. */
 
-/** The ports an act ledger is checked through: it writes, the others read back. */
-export type ActLedgerPorts = Pick<StoreBundle, "acts" | "claims" | "usage" | "audit">;
+/**
+ * The ports an act ledger is checked through: it writes, the others read back. The grant
+ * store, when the factory hands the whole bundle, moves the versions an act is checked on.
+ */
+export type ActLedgerPorts = Pick<StoreBundle, "acts" | "claims" | "usage" | "audit"> &
+  Partial<Pick<StoreBundle, "grants">>;
 
 /** The namespace every act of the suites spends and records in. */
 export const NS = "ns-acts";

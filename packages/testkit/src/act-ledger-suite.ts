@@ -1,6 +1,7 @@
 import { type Act, type ActResult, type AuditEvent, verifyAuditChain } from "@tessera/core";
 import { describe, expect } from "vitest";
 import { type ActLedgerPorts, actEvent, NS, spendingAct } from "./act-ledger-fixtures.js";
+import { describeVersionCheckConformance } from "./act-ledger-versions.js";
 import { describeWithdrawConformance } from "./act-ledger-withdraw.js";
 import { expectCode, resultOrCode } from "./errors.js";
 import { type OpenedStore, type StoreFactory, suiteCases } from "./factory.js";
@@ -255,4 +256,5 @@ export function describeActLedgerConformance<H extends OpenedStore<ActLedgerPort
   });
 
   describeWithdrawConformance(name, factory);
+  describeVersionCheckConformance(name, factory);
 }

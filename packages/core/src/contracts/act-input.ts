@@ -1,4 +1,4 @@
-import type { Act, Withdrawal } from "../ports/act-ledger.js";
+import type { Act, GrantVersionCheck, Withdrawal } from "../ports/act-ledger.js";
 import { TesseraError } from "./errors.js";
 import type { AuditEvent } from "./schemas.js";
 import {
@@ -16,9 +16,17 @@ import {
  * them — a spend needs its `exhausted` event, which is a denial. Returns the events as parsed
  * (unknown members refused), so a store writes what was checked.
  */
-export function checkAct(act: Act): { event: AuditEvent; exhausted?: AuditEvent } {
+export function checkAct(
+  act: Act,
+  options: { readonly checksVersions?: boolean } = {},
+): { event: AuditEvent; exhausted?: AuditEvent } {
   if (typeof act !== "object" || act === null) {
     throw new TesseraError("invalid_input", "an act is { claim?, spend?, event, exhausted? }");
+  }
+  // A ledger that cannot check versions must not record an act that asks for it: the act
+  // would stand on grants nobody checked.
+  if (act.versions !== undefined && options.checksVersions !== true) {
+    throw new TesseraError("invalid_input", "this act ledger does not check grant versions");
   }
   if (act.claim !== undefined) {
     checkClaimKey(act.claim.key);
@@ -58,7 +66,8 @@ export function checkWithdrawal(withdrawal: Withdrawal): {
     throw new TesseraError("invalid_input", "a withdrawal is { act, event, answer }");
   }
   const { act } = withdrawal;
-  checkAct(act);
+  // The act as it was recorded: the versions it was checked against play no part now.
+  checkAct(act, { checksVersions: true });
   if (act.claim === undefined) {
     throw new TesseraError("invalid_input", "only an act with a claim can be withdrawn");
   }
@@ -79,4 +88,40 @@ export function deniedAnswerOf(
 ): { status: "denied"; code: string } | undefined {
   if (recorded.outcome !== "denied" || recorded.code === null) return undefined;
   return { status: "denied", code: recorded.code };
+}
+
+/** The longest grant version a store hands out is far shorter; anything longer is refused. */
+const MAX_VERSION_LENGTH = 512;
+
+/**
+ * An act's grant versions as a ledger that checks them reads them: each holder's IDs checked
+ * like any other, each version a non-empty string. Empty when the act carries none.
+ */
+export function checkVersions(act: Act): readonly GrantVersionCheck[] {
+  const versions = act.versions;
+  if (versions === undefined) return [];
+  if (!Array.isArray(versions)) {
+    throw new TesseraError(
+      "invalid_input",
+      "an act's versions are [{ namespaceId, subject, version }]",
+    );
+  }
+  for (const check of versions as readonly GrantVersionCheck[]) {
+    if (typeof check !== "object" || check === null) {
+      throw new TesseraError(
+        "invalid_input",
+        "a version check is { namespaceId, subject, version }",
+      );
+    }
+    checkId(check.namespaceId, "namespaceId");
+    checkId(check.subject, "subject");
+    if (
+      typeof check.version !== "string" ||
+      check.version.length === 0 ||
+      check.version.length > MAX_VERSION_LENGTH
+    ) {
+      throw new TesseraError("invalid_input", "a grant version is a non-empty string");
+    }
+  }
+  return versions;
 }

@@ -5,7 +5,7 @@ import {
   type Grant,
   GrantSchema,
 } from "../contracts/schemas.js";
-import type { ActLedger } from "../ports/act-ledger.js";
+import type { ActLedger, GrantVersionCheck } from "../ports/act-ledger.js";
 import { systemClock } from "../ports/clock.js";
 import { AuditWriter } from "./audit-writer.js";
 import { CHAINS_UNAVAILABLE, grantsVersionOf, resolveChains } from "./chains.js";
@@ -245,6 +245,51 @@ function join<T>(
   return pending;
 }
 
+/**
+ * A warm turn taken on trust: the view cached for the turn's shape, with the versions it was
+ * built at (the holder's and every holder its chains read), and nothing read. Only for a
+ * ledger that checks those versions in each act's transaction (`ActLedger.checksVersionsIn`):
+ * an act that stands on them is refused `stale` if one moved, and a denial reads them before
+ * it stands (see ledger-lease.ts), so nothing is decided on a version the store has left.
+ */
+function trustedView(
+  cache: TurnCache,
+  ctx: AccessContext,
+): { view: CachedView; versions: readonly GrantVersionCheck[] } | undefined {
+  const entry = cache.peek(ctx.namespaceId, ctx.actor);
+  if (entry === undefined) return undefined;
+  const view = viewOf(entry, ctx);
+  if (view === undefined) return undefined;
+  // Marks it most recently used, as a read that found it would.
+  cache.get(ctx.namespaceId, ctx.actor, entry.version);
+  const namespaceId = ctx.namespaceId;
+  const versions: GrantVersionCheck[] = [
+    { namespaceId, subject: ctx.actor, version: entry.version },
+  ];
+  for (const [subject, version] of view.holders) versions.push({ namespaceId, subject, version });
+  return { view, versions };
+}
+
+/** Whether `acts` checks, inside each act's transaction, the versions `grants` hands out. */
+function checksVersionsOf(acts: ActLedger | undefined, options: KernelOptions): boolean {
+  const space = acts?.checksVersionsIn;
+  return (
+    space !== undefined &&
+    space === options.grants.versionSpace &&
+    typeof options.grants.grantsVersion === "function"
+  );
+}
+
+function scopeOf(
+  view: CachedView | undefined,
+  ctx: AccessContext,
+  options: KernelOptions,
+  deferSpend: boolean,
+): DecisionScope | undefined {
+  if (view === undefined) return undefined;
+  return { index: view.index, usage: options.usage, namespaceId: ctx.namespaceId, deferSpend };
+}
+
 function cacheFor(options: KernelOptions): TurnCache | undefined {
   const setting = options.turnCache;
   if (setting === false) return undefined;
@@ -337,24 +382,36 @@ export function createKernel(options: KernelOptions): Kernel {
   const denials = new DenialRecorder(options.audit, options.denials);
   // Acts whose record threw are withdrawn in the background when the ledger can (issue 22).
   const withdrawals = typeof acts?.withdraw === "function" ? new Withdrawals(acts) : undefined;
+  // Warm turns skip their version read when the ledger checks it with each act (one round
+  // trip per act on a shared store instead of two).
+  const trusting = cache !== undefined && checksVersionsOf(acts, options) ? cache : undefined;
   const kernel: Kernel = {
     async openTurnAuthority(input: AccessContext): Promise<TurnAuthority> {
       const ctx = Object.freeze(parseContext(input));
-      const view = await openIndex(options, cache, reads, ctx);
+      const trusted = trusting === undefined ? undefined : trustedView(trusting, ctx);
+      const view = trusted?.view ?? (await openIndex(options, cache, reads, ctx));
       const audit = new AuditWriter(options.audit, ctx);
-      const scope: DecisionScope | undefined =
-        view === undefined
-          ? undefined
-          : {
-              index: view.index,
-              usage: options.usage,
-              namespaceId: ctx.namespaceId,
-              deferSpend: acts !== undefined,
-            };
+      const scope = scopeOf(view, ctx, options, acts !== undefined);
       const parts = { ctx, scope, audit, transport: options.transport, clock };
       // Frozen like everything the kernel returns; its state lives in private fields.
       if (acts !== undefined) {
-        return Object.freeze(new LedgerLease({ ...parts, acts, denials, withdrawals }));
+        const unconfirmed =
+          trusted === undefined
+            ? undefined
+            : {
+                versions: trusted.versions,
+                reopen: async () =>
+                  scopeOf(await openIndex(options, cache, reads, ctx), ctx, options, true),
+              };
+        return Object.freeze(
+          new LedgerLease({
+            ...parts,
+            acts,
+            denials,
+            withdrawals,
+            ...(unconfirmed && { unconfirmed }),
+          }),
+        );
       }
       return Object.freeze(new Lease(parts));
     },

@@ -2,7 +2,13 @@ import { randomUUID } from "node:crypto";
 import type { JsonValue } from "../contracts/claims.js";
 import { isTesseraError, TesseraError } from "../contracts/errors.js";
 import { MESSAGE_SEND_ACTION, messageResource } from "../contracts/messages.js";
-import type { Act, ActLedger, ActResult, DeniedAnswer } from "../ports/act-ledger.js";
+import type {
+  Act,
+  ActLedger,
+  ActResult,
+  DeniedAnswer,
+  GrantVersionCheck,
+} from "../ports/act-ledger.js";
 import type { MessageEnvelope } from "../ports/transport.js";
 import type { DecisionRecord } from "./audit-writer.js";
 import { type DecisionScope, decide, exhaustedRefusal } from "./decide.js";
@@ -42,7 +48,20 @@ export interface LedgerLeaseParts extends LeaseParts {
   readonly denials: DenialRecorder;
   /** The kernel's withdrawals of acts whose record threw (when the ledger can withdraw). */
   readonly withdrawals?: Withdrawals;
+  /**
+   * Set when the turn's grants were taken from the kernel's cache on trust, their version
+   * unread (kernel.ts, `trustedView`): the versions they were built at, for the ledger to
+   * check with the first act that stands on them, and how to open the turn's grants the
+   * ordinary way (versions read) when one moved or a denial needs them confirmed.
+   */
+  readonly unconfirmed?: {
+    readonly versions: readonly GrantVersionCheck[];
+    readonly reopen: () => Promise<DecisionScope | undefined>;
+  };
 }
+
+/** A decision made on grants that proved stale: the turn's grants were read again; decide anew. */
+const STALE: unique symbol = Symbol("stale");
 
 /** What a decision's event says of it, without its outcome: the withdrawal's event repeats it. */
 type ActRecord = Omit<DecisionRecord, "code" | "reason" | "detail">;
@@ -74,8 +93,14 @@ const CLOSED: Precheck = { code: "turn_closed", reason: "turn_closed" };
  * a ledger; listing tools and closing are the inner lease's.
  */
 export class LedgerLease implements TurnAuthority {
-  readonly #inner: Lease;
+  #inner: Lease;
   readonly #parts: LedgerLeaseParts;
+  /** The turn's indexed grants: replaced once when grants taken on trust proved stale. */
+  #scope: DecisionScope | undefined;
+  /** The versions the turn's grants were taken on trust at; undefined once confirmed. */
+  #versions: readonly GrantVersionCheck[] | undefined;
+  /** The one confirmation in flight: every decision that needs it waits for the same read. */
+  #confirming: Promise<void> | undefined;
   readonly #fixedNow: number | undefined;
   #minted = 0;
   #idPrefix: string | undefined;
@@ -83,6 +108,8 @@ export class LedgerLease implements TurnAuthority {
   constructor(parts: LedgerLeaseParts) {
     this.#inner = new Lease(parts);
     this.#parts = parts;
+    this.#scope = parts.scope;
+    this.#versions = parts.unconfirmed?.versions;
     this.#fixedNow = parts.ctx.now === undefined ? undefined : Date.parse(parts.ctx.now);
   }
 
@@ -102,7 +129,9 @@ export class LedgerLease implements TurnAuthority {
     return this.close();
   }
 
-  listTools(): Promise<readonly string[]> {
+  async listTools(): Promise<readonly string[]> {
+    // What a turn offers is a decision on its grants: they are confirmed first.
+    if (this.#versions !== undefined) await this.#confirm();
     return this.#inner.listTools();
   }
 
@@ -115,6 +144,13 @@ export class LedgerLease implements TurnAuthority {
     request: AuthorizeRequest,
     options?: ActOptions,
   ): Promise<AuthorizeResult | AlreadyClaimed> {
+    return decideAgainIfStale(() => this.#authorizeOnce(request, options));
+  }
+
+  async #authorizeOnce(
+    request: AuthorizeRequest,
+    options: ActOptions | undefined,
+  ): Promise<AuthorizeResult | AlreadyClaimed | typeof STALE> {
     const now = this.#now();
     const callId = this.#callIdOf(request);
     const claim = options?.claim;
@@ -127,7 +163,7 @@ export class LedgerLease implements TurnAuthority {
       return this.#deny({ now, callId, ...OTHER_OWNER, action, resource: label }, claim);
     }
     const decided = await this.#decide(now, callId, action, resource, label, claim);
-    if ("status" in decided) return decided;
+    if (decided === STALE || "status" in decided) return decided;
     return Object.freeze({ status: "allowed", grantId: decided.grant.id, callId });
   }
 
@@ -140,6 +176,13 @@ export class LedgerLease implements TurnAuthority {
     request: SendMessageRequest,
     options?: ActOptions,
   ): Promise<SendMessageResult | AlreadyClaimed> {
+    return decideAgainIfStale(() => this.#sendOnce(request, options));
+  }
+
+  async #sendOnce(
+    request: SendMessageRequest,
+    options: ActOptions | undefined,
+  ): Promise<SendMessageResult | AlreadyClaimed | typeof STALE> {
     const now = this.#now();
     const callId = this.#callIdOf(request);
     const claim = options?.claim;
@@ -150,7 +193,7 @@ export class LedgerLease implements TurnAuthority {
     const resource = messageResource(request.recipient, this.#parts.ctx.owner);
     const label = resourceLabel(resource.namespace, resource.path);
     const decided = await this.#decide(now, callId, MESSAGE_SEND_ACTION, resource, label, claim);
-    if ("status" in decided) return decided;
+    if (decided === STALE || "status" in decided) return decided;
     const send: Send = {
       now,
       callId,
@@ -169,12 +212,18 @@ export class LedgerLease implements TurnAuthority {
     resource: ResourceRef,
     label: string,
     claim: Claim,
-  ): Promise<Refusal | AlreadyClaimed | { readonly grant: IndexedGrant }> {
-    const scope = this.#parts.scope as DecisionScope;
+  ): Promise<Refusal | AlreadyClaimed | typeof STALE | { readonly grant: IndexedGrant }> {
+    const scope = this.#scope as DecisionScope;
     let verdict = decide(scope, action, resource, now);
     if (verdict instanceof Promise) verdict = await verdict;
     const record = { now, callId, action, resource: label };
     if (!verdict.allowed) {
+      // A refusal writes nothing the ledger could check, so grants taken on trust are read
+      // first: a grant added since the cache was filled must not be refused.
+      if (this.#versions !== undefined) {
+        await this.#confirm();
+        if (this.#scope !== scope) return STALE;
+      }
       const { code, reason, grant, detail } = verdict;
       return this.#deny(
         { ...record, code, reason, grantId: grant?.id, chain: grant?.chain, detail },
@@ -187,7 +236,9 @@ export class LedgerLease implements TurnAuthority {
     if (this.closed) return this.#deny({ ...granted, ...CLOSED }, claim);
     const audit = this.#parts.audit;
     const event = audit.build({ ...granted, code: null, reason: "allowed" });
+    const versions = this.#versions;
     let act: Act = claim === undefined ? { event } : { claim, event };
+    if (versions !== undefined) act = { ...act, versions };
     let lost: Refusal | undefined;
     if (verdict.spend === true) {
       const maxUses = grant.maxUses as number;
@@ -200,6 +251,17 @@ export class LedgerLease implements TurnAuthority {
       };
     }
     const result = await this.#record(act, granted, grant);
+    if (result.status === "stale") {
+      if (versions === undefined) {
+        throw new TesseraError("store_unavailable", "the act ledger answered stale to no versions");
+      }
+      // Nothing was written: the grants are read again, and the decision made again on them.
+      await this.#confirm();
+      return STALE;
+    }
+    // The ledger found the versions current in the act's transaction: the turn stands on
+    // grants read as of then, as if it had opened then.
+    if (versions !== undefined && this.#versions === versions) this.#versions = undefined;
     if (result.status === "already_claimed") return result;
     if (result.used !== undefined && result.used >= (grant.maxUses ?? Number.POSITIVE_INFINITY)) {
       grant.spent = true;
@@ -257,7 +319,7 @@ export class LedgerLease implements TurnAuthority {
     });
     const withdrawal = { act: { ...act, claim: act.claim }, event, answer: WITHDRAWN_ANSWER };
     const spend = act.spend;
-    const scope = this.#parts.scope;
+    const scope = this.#scope;
     withdrawals.schedule(withdrawal, (result) => {
       if (result !== "withdrawn" || spend === undefined || scope === undefined) return;
       // The use is back in the store: this lease's marks (as unsent.ts does), and every
@@ -303,14 +365,40 @@ export class LedgerLease implements TurnAuthority {
     // event, written before the caller hears it (it reports an effect that may have happened);
     // one the transport says never left gives its use back (unsent.ts).
     const parts = this.#parts;
-    await recordFailedDelivery(parts.audit, parts.scope, () => this.#now(), send, grant, outcome);
+    await recordFailedDelivery(parts.audit, this.#scope, () => this.#now(), send, grant, outcome);
     return refused("delivery_failed");
   }
 
   #precheck(request: unknown, kind: "authorize" | "message"): Precheck | undefined {
     // While the sink is failing, decisions wait for their own write; an act's own event is in
     // its transaction, so only denials are affected (DenialRecorder).
-    return precheck(request, kind, this.closed, this.#parts.scope, this.#parts.transport);
+    return precheck(request, kind, this.closed, this.#scope, this.#parts.transport);
+  }
+
+  /**
+   * Reads the turn's grants the ordinary way (their version first, the cache when it still
+   * holds) and decides on them from now on. One read for every decision waiting on it; a read
+   * that fails leaves the turn without grants, so it refuses, as a turn that failed to open.
+   */
+  #confirm(): Promise<void> {
+    this.#confirming ??= this.#reopen();
+    return this.#confirming;
+  }
+
+  async #reopen(): Promise<void> {
+    const reopen = (this.#parts.unconfirmed as NonNullable<LedgerLeaseParts["unconfirmed"]>).reopen;
+    let scope: DecisionScope | undefined;
+    try {
+      scope = await reopen();
+    } catch {
+      scope = undefined;
+    }
+    this.#versions = undefined;
+    if (scope?.index === this.#scope?.index) return;
+    this.#scope = scope;
+    const inner = new Lease({ ...this.#parts, scope });
+    if (this.#inner.closed) void inner.close();
+    this.#inner = inner;
   }
 
   #now(): number {
@@ -327,4 +415,16 @@ export class LedgerLease implements TurnAuthority {
     this.#minted++;
     return this.#idPrefix + this.#minted;
   }
+}
+
+/**
+ * Runs a decision, and once more when it was made on grants taken on trust that proved stale:
+ * the first attempt confirmed them, so the second carries no versions and cannot be stale.
+ */
+async function decideAgainIfStale<T>(once: () => Promise<T | typeof STALE>): Promise<T> {
+  const first = await once();
+  if (first !== STALE) return first;
+  const second = await once();
+  if (second !== STALE) return second;
+  throw new TesseraError("store_unavailable", "a decision was stale after its grants were read");
 }

@@ -1,5 +1,6 @@
 import type { ClaimKey, ClaimRecord, JsonValue, StoredClaim } from "../contracts/claims.js";
 import type { AuditEvent } from "../contracts/schemas.js";
+import type { GrantSource } from "./grant-source.js";
 
 /**
  * The act ledger: one act recorded all or nothing.
@@ -37,6 +38,20 @@ export interface ActLedger {
    * Throws like `record` when the store cannot tell; the caller tries again later.
    */
   withdraw?(withdrawal: Withdrawal): Promise<WithdrawResult>;
+  /**
+   * Present when `record` checks `Act.versions` inside the act's transaction: the
+   * `versionSpace` of the grant source whose versions it reads. A kernel whose grant source
+   * names the same space decides a warm turn on its cached grants without reading their
+   * version first, and lets the record check it (one round trip per act instead of two).
+   */
+  readonly checksVersionsIn?: NonNullable<GrantSource["versionSpace"]>;
+}
+
+/** One holder's grant version as the decision read it (see `Act.versions`). */
+export interface GrantVersionCheck {
+  readonly namespaceId: string;
+  readonly subject: string;
+  readonly version: string;
 }
 
 /** An act to withdraw (see `ActLedger.withdraw`). */
@@ -84,6 +99,14 @@ export interface Act {
    * with `spend`. A denial: its `outcome` is `"denied"`.
    */
   readonly exhausted?: AuditEvent;
+  /**
+   * The grant versions the decision was made on (its holder's, and every holder its chains
+   * read), for a ledger with `checksVersionsIn`. Read in the act's transaction: when one
+   * differs, nothing of the act is written and the result is `stale`, so a revocation
+   * committed before the act's transaction is never missed. A ledger without the check must
+   * not be given them (the kernel gives them only to one that declares it).
+   */
+  readonly versions?: readonly GrantVersionCheck[];
 }
 
 export type ActResult =
@@ -97,7 +120,9 @@ export type ActResult =
       /** Uses of the spent grant after this act; absent without a spend. */
       readonly used?: number;
     }
-  | { readonly status: "already_claimed"; readonly existing: StoredClaim };
+  | { readonly status: "already_claimed"; readonly existing: StoredClaim }
+  /** A version in `Act.versions` had changed: nothing was written; decide again. */
+  | { readonly status: "stale" };
 
 /**
  * What a claimed act's claim reads after a record that ends in a denial (the recorded event's

@@ -16,6 +16,13 @@ export interface GrantSource {
    * makes it read again.
    */
   grantsVersion?(namespaceId: string, subject: string): Promise<string>;
+  /**
+   * Where `grantsVersion` reads, as an identity (no meaning beyond it): an act ledger whose
+   * `checksVersionsIn` is the same object checks these versions inside each act's
+   * transaction, and the kernel then skips the version read of a warm turn. A source that
+   * filters another's grants without changing when its versions move passes it on.
+   */
+  readonly versionSpace?: object;
 }
 
 /** The host-side half: minting and revocation stay in the host's hands. */
