@@ -191,7 +191,8 @@ export function buildApp(options: AppOptions): FastifyInstance {
           },
   });
   app.setErrorHandler(handleError);
-  decisions.attach(app.log);
+  // Without a log nothing is written: the decision lines are not even built.
+  if (log !== false) decisions.attach(app.log);
   app.addHook("onResponse", (request, reply, done) => {
     const status = reply.statusCode;
     const path = request.routeOptions.url;
