@@ -11,6 +11,7 @@ import {
   auditStreamOf,
   type ChainHead,
   checkAct,
+  checkVersions,
   deniedAnswerOf,
   EMPTY_HEAD,
   linkAuditEvent,
@@ -24,6 +25,7 @@ import type { Connection } from "./connection.js";
 import { usageKeyOf } from "./usage-store.js";
 
 const CODE = "store_unavailable";
+const STALE: ActResult = Object.freeze({ status: "stale" });
 /** Acts per script at most: bounds the script's run, which blocks the server meanwhile. */
 const MAX_BATCH = 128;
 /** Tries per batch while other processes keep moving what it assumed; then it fails closed. */
@@ -39,6 +41,8 @@ interface Pending {
   readonly claimKey?: string;
   readonly claimRecord?: string;
   readonly usageKey?: string;
+  /** The grant versions the act was decided on: `grants-versions` key, field, version. */
+  readonly versions: readonly { key: string; field: string; version: string }[];
   readonly resolve: (result: ActResult) => void;
   readonly reject: (error: unknown) => void;
   /**
@@ -81,6 +85,8 @@ interface Plan {
  * `already_claimed` with the claim it leaves, as if they had come right after it.
  */
 export class RedisActLedger implements ActLedger {
+  /** The script compares each act's grant versions with this connection's (`Act.versions`). */
+  readonly checksVersionsIn: object;
   readonly #connection: Connection;
   readonly #ttlMs: number;
   readonly #heads = new Map<string, ChainHead>();
@@ -92,16 +98,24 @@ export class RedisActLedger implements ActLedger {
   constructor(connection: Connection, claimTtlMs: number) {
     this.#connection = connection;
     this.#ttlMs = claimTtlMs;
+    this.checksVersionsIn = connection.versionSpace;
   }
 
   record(act: Act): Promise<ActResult> {
     let checked: { event: AuditEvent; exhausted?: AuditEvent };
     let usageKey: string | undefined;
+    let versions: Pending["versions"];
     try {
-      checked = checkAct(act);
+      checked = checkAct(act, { checksVersions: true });
       if (act.spend !== undefined) {
         usageKey = usageKeyOf(this.#connection, act.spend.namespaceId, act.spend.grantId);
       }
+      // The key and field the grant store bumps (grant-store.ts): one hash per namespace.
+      versions = checkVersions(act).map((check) => ({
+        key: this.#connection.key("grants-versions", storageDigest(check.namespaceId)),
+        field: storageDigest(check.subject),
+        version: check.version,
+      }));
     } catch (error) {
       return Promise.reject(error);
     }
@@ -116,6 +130,7 @@ export class RedisActLedger implements ActLedger {
               claimRecord: claimValueOf(act.claim.key, act.claim.record),
             }),
         ...(usageKey === undefined ? {} : { usageKey }),
+        versions,
         resolve,
         reject,
       });
@@ -226,6 +241,13 @@ export class RedisActLedger implements ActLedger {
     });
     const left: Pending[] = [];
     acts.forEach((pending, i) => {
+      if (stale.moved.has(i)) {
+        // Decided on grants that changed: nothing written, the kernel decides again. Acts
+        // that followed it on its claim key go back to the queue's front, to be decided alone.
+        pending.resolve(STALE);
+        if (pending.followers) this.#queue.unshift(...pending.followers);
+        return;
+      }
       const held = stale.taken.get(i);
       if (held === undefined) {
         left.push(pending);
@@ -320,6 +342,13 @@ export class RedisActLedger implements ActLedger {
     args.push(counters.size);
     for (const [key, { start, end }] of counters) args.push(position(key), start, end);
     args.push(acts.length, ...actArgs);
+    const checks: (string | number)[] = [];
+    acts.forEach((pending, i) => {
+      for (const check of pending.versions) {
+        checks.push(i + 1, position(check.key), check.field, check.version);
+      }
+    });
+    args.push(checks.length / 4, ...checks);
     return {
       keys,
       args,

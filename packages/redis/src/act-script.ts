@@ -17,11 +17,14 @@ import { script } from "./connection.js";
  * ARGV: claim TTL (ms); the stream count, then per stream: name, expected head, new head;
  * the counter count, then per counter: key position, expected value, new value; the act
  * count, then per act: claim key position (0: none), claim value, call index position, trace
- * index position, the linked event's JSON.
+ * index position, the linked event's JSON; then the grant-version check count, then per
+ * check: the act's 1-based position, the holder's `grants-versions` key position, the
+ * holder's field, the version the act was decided on (a missing field is version "0").
  *
- * Answer: 1 when written; otherwise `{0, heads, counters, taken}`: each stream's head and each
- * counter's value as found, and for each act whose claim key is held, its 1-based position
- * followed by the value that holds it.
+ * Answer: 1 when written; otherwise `{0, heads, counters, taken, moved}`: each stream's head
+ * and each counter's value as found, for each act whose claim key is held its 1-based
+ * position followed by the value that holds it, and the 1-based positions of the acts whose
+ * grant version moved (they are answered `stale`, never written).
  */
 export const RECORD_ACTS = script(`
 local ttl = ARGV[1]
@@ -60,7 +63,17 @@ for a = 1, acts do
   end
   i = i + 5
 end
-if stale then return {0, heads, values, taken} end
+local checks = tonumber(ARGV[i]); i = i + 1
+local moved = {}
+for c = 1, checks do
+  local version = redis.call('HGET', KEYS[tonumber(ARGV[i + 1])], ARGV[i + 2]) or '0'
+  if version ~= ARGV[i + 3] then
+    stale = true
+    moved[#moved + 1] = tonumber(ARGV[i])
+  end
+  i = i + 4
+end
+if stale then return {0, heads, values, taken, moved} end
 i = actsAt
 for a = 1, acts do
   local claim = tonumber(ARGV[i])
@@ -89,6 +102,8 @@ export interface StaleReply {
   readonly counters: readonly string[];
   /** 0-based act position → the value holding its claim key. */
   readonly taken: ReadonlyMap<number, string>;
+  /** 0-based positions of the acts whose grant version moved. */
+  readonly moved: ReadonlySet<number>;
 }
 
 /** The script's answer: `"written"`, or what it found; anything else fails closed. */
@@ -99,7 +114,9 @@ export function readReply(reply: unknown): "written" | StaleReply {
     reply[0] === 0 &&
     isStrings(reply[1]) &&
     isStrings(reply[2]) &&
-    Array.isArray(reply[3])
+    Array.isArray(reply[3]) &&
+    Array.isArray(reply[4]) &&
+    reply[4].every((position: unknown) => Number.isSafeInteger(position))
   ) {
     const flat = reply[3] as unknown[];
     const taken = new Map<number, string>();
@@ -110,7 +127,8 @@ export function readReply(reply: unknown): "written" | StaleReply {
       taken.set((position as number) - 1, value);
     }
     if (taken.size * 2 === flat.length) {
-      return { heads: reply[1], counters: reply[2], taken };
+      const moved = new Set((reply[4] as number[]).map((position) => position - 1));
+      return { heads: reply[1], counters: reply[2], taken, moved };
     }
   }
   // We cannot tell what the script did: fail closed, never "recorded".

@@ -68,6 +68,11 @@ export class CommandCounter {
 export class Connection {
   readonly redis: Client;
   readonly prefix: string;
+  /**
+   * The identity of this prefix's grant versions (`GrantSource.versionSpace`): the grant store
+   * hands it out and the act ledger checks against it, both over this connection.
+   */
+  readonly versionSpace: object = Object.freeze({});
   /** What this connection sent, counted where ioredis writes it. */
   readonly sent = new CommandCounter();
   #closed = false;

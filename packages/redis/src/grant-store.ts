@@ -75,9 +75,12 @@ return out
 
 export class RedisGrantStore implements GrantStore {
   readonly #connection: Connection;
+  /** The act ledger over the same connection checks these versions in its script. */
+  readonly versionSpace: object;
 
   constructor(connection: Connection) {
     this.#connection = connection;
+    this.versionSpace = connection.versionSpace;
   }
 
   async add(input: GrantInput): Promise<Grant> {
