@@ -103,7 +103,7 @@ for (const backend of BACKENDS) {
       }
 
       // PostgreSQL's and Redis's ledgers check the grant version in the act's statement or
-      // script: the warm call reads nothing before it.
+      // script: the warm call reads nothing before it (SQLite's local reads are not counted).
       it.runIf(backend.name !== "sqlite")(
         "an allowed call on a warm tool: its act is the only statement before the reply",
         async () => {

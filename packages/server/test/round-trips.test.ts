@@ -93,8 +93,9 @@ for (const backend of BACKENDS) {
         };
       }
 
-      // PostgreSQL's and Redis's ledgers check grant versions in the act's statement or script,
-      // so a warm turn reads none first; SQLite reads its version (a local read) at turn open.
+      // Every shared store's ledger checks grant versions in the act's own write, so a warm turn
+      // reads none first. Counted where reads are round trips: SQLite's are local calls its
+      // commit counter does not see (its check is in the ledger conformance suite).
       it.runIf(backend.name !== "sqlite")(
         "a warm retry-safe allowed send: its act is the only statement before the reply",
         async () => {

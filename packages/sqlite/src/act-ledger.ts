@@ -8,7 +8,7 @@ import {
   type Withdrawal,
   type WithdrawResult,
 } from "@tessera/core";
-import { checkAct, checkWithdrawal, deniedAnswerOf } from "@tessera/core/store-kit";
+import { checkAct, checkVersions, checkWithdrawal, deniedAnswerOf } from "@tessera/core/store-kit";
 import { type AuditChainWriter, chainOf } from "./audit-link.js";
 import { insertOrRead, readClaim, settleRow } from "./claim-rows.js";
 import type { SqliteDatabase } from "./database.js";
@@ -16,6 +16,10 @@ import { unavailable } from "./unavailable.js";
 import { consumeRow, releaseRow } from "./usage-store.js";
 
 const CODE = "store_unavailable";
+const STALE: ActResult = Object.freeze({ status: "stale" });
+/** A holder's grant version as the grant store hands it out ("0": never held a grant). */
+const VERSION_SQL =
+  "SELECT salt || '.' || bumps FROM tessera_grant_versions WHERE namespace_id = ? AND subject = ?";
 
 /**
  * The act ledger on SQLite: an act's claim, spend, event and (for a denial) receipt are
@@ -39,27 +43,32 @@ const CODE = "store_unavailable";
  * back to back in one transaction, shared with the tick's other writes like an act's.
  */
 export class SqliteActLedger implements ActLedger {
+  /** Each act's grant versions are compared with this database's under the write lock. */
+  readonly checksVersionsIn: object;
   readonly #db: SqliteDatabase;
   readonly #chain: AuditChainWriter;
 
   constructor(db: SqliteDatabase) {
     this.#db = db;
     this.#chain = chainOf(db);
+    this.checksVersionsIn = db.versionSpace;
   }
 
   /** Not `async`: the batch's own promise is returned as it is (see the usage store). */
   record(act: Act): Promise<ActResult> {
     let checked: ReturnType<typeof checkAct>;
+    let versions: ReturnType<typeof checkVersions>;
     try {
-      checked = checkAct(act);
+      checked = checkAct(act, { checksVersions: true });
+      versions = checkVersions(act);
     } catch (error) {
       return Promise.reject(error);
     }
     const { event, exhausted } = checked;
     return this.#db.writeBatched(CODE, () =>
       this.#db.inTransaction
-        ? this.#write(act, event, exhausted)
-        : this.#db.batch(() => this.#write(act, event, exhausted)),
+        ? this.#write(act, event, exhausted, versions)
+        : this.#db.batch(() => this.#write(act, event, exhausted, versions)),
     );
   }
 
@@ -107,8 +116,18 @@ export class SqliteActLedger implements ActLedger {
   }
 
   /** The act's statements, under the write lock of the transaction the caller holds. */
-  #write(act: Act, event: AuditEvent, exhausted: AuditEvent | undefined): ActResult {
+  #write(
+    act: Act,
+    event: AuditEvent,
+    exhausted: AuditEvent | undefined,
+    versions: ReturnType<typeof checkVersions>,
+  ): ActResult {
     try {
+      // Under the write lock, so no grant change can land between this read and the commit.
+      for (const check of versions) {
+        const now = this.#db.statement(VERSION_SQL).pluck().get(check.namespaceId, check.subject);
+        if ((typeof now === "string" ? now : "0") !== check.version) return STALE;
+      }
       if (act.claim !== undefined) {
         const claimed = insertOrRead(this.#db, act.claim.key, act.claim.record);
         // Taken: nothing else of this act is written, and the caller reads the claim's answer.

@@ -37,6 +37,11 @@ import { WalSync } from "./wal-sync.js";
  */
 export class SqliteDatabase {
   readonly config: SqliteConfig;
+  /**
+   * The identity of this database's grant versions (`GrantSource.versionSpace`): the grant
+   * store hands it out and the act ledger checks against it, both over this connection.
+   */
+  readonly versionSpace: object = Object.freeze({});
   readonly #db: BetterSqlite3.Database;
   readonly #statements = new Map<string, BetterSqlite3.Statement>();
   readonly #identity: FileIdentity | undefined;

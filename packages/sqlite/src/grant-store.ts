@@ -24,9 +24,12 @@ interface GrantRow {
  */
 export class SqliteGrantStore implements GrantStore {
   readonly #db: SqliteDatabase;
+  /** The act ledger over the same connection checks these versions in its transaction. */
+  readonly versionSpace: object;
 
   constructor(db: SqliteDatabase) {
     this.#db = db;
+    this.versionSpace = db.versionSpace;
   }
 
   async add(input: GrantInput): Promise<Grant> {
