@@ -6,7 +6,7 @@ import {
   TesseraError,
 } from "@tessera/core";
 import { checkId, checkRevocationInstant, parseGrantInput } from "@tessera/core/store-kit";
-import type { SqliteDatabase } from "./database.js";
+import { cacheKey, type SqliteDatabase } from "./database.js";
 
 const CODE = "grant_store_unavailable";
 
@@ -127,7 +127,7 @@ export class SqliteGrantStore implements GrantStore {
     try {
       checkId(namespaceId, "namespaceId");
       checkId(subject, "subject");
-      const version = this.#db.versionRead(CODE, () =>
+      const version = this.#db.cachedRead(CODE, cacheKey("version", namespaceId, subject), () =>
         this.#db
           .statement(
             "SELECT salt || '.' || bumps FROM tessera_grant_versions WHERE namespace_id = ? AND subject = ?",

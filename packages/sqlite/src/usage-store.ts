@@ -1,6 +1,6 @@
 import type { ConsumeResult, GrantUsageStore, ReleaseResult } from "@tessera/core";
 import { checkCarve, checkId, checkMaxUses } from "@tessera/core/store-kit";
-import type { SqliteDatabase } from "./database.js";
+import { cacheKey, type SqliteDatabase } from "./database.js";
 
 const CODE = "usage_store_unavailable";
 
@@ -28,7 +28,9 @@ export class SqliteUsageStore implements GrantUsageStore {
       checkId(namespaceId, "namespaceId");
       checkId(grantId, "grantId");
       return Promise.resolve(
-        this.#db.versionRead(CODE, () => usedOf(this.#db, namespaceId, grantId)),
+        this.#db.cachedRead(CODE, cacheKey("usage", namespaceId, grantId), () =>
+          usedOf(this.#db, namespaceId, grantId),
+        ),
       );
     } catch (error) {
       return Promise.reject(error);
