@@ -62,6 +62,7 @@ async function send(
   args: Record<string, unknown>,
   timeoutMs: number,
   traceparent: string,
+  again = false,
 ): Promise<Forwarded> {
   const upstream = entry.upstream;
   let client: Client;
@@ -101,6 +102,9 @@ async function send(
       return { kind: "in_doubt", why: `no answer in ${timeoutMs} ms` };
     const outcome = ending(error, client, transport);
     if (outcome.retire) upstream.retire(client);
+    // The client's connection went away before this request was written (its close was still
+    // on its way when the call took it): nothing was sent, so a fresh client sends it, once.
+    if (outcome.unsent && !again) return send(entry, args, timeoutMs, traceparent, true);
     return outcome.forwarded;
   } finally {
     clearTimeout(timer);
@@ -111,7 +115,7 @@ function ending(
   error: unknown,
   client: Client,
   transport: unknown,
-): { readonly forwarded: Forwarded; readonly retire: boolean } {
+): { readonly forwarded: Forwarded; readonly retire: boolean; readonly unsent?: true } {
   const inDoubt = (why: string, retire = false) => ({
     forwarded: { kind: "in_doubt", why } as const,
     retire,
@@ -142,8 +146,9 @@ function ending(
     }
     return failed(`upstream answered HTTP ${error.code}`, true);
   }
+  // The SDK refuses a request on a client whose transport is gone before writing anything.
   if (error instanceof Error && /not connected/i.test(error.message)) {
-    return failed("upstream not connected", false);
+    return { ...failed("upstream not connected", false, true), unsent: true };
   }
   return failed("malformed upstream result", true);
 }

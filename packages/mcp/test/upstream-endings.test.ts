@@ -169,6 +169,19 @@ describe("a connection to an HTTP upstream", () => {
     expect(textOf(echo)).toBe("after");
   });
 
+  it("a call right after each lost connection runs on a new session, 20 rounds", async () => {
+    const upstream = await startRawHttp();
+    const h = await gatewayFor(upstream);
+    const alice = await h.client(ALICE_TOKEN);
+    for (let round = 0; round < 20; round++) {
+      const call = { name: "raw.drop", arguments: {}, _meta: { [KEY]: `drops-${round}` } };
+      await expect(alice.callTool(call)).rejects.toSatisfy((e) => rpcCode(e) === "call_in_doubt");
+      // Whether the lost connection's client is closed yet or not, nothing is sent on it.
+      const echo = await alice.callTool({ name: "raw.echo", arguments: { text: `r${round}` } });
+      expect(textOf(echo)).toBe(`r${round}`);
+    }
+  });
+
   it("refused before anything was sent fails the call, nothing in doubt", async () => {
     const upstream = await startRawHttp();
     const h = await gatewayFor(upstream);
