@@ -5,7 +5,7 @@ import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { countedBackends } from "../../../test/support/round-trip-backends.js";
 import { buildApp } from "../src/app.js";
-import { principal, ticket } from "./support/service.js";
+import { ASKER, ticket } from "./support/service.js";
 
 /**
  * Durable round trips before the reply, per act, counted at the driver (SQLite commits,
@@ -16,12 +16,7 @@ import { principal, ticket } from "./support/service.js";
  * that finds it claimed. Exact counts, not rates.
  */
 
-const alice = principal("alice-token", {
-  namespaceId: "team",
-  actor: "asker",
-  authority: "host",
-  owner: "alice",
-});
+const alice = ASKER;
 
 const BACKENDS = countedBackends(`serve_${randomBytes(6).toString("hex")}`);
 

@@ -4,7 +4,7 @@ import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { countedBackends } from "../../../test/support/round-trip-backends.js";
 import { buildApp } from "../src/app.js";
-import { principal, ticket } from "./support/service.js";
+import { ASKER, ticket } from "./support/service.js";
 
 /**
  * Grant changes made elsewhere (another bundle on the same store: another process, the CLI)
@@ -15,12 +15,7 @@ import { principal, ticket } from "./support/service.js";
  * grant added since is honoured.
  */
 
-const alice = principal("alice-token", {
-  namespaceId: "team",
-  actor: "asker",
-  authority: "host",
-  owner: "alice",
-});
+const alice = ASKER;
 
 const BACKENDS = countedBackends(`serve_${randomBytes(6).toString("hex")}`);
 

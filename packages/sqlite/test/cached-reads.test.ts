@@ -6,31 +6,13 @@
  * another process or the CLI would), and straight with SQL, is seen by the very next read;
  * and reads with nothing changed in between run their query once, counted at the driver.
  */
-import type { GrantInput } from "@tessera/core";
+import { grantInput } from "@tessera/testkit";
 import BetterSqlite3 from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openStores } from "../src/index.js";
 import { type OpenedSqlite, openFresh } from "./helpers.js";
 
 const NS = "ns-cache";
-
-/** A one-use ticket of `agent`'s. */
-function grantInput(overrides: { id: string; namespaceId: string }): GrantInput {
-  return {
-    issuer: "host",
-    subject: "agent",
-    capabilities: [
-      {
-        resource: { namespace: "messages", path: ["bob"] },
-        actions: ["messages.send"],
-        scope: "exact",
-      },
-    ],
-    constraints: { maxUses: 1 },
-    issuedAt: "2026-01-01T00:00:00.000Z",
-    ...overrides,
-  };
-}
 
 /** Counts `get` of statements whose SQL reads the given table, in this process. */
 function countReads(table: string) {

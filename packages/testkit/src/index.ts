@@ -27,6 +27,7 @@ export {
   describeGateKillConformance,
   describeGateWorkersConformance,
 } from "./gate-workers-conformance.js";
+export { grantInput } from "./grants-fixtures.js";
 export { checkVersionedReads, describeGrantStoreConformance } from "./grants-suite.js";
 export {
   propertyParameters,

@@ -15,6 +15,14 @@ export function principal(token: string, identity: Omit<PrincipalInput, "tokenSh
   };
 }
 
+/** Alice's agent `asker` in namespace `team`, acting for her under the host's authority. */
+export const ASKER = principal("alice-token", {
+  namespaceId: "team",
+  actor: "asker",
+  authority: "host",
+  owner: "alice",
+});
+
 export interface Service {
   readonly stores: StoreBundle;
   readonly server: RunningServer;
