@@ -1,14 +1,7 @@
 import { randomUUID } from "node:crypto";
-import type { JsonValue } from "../contracts/claims.js";
 import { isTesseraError, TesseraError } from "../contracts/errors.js";
 import { MESSAGE_SEND_ACTION, messageResource } from "../contracts/messages.js";
-import type {
-  Act,
-  ActLedger,
-  ActResult,
-  DeniedAnswer,
-  GrantVersionCheck,
-} from "../ports/act-ledger.js";
+import type { Act, ActLedger, ActResult, GrantVersionCheck } from "../ports/act-ledger.js";
 import type { MessageEnvelope } from "../ports/transport.js";
 import type { DecisionRecord } from "./audit-writer.js";
 import { type DecisionScope, decide, exhaustedRefusal } from "./decide.js";
@@ -29,6 +22,7 @@ import {
 import { isId } from "./request.js";
 import { resourceLabel } from "./resource-label.js";
 import { useReturned } from "./returned-uses.js";
+import { decideAgainIfStale, STALE, type Unconfirmed } from "./trusted-turn.js";
 import type {
   ActOptions,
   AlreadyClaimed,
@@ -40,37 +34,20 @@ import type {
   SendMessageResult,
   TurnAuthority,
 } from "./types.js";
-import { recordFailedDelivery } from "./unsent.js";
-import type { Withdrawals } from "./withdrawals.js";
+import { markUnspent, recordFailedDelivery } from "./unsent.js";
+import { WITHDRAWN_ANSWER, type Withdrawals } from "./withdrawals.js";
 
 export interface LedgerLeaseParts extends LeaseParts {
   readonly acts: ActLedger;
   readonly denials: DenialRecorder;
   /** The kernel's withdrawals of acts whose record threw (when the ledger can withdraw). */
   readonly withdrawals?: Withdrawals;
-  /**
-   * Set when the turn's grants were taken from the kernel's cache on trust, their version
-   * unread (kernel.ts, `trustedView`): the versions they were built at, for the ledger to
-   * check with the first act that stands on them, and how to open the turn's grants the
-   * ordinary way (versions read) when one moved or a denial needs them confirmed.
-   */
-  readonly unconfirmed?: {
-    readonly versions: readonly GrantVersionCheck[];
-    readonly reopen: () => Promise<DecisionScope | undefined>;
-  };
+  /** Set when the turn's grants were taken on trust (see `Unconfirmed`). */
+  readonly unconfirmed?: Unconfirmed;
 }
-
-/** A decision made on grants that proved stale: the turn's grants were read again; decide anew. */
-const STALE: unique symbol = Symbol("stale");
 
 /** What a decision's event says of it, without its outcome: the withdrawal's event repeats it. */
 type ActRecord = Omit<DecisionRecord, "code" | "reason" | "detail">;
-
-/** What a withdrawn act's claim answers to every retry of its call ID: a denial. */
-const WITHDRAWN_ANSWER: DeniedAnswer & JsonValue = Object.freeze({
-  status: "denied",
-  code: "authority_unavailable",
-});
 
 type Claim = ActOptions["claim"];
 const CLOSED: Precheck = { code: "turn_closed", reason: "turn_closed" };
@@ -322,11 +299,9 @@ export class LedgerLease implements TurnAuthority {
     const scope = this.#scope;
     withdrawals.schedule(withdrawal, (result) => {
       if (result !== "withdrawn" || spend === undefined || scope === undefined) return;
-      // The use is back in the store: this lease's marks (as unsent.ts does), and every
-      // kernel over the store in this process (their cached sets holding the grant).
-      if (grant !== undefined) grant.spent = false;
-      const entry = base.action === undefined ? undefined : scope.index.get(base.action);
-      if (entry !== undefined) entry.spentBefore = 0;
+      // The use is back in the store: this lease's marks, and every kernel over the store in
+      // this process (their cached sets holding the grant).
+      markUnspent(scope, base.action, grant);
       if (scope.usage !== undefined) useReturned(scope.usage, spend.namespaceId, spend.grantId);
     });
   }
@@ -415,16 +390,4 @@ export class LedgerLease implements TurnAuthority {
     this.#minted++;
     return this.#idPrefix + this.#minted;
   }
-}
-
-/**
- * Runs a decision, and once more when it was made on grants taken on trust that proved stale:
- * the first attempt confirmed them, so the second carries no versions and cannot be stale.
- */
-async function decideAgainIfStale<T>(once: () => Promise<T | typeof STALE>): Promise<T> {
-  const first = await once();
-  if (first !== STALE) return first;
-  const second = await once();
-  if (second !== STALE) return second;
-  throw new TesseraError("store_unavailable", "a decision was stale after its grants were read");
 }

@@ -58,10 +58,7 @@ export async function recordFailedDelivery(
     released = false;
   }
   if (!released) return;
-  // This lease's own marks: the grant is spendable again, and discovery must look at it.
-  grant.spent = false;
-  const entry = scope.index.get(MESSAGE_SEND_ACTION);
-  if (entry !== undefined) entry.spentBefore = 0;
+  markUnspent(scope, MESSAGE_SEND_ACTION, grant);
   const returned = audit.write({
     now: now(),
     code: "delivery_failed",
@@ -74,4 +71,18 @@ export async function recordFailedDelivery(
     detail: "the transport sent nothing: one use was given back",
   });
   if (returned !== undefined) await returned;
+}
+
+/**
+ * A lease's own marks once a use of `grant` came back: the grant is spendable again, and
+ * discovery must look at the action's grants again instead of taking them as spent.
+ */
+export function markUnspent(
+  scope: DecisionScope,
+  action: string | undefined,
+  grant: IndexedGrant | undefined,
+): void {
+  if (grant !== undefined) grant.spent = false;
+  const entry = action === undefined ? undefined : scope.index.get(action);
+  if (entry !== undefined) entry.spentBefore = 0;
 }

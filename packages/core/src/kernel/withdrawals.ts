@@ -1,5 +1,12 @@
+import type { JsonValue } from "../contracts/claims.js";
 import { isTesseraError } from "../contracts/errors.js";
-import type { ActLedger, Withdrawal, WithdrawResult } from "../ports/act-ledger.js";
+import type { ActLedger, DeniedAnswer, Withdrawal, WithdrawResult } from "../ports/act-ledger.js";
+
+/** What a withdrawn act's claim answers to every retry of its call ID: a denial. */
+export const WITHDRAWN_ANSWER: DeniedAnswer & JsonValue = Object.freeze({
+  status: "denied",
+  code: "authority_unavailable",
+});
 
 /** The first pause before an attempt, and the longest pause between two (doubling). */
 const FIRST_PAUSE_MS = 50;
