@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { setMaxListeners } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -42,13 +43,32 @@ async function inMemoryClient(
   return c;
 }
 
+/**
+ * The global `fetch` with the warning about abort listeners turned off for the SDK transport's
+ * signal. The transport hands its one signal to every request, and undici keeps a listener on
+ * it per request until that request is collected. Nothing leaks, but past the limit every call
+ * printed a `MaxListenersExceededWarning` (about 20,000 lines a run) from this process while it
+ * was being measured.
+ */
+const quietSignals = new WeakSet<AbortSignal>();
+const quietFetch: typeof fetch = (input, init) => {
+  const signal = init?.signal;
+  if (signal && !quietSignals.has(signal)) {
+    quietSignals.add(signal);
+    setMaxListeners(0, signal);
+  }
+  return fetch(input, init);
+};
+
 async function client(url: string, token?: string): Promise<Client> {
   const c = new Client({ name: "bench-client", version: "1.0.0" });
   await c.connect(
-    new StreamableHTTPClientTransport(
-      new URL(url),
-      token === undefined ? {} : { requestInit: { headers: { authorization: `Bearer ${token}` } } },
-    ),
+    new StreamableHTTPClientTransport(new URL(url), {
+      fetch: quietFetch,
+      ...(token === undefined
+        ? {}
+        : { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+    }),
   );
   return c;
 }
