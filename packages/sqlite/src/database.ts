@@ -86,6 +86,7 @@ export class SqliteDatabase {
       (work) => this.run("store_unavailable", work),
       (work) => this.run("store_unavailable", () => this.batch(work)),
       lowerable ? (commit) => this.#unflushed(commit) : undefined,
+      lowerable ? () => (this.#walSync as WalSync).flush() : undefined,
     );
   }
 

@@ -45,6 +45,8 @@ export class GroupCommit {
   readonly #alone: (work: () => unknown) => unknown;
   readonly #transaction: (work: () => void) => void;
   readonly #unflushed: ((commit: () => unknown) => unknown) | undefined;
+  /** Waits until what was committed unflushed is on disk (the WAL fsynced off the loop). */
+  readonly #durable: (() => Promise<void>) | undefined;
   #queue: Pending[] = [];
   #scheduled = false;
   /** One bound function for every flush: no closure per write. */
@@ -61,16 +63,21 @@ export class GroupCommit {
    * `alone` runs a batch of one as it is (its statement commits on its own); `transaction`
    * runs its argument inside BEGIN IMMEDIATE … COMMIT. Either throws on failure.
    * `unflushed`, when given, runs a commit (one of the two) without its own fsync; without
-   * it every batch is flushed as configured.
+   * it every batch is flushed as configured. `durable`, given with it, resolves once every
+   * commit made so far is on disk: then a batch that needs its flush commits unflushed too
+   * and its callers are answered after `durable`, so the fsync runs on the thread pool (one
+   * for every batch committed meanwhile) instead of inside COMMIT, blocking the event loop.
    */
   constructor(
     alone: (work: () => unknown) => unknown,
     transaction: (work: () => void) => void,
     unflushed?: (commit: () => unknown) => unknown,
+    durable?: () => Promise<void>,
   ) {
     this.#alone = alone;
     this.#transaction = transaction;
     this.#unflushed = unflushed;
+    this.#durable = unflushed === undefined ? undefined : durable;
   }
 
   /**
@@ -86,10 +93,15 @@ export class GroupCommit {
       // from then on, while batches hold more than one write, every write is queued.
       this.#tickOpen = true;
       queueMicrotask(this.#closeTick);
+      const durable = flush ? this.#durable : undefined;
       try {
-        const unflushed = flush ? undefined : this.#unflushed;
+        const unflushed = flush && durable === undefined ? undefined : this.#unflushed;
         const value = unflushed ? unflushed(() => this.#alone(work)) : this.#alone(work);
-        return Promise.resolve(value as T);
+        if (durable === undefined) return Promise.resolve(value as T);
+        return durable().then(
+          () => value as T,
+          (error: unknown) => Promise.reject(recode(code, error)),
+        );
       } catch (error) {
         return Promise.reject(ownOrRecoded(code, error));
       }
@@ -131,7 +143,11 @@ export class GroupCommit {
       return;
     }
     const outcomes: Outcome[] = [];
-    const unflushed = this.#unflushed && !batch.some(needsFlush) ? this.#unflushed : undefined;
+    const durable = batch.some(needsFlush) ? this.#durable : undefined;
+    const unflushed =
+      this.#unflushed && (durable !== undefined || !batch.some(needsFlush))
+        ? this.#unflushed
+        : undefined;
     const commit = () =>
       this.#transaction(() => {
         outcomes.length = 0;
@@ -144,24 +160,41 @@ export class GroupCommit {
       for (const pending of batch) pending.reject(recode(pending.code, error));
       return;
     }
-    batch.forEach((pending, i) => {
-      const outcome = outcomes[i] as Outcome;
-      if (outcome.ok) pending.resolve(outcome.value);
-      else pending.reject(outcome.error);
+    const answer = () =>
+      batch.forEach((pending, i) => {
+        const outcome = outcomes[i] as Outcome;
+        if (outcome.ok) pending.resolve(outcome.value);
+        else pending.reject(outcome.error);
+      });
+    if (durable === undefined) {
+      answer();
+      return;
+    }
+    // Committed, not yet on disk: nobody hears of it until it is.
+    durable().then(answer, (error: unknown) => {
+      for (const pending of batch) pending.reject(recode(pending.code, error));
     });
   }
 
   /** A write alone: its own statement's commit is the batch's, as before batching. */
   #flushOne(pending: Pending): void {
     let value: unknown;
-    const unflushed = pending.flush ? undefined : this.#unflushed;
+    const durable = pending.flush ? this.#durable : undefined;
+    const unflushed = pending.flush && durable === undefined ? undefined : this.#unflushed;
     try {
       value = unflushed ? unflushed(() => this.#alone(pending.work)) : this.#alone(pending.work);
     } catch (error) {
       pending.reject(ownOrRecoded(pending.code, error));
       return;
     }
-    pending.resolve(value);
+    if (durable === undefined) {
+      pending.resolve(value);
+      return;
+    }
+    durable().then(
+      () => pending.resolve(value),
+      (error: unknown) => pending.reject(recode(pending.code, error)),
+    );
   }
 }
 

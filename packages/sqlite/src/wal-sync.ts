@@ -34,8 +34,13 @@ export class WalSync {
   #failing = false;
   /** Syncs completed (for tests and the docs' claim: observed, not assumed). */
   synced = 0;
+  /** The sync `flush` callers wait on, and the one queued behind it for later commits. */
+  #flushing: Promise<void> | undefined;
+  #flushNext: Promise<void> | undefined;
   readonly #fire = () => {
     this.#timer = undefined;
+    // A `flush` since the timer was armed covered what armed it.
+    if (!this.#dirty) return;
     this.#inFlight = this.#sync();
   };
 
@@ -60,6 +65,49 @@ export class WalSync {
     if (this.#timer !== undefined) return;
     this.#timer = setTimeout(this.#fire, this.#boundMs);
     this.#timer.unref?.();
+  }
+
+  /**
+   * Resolves once every frame committed before this call is on disk: the fsync of a commit
+   * made at synchronous=NORMAL, run on libuv's thread pool instead of inside COMMIT on the
+   * event loop. Commits made while one fsync is in flight share the next one (its start
+   * follows their commits). Rejects when the fsync fails; a missing WAL was checkpointed,
+   * which syncs it, so that resolves.
+   */
+  flush(): Promise<void> {
+    if (this.#flushing === undefined) {
+      this.#flushing = this.#syncForFlush();
+      return this.#flushing;
+    }
+    // The fsync in flight may have started before this commit: the next one covers it.
+    this.#flushNext ??= this.#flushing.then(
+      () => this.#startNext(),
+      () => this.#startNext(),
+    );
+    return this.#flushNext;
+  }
+
+  #startNext(): Promise<void> {
+    this.#flushNext = undefined;
+    this.#flushing = this.#syncForFlush();
+    return this.#flushing;
+  }
+
+  async #syncForFlush(): Promise<void> {
+    // Everything written so far is covered: the timer's sync has nothing more to do for it.
+    this.#dirty = false;
+    try {
+      await syncFile(this.#walPath);
+      this.synced++;
+      this.#failing = false;
+    } catch (error) {
+      if ((error as { code?: unknown }).code === "ENOENT") return;
+      this.#failing = true;
+      this.committed();
+      throw error;
+    } finally {
+      if (this.#flushNext === undefined) this.#flushing = undefined;
+    }
   }
 
   /** Resolves once the sync started by the timer (if any) is over. */
