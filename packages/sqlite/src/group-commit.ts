@@ -91,17 +91,14 @@ export class GroupCommit {
       // (the queue's promise and microtask cost about 7% of a c=1 consume at NORMAL). A
       // write that follows in the same tick is queued behind it and batched as usual, and
       // from then on, while batches hold more than one write, every write is queued.
+      // A caller alone gains nothing from an fsync off the loop (nobody else is waiting to
+      // run) and would pay the thread pool's round trip: its commit fsyncs as configured.
       this.#tickOpen = true;
       queueMicrotask(this.#closeTick);
-      const durable = flush ? this.#durable : undefined;
       try {
-        const unflushed = flush && durable === undefined ? undefined : this.#unflushed;
+        const unflushed = flush ? undefined : this.#unflushed;
         const value = unflushed ? unflushed(() => this.#alone(work)) : this.#alone(work);
-        if (durable === undefined) return Promise.resolve(value as T);
-        return durable().then(
-          () => value as T,
-          (error: unknown) => Promise.reject(recode(code, error)),
-        );
+        return Promise.resolve(value as T);
       } catch (error) {
         return Promise.reject(ownOrRecoded(code, error));
       }

@@ -90,29 +90,28 @@ describe("SQLite denials written after their reply", () => {
     expect((await audit.read()).map((event) => event.callId)).toEqual(["d-0", "d-1", "d-2"]);
   });
 
-  it("an event appended without the option (before its reply) is answered after a WAL fsync", async () => {
+  it("an event appended without the option (before its reply) is on disk before it is answered", async () => {
     const { db, audit } = open();
     const sync = db.walSync as WalSync;
     const seen = levels(db);
+    // Alone: its commit fsyncs at FULL.
     await audit.append(denial(0));
-    expect(sync.synced).toBe(1);
-    // The first of two runs at once and the second is batched after it: each waits for an
-    // fsync begun after its own commit.
+    expect(sync.synced).toBe(0);
+    // The second of two issued together is batched: committed at NORMAL, answered after the
+    // WAL's fsync on the thread pool.
     await Promise.all([audit.append(denial(1)), audit.append(denial(2))]);
-    expect(sync.synced).toBe(3);
-    // Committed at NORMAL, the fsync on the thread pool; nothing left for the timer.
-    expect(seen).toEqual([NORMAL, NORMAL, NORMAL]);
+    expect(seen).toEqual([FULL, FULL, NORMAL]);
+    expect(sync.synced).toBe(1);
     expect(sync.pending).toBe(false);
   });
 
-  it("while the WAL sync fails, denials wait for their fsync again", async () => {
+  it("while the WAL sync fails, denials take their fsync again", async () => {
     const { db, audit } = open();
     const sync = db.walSync as WalSync;
     vi.spyOn(sync, "failing", "get").mockReturnValue(true);
     const seen = levels(db);
     await audit.append(denial(0), AFTER_REPLY);
-    expect(seen).toEqual([NORMAL]);
-    expect(sync.synced).toBe(1);
+    expect(seen).toEqual([FULL]);
     expect(sync.pending).toBe(false);
   });
 
