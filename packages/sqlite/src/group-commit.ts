@@ -47,6 +47,12 @@ export class GroupCommit {
   readonly #unflushed: ((commit: () => unknown) => unknown) | undefined;
   /** Waits until what was committed unflushed is on disk (the WAL fsynced off the loop). */
   readonly #durable: (() => Promise<void>) | undefined;
+  /**
+   * Batches committed and waiting for their fsync. While any waits, no write runs alone: one
+   * that did would answer at once, its caller's next write would run alone again, and that
+   * chain of microtasks would keep the event loop (and the fsync's callback) from turning.
+   */
+  #waiting = 0;
   #queue: Pending[] = [];
   #scheduled = false;
   /** One bound function for every flush: no closure per write. */
@@ -85,7 +91,7 @@ export class GroupCommit {
    * `flush = false` the commit may skip its fsync when nothing else in its batch needs one.
    */
   submit<T>(code: UnavailableCode, work: () => T, flush = true): Promise<T> {
-    if (this.#solo && !this.#scheduled && !this.#tickOpen) {
+    if (this.#solo && !this.#scheduled && !this.#tickOpen && this.#waiting === 0) {
       // Nothing queued, and the last batch was one write: most likely a caller alone (c=1).
       // It runs now, as its own autocommit statement, and is answered once that returned
       // (the queue's promise and microtask cost about 7% of a c=1 consume at NORMAL). A
@@ -168,9 +174,17 @@ export class GroupCommit {
       return;
     }
     // Committed, not yet on disk: nobody hears of it until it is.
-    durable().then(answer, (error: unknown) => {
-      for (const pending of batch) pending.reject(recode(pending.code, error));
-    });
+    this.#waiting++;
+    durable().then(
+      () => {
+        this.#waiting--;
+        answer();
+      },
+      (error: unknown) => {
+        this.#waiting--;
+        for (const pending of batch) pending.reject(recode(pending.code, error));
+      },
+    );
   }
 
   /** A write alone: its own statement's commit is the batch's, as before batching. */
@@ -188,9 +202,16 @@ export class GroupCommit {
       pending.resolve(value);
       return;
     }
+    this.#waiting++;
     durable().then(
-      () => pending.resolve(value),
-      (error: unknown) => pending.reject(recode(pending.code, error)),
+      () => {
+        this.#waiting--;
+        pending.resolve(value);
+      },
+      (error: unknown) => {
+        this.#waiting--;
+        pending.reject(recode(pending.code, error));
+      },
     );
   }
 }
