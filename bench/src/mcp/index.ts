@@ -1,10 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { setMaxListeners } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { openStores, type StoreBundle } from "@tessera/core";
 import { medianRatesAbba, throughput } from "../measure.js";
@@ -12,6 +10,7 @@ import { type BenchRow, type BenchSection, ratioRow } from "../report.js";
 import { deleteRedisPrefix, dropPostgresSchema } from "../scratch.js";
 import { act } from "../stores/acts.js";
 import { startChild } from "./child.js";
+import { client } from "./client.js";
 import { gatewayOver, memoryPorts, TOKEN } from "./gateway-setup.js";
 import { echoServer, startUpstream } from "./upstream.js";
 
@@ -40,36 +39,6 @@ async function inMemoryClient(
   await connect(theirs);
   const c = new Client({ name: "bench-client", version: "1.0.0" });
   await c.connect(mine);
-  return c;
-}
-
-/**
- * The global `fetch` with the warning about abort listeners turned off for the SDK transport's
- * signal. The transport hands its one signal to every request, and undici keeps a listener on
- * it per request until that request is collected. Nothing leaks, but past the limit every call
- * printed a `MaxListenersExceededWarning` (about 20,000 lines a run) from this process while it
- * was being measured.
- */
-const quietSignals = new WeakSet<AbortSignal>();
-const quietFetch: typeof fetch = (input, init) => {
-  const signal = init?.signal;
-  if (signal && !quietSignals.has(signal)) {
-    quietSignals.add(signal);
-    setMaxListeners(0, signal);
-  }
-  return fetch(input, init);
-};
-
-async function client(url: string, token?: string): Promise<Client> {
-  const c = new Client({ name: "bench-client", version: "1.0.0" });
-  await c.connect(
-    new StreamableHTTPClientTransport(new URL(url), {
-      fetch: quietFetch,
-      ...(token === undefined
-        ? {}
-        : { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
-    }),
-  );
   return c;
 }
 

@@ -94,17 +94,9 @@ export class WalSync {
   }
 
   async #syncForFlush(): Promise<void> {
-    // Everything written so far is covered: the timer's sync has nothing more to do for it.
-    this.#dirty = false;
     try {
-      await syncFile(this.#walPath);
-      this.synced++;
-      this.#failing = false;
-    } catch (error) {
-      if ((error as { code?: unknown }).code === "ENOENT") return;
-      this.#failing = true;
-      this.committed();
-      throw error;
+      const error = await this.#syncWal();
+      if (error !== undefined) throw error;
     } finally {
       if (this.#flushNext === undefined) this.#flushing = undefined;
     }
@@ -135,19 +127,30 @@ export class WalSync {
   }
 
   async #sync(): Promise<void> {
+    try {
+      await this.#syncWal();
+    } finally {
+      this.#inFlight = undefined;
+    }
+  }
+
+  /**
+   * One fsync of the WAL, covering everything written before it starts; the error when it
+   * failed (then `failing`, and the timer re-armed to try again). A missing WAL is no error:
+   * the last connection checkpointed it (synced) and deleted it.
+   */
+  async #syncWal(): Promise<unknown> {
     this.#dirty = false;
     try {
       await syncFile(this.#walPath);
       this.synced++;
       this.#failing = false;
+      return undefined;
     } catch (error) {
-      // No WAL: the last connection checkpointed it (synced) and deleted it.
-      if ((error as { code?: unknown }).code !== "ENOENT") {
-        this.#failing = true;
-        this.committed();
-      }
-    } finally {
-      this.#inFlight = undefined;
+      if ((error as { code?: unknown }).code === "ENOENT") return undefined;
+      this.#failing = true;
+      this.committed();
+      return error;
     }
   }
 }
