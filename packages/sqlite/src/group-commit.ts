@@ -146,11 +146,9 @@ export class GroupCommit {
       return;
     }
     const outcomes: Outcome[] = [];
-    const durable = batch.some(needsFlush) ? this.#durable : undefined;
-    const unflushed =
-      this.#unflushed && (durable !== undefined || !batch.some(needsFlush))
-        ? this.#unflushed
-        : undefined;
+    const needs = batch.some(needsFlush);
+    const durable = needs ? this.#durable : undefined;
+    const unflushed = durable !== undefined || !needs ? this.#unflushed : undefined;
     const commit = () =>
       this.#transaction(() => {
         outcomes.length = 0;
@@ -173,7 +171,13 @@ export class GroupCommit {
       answer();
       return;
     }
-    // Committed, not yet on disk: nobody hears of it until it is.
+    this.#onDisk(durable, answer, (error) => {
+      for (const pending of batch) pending.reject(recode(pending.code, error));
+    });
+  }
+
+  /** Committed, not yet on disk: nobody hears of it until it is (or that it cannot be). */
+  #onDisk(durable: () => Promise<void>, answer: () => void, fail: (error: unknown) => void): void {
     this.#waiting++;
     durable().then(
       () => {
@@ -182,7 +186,7 @@ export class GroupCommit {
       },
       (error: unknown) => {
         this.#waiting--;
-        for (const pending of batch) pending.reject(recode(pending.code, error));
+        fail(error);
       },
     );
   }
@@ -202,16 +206,10 @@ export class GroupCommit {
       pending.resolve(value);
       return;
     }
-    this.#waiting++;
-    durable().then(
-      () => {
-        this.#waiting--;
-        pending.resolve(value);
-      },
-      (error: unknown) => {
-        this.#waiting--;
-        pending.reject(recode(pending.code, error));
-      },
+    this.#onDisk(
+      durable,
+      () => pending.resolve(value),
+      (error) => pending.reject(recode(pending.code, error)),
     );
   }
 }
