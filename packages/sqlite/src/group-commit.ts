@@ -2,6 +2,10 @@ import { isTesseraError, TesseraError } from "@tessera/core";
 import { type UnavailableCode, unavailable } from "./unavailable.js";
 
 const MAX_BATCH = 512;
+/** Deferred fsyncs in a row that no other batch overlapped before callers count as alone. */
+const LONELY_AFTER = 3;
+/** While callers are alone, one flushed batch in this many still defers, to notice company. */
+const PROBE_EVERY = 16;
 
 interface Pending {
   readonly code: UnavailableCode;
@@ -53,6 +57,12 @@ export class GroupCommit {
    * chain of microtasks would keep the event loop (and the fsync's callback) from turning.
    */
   #waiting = 0;
+  /** A batch committed while another waited for its fsync: deferring is being shared. */
+  #overlapped = false;
+  /** Deferred fsyncs in a row that nothing overlapped (see `#defers`). */
+  #lonely = 0;
+  /** Flushed batches committed on the spot since the last probe. */
+  #sinceProbe = 0;
   #queue: Pending[] = [];
   #scheduled = false;
   /** One bound function for every flush: no closure per write. */
@@ -132,6 +142,7 @@ export class GroupCommit {
   #flush(): void {
     // Bounded, so one batch holds the file's write lock for a few milliseconds at most and
     // other processes waiting on it stay well inside their busy timeout.
+    if (this.#waiting > 0) this.#overlapped = true;
     let batch = this.#queue;
     if (batch.length > MAX_BATCH) {
       batch = batch.splice(0, MAX_BATCH);
@@ -147,7 +158,7 @@ export class GroupCommit {
     }
     const outcomes: Outcome[] = [];
     const needs = batch.some(needsFlush);
-    const durable = needs ? this.#durable : undefined;
+    const durable = needs && this.#defers() ? this.#durable : undefined;
     const unflushed = durable !== undefined || !needs ? this.#unflushed : undefined;
     const commit = () =>
       this.#transaction(() => {
@@ -176,25 +187,51 @@ export class GroupCommit {
     });
   }
 
+  /**
+   * Whether a batch that needs its flush defers the fsync to the thread pool, or commits at
+   * FULL on the spot. Deferring pays when other callers have work to run meanwhile (their
+   * batches commit during the fsync and share the next one); a caller alone (c=1) has none,
+   * and would only pay the thread pool's round trip. Nothing in one process tells the two
+   * apart in advance (HTTP requests arrive one tick each either way), so it is learnt: after
+   * `LONELY_AFTER` deferred fsyncs in a row that no other batch overlapped, batches commit on
+   * the spot, and one in `PROBE_EVERY` still defers, so a burst is noticed within that many.
+   * Either way no caller hears of its write before it is on disk.
+   */
+  #defers(): boolean {
+    if (this.#durable === undefined) return false;
+    if (this.#waiting > 0 || this.#lonely < LONELY_AFTER) return true;
+    if (++this.#sinceProbe < PROBE_EVERY) return false;
+    this.#sinceProbe = 0;
+    return true;
+  }
+
   /** Committed, not yet on disk: nobody hears of it until it is (or that it cannot be). */
   #onDisk(durable: () => Promise<void>, answer: () => void, fail: (error: unknown) => void): void {
     this.#waiting++;
     durable().then(
       () => {
-        this.#waiting--;
+        this.#settled();
         answer();
       },
       (error: unknown) => {
-        this.#waiting--;
+        this.#settled();
         fail(error);
       },
     );
   }
 
+  /** An fsync returned: when the last one did, whether anything overlapped the wait. */
+  #settled(): void {
+    this.#waiting--;
+    if (this.#waiting > 0) return;
+    this.#lonely = this.#overlapped ? 0 : this.#lonely + 1;
+    this.#overlapped = false;
+  }
+
   /** A write alone: its own statement's commit is the batch's, as before batching. */
   #flushOne(pending: Pending): void {
     let value: unknown;
-    const durable = pending.flush ? this.#durable : undefined;
+    const durable = pending.flush && this.#defers() ? this.#durable : undefined;
     const unflushed = pending.flush && durable === undefined ? undefined : this.#unflushed;
     try {
       value = unflushed ? unflushed(() => this.#alone(pending.work)) : this.#alone(pending.work);
