@@ -3,7 +3,13 @@ import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamable
 import { type CallToolResult, ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { SpanKind } from "@opentelemetry/api";
 import { UpstreamLost, UpstreamUnreached } from "./http-fetch.js";
-import { type CallTrace, childSpan, endSpan, upstreamTraceparent } from "./tracing.js";
+import {
+  type CallTrace,
+  childSpan,
+  endSpan,
+  type UpstreamTrace,
+  upstreamTrace,
+} from "./tracing.js";
 import { UpstreamTokenError } from "./upstream-auth.js";
 import { CallTransport } from "./upstream-http.js";
 import type { CatalogEntry } from "./upstreams.js";
@@ -31,8 +37,9 @@ const NO_SDK_TIMEOUT = 2_147_483_647;
 
 /**
  * Sends one call upstream inside its `tessera.upstream` span. The call's trace goes with it: as
- * the `traceparent` header of the HTTP request, or as `params._meta.traceparent` over stdio (or
- * a host's transport). The caller's own `_meta` and token are never sent.
+ * the `traceparent` (and `tracestate`) headers of the HTTP request, or as the same fields of
+ * `params._meta` over stdio (or a host's transport). The caller's own `_meta` and token are
+ * never sent.
  */
 export async function forward(
   entry: CatalogEntry,
@@ -43,7 +50,7 @@ export async function forward(
   const span = childSpan(trace.context, "tessera.upstream", SpanKind.CLIENT, {
     "tessera.tool": entry.exposedName,
   });
-  const forwarded = await send(entry, args, timeoutMs, upstreamTraceparent(trace, span));
+  const forwarded = await send(entry, args, timeoutMs, upstreamTrace(trace, span));
   endSpan(
     span,
     forwarded.kind === "result"
@@ -61,7 +68,7 @@ async function send(
   entry: CatalogEntry,
   args: Record<string, unknown>,
   timeoutMs: number,
-  traceparent: string,
+  traced: UpstreamTrace,
   again = false,
 ): Promise<Forwarded> {
   const upstream = entry.upstream;
@@ -88,13 +95,13 @@ async function send(
     client.callTool(
       http
         ? { name: entry.tool, arguments: args }
-        : { name: entry.tool, arguments: args, _meta: { traceparent } },
+        : { name: entry.tool, arguments: args, _meta: traceMeta(traced) },
       undefined,
       { signal: deadline.signal, timeout: NO_SDK_TIMEOUT },
     ) as Promise<CallToolResult>;
   try {
     const result = await upstream.run(client, () =>
-      http ? transport.sendingWith(deadline.signal, request, traceparent) : request(),
+      http ? transport.sendingWith(deadline.signal, request, traced) : request(),
     );
     return { kind: "result", result };
   } catch (error) {
@@ -104,7 +111,7 @@ async function send(
     if (outcome.retire) upstream.retire(client);
     // The client's connection went away before this request was written (its close was still
     // on its way when the call took it): nothing was sent, so a fresh client sends it, once.
-    if (outcome.unsent && !again) return send(entry, args, timeoutMs, traceparent, true);
+    if (outcome.unsent && !again) return send(entry, args, timeoutMs, traced, true);
     return outcome.forwarded;
   } finally {
     clearTimeout(timer);
@@ -151,4 +158,9 @@ function ending(
     return { ...failed("upstream not connected", false, true), unsent: true };
   }
   return failed("malformed upstream result", true);
+}
+
+/** The trace's fields in a request's `_meta`: `tracestate` only when there is one. */
+function traceMeta({ traceparent, tracestate }: UpstreamTrace): Record<string, string> {
+  return tracestate === undefined ? { traceparent } : { traceparent, tracestate };
 }

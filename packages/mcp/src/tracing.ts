@@ -2,6 +2,7 @@ import { type CallToolResult, McpError } from "@modelcontextprotocol/sdk/types.j
 import {
   type Attributes,
   type Context,
+  createTraceState,
   isSpanContextValid,
   ROOT_CONTEXT,
   type Span,
@@ -14,6 +15,7 @@ import {
   formatTraceparent,
   newTraceId,
   parseTraceparent,
+  parseTracestate,
   type TraceParent,
 } from "@tessera/core/http";
 import { CODE_KEY } from "./keys.js";
@@ -36,6 +38,8 @@ export interface CallTrace {
   readonly sampled: boolean;
   /** Whether the trace is the caller's own (it sent a `traceparent`). */
   readonly fromCaller: boolean;
+  /** The caller's `tracestate`, passed on unchanged with its trace. */
+  readonly tracestate: string | undefined;
   readonly span: Span;
   /** The context whose active span is `span`: the parent of the call's child spans. */
   readonly context: Context;
@@ -49,22 +53,39 @@ export interface Ending {
   readonly failed?: boolean;
 }
 
+/** The caller's trace, and the vendors' `tracestate` that came in the same carrier. */
+export interface IncomingTrace extends TraceParent {
+  readonly tracestate: string | undefined;
+}
+
 /**
  * The caller's trace: `params._meta.traceparent` (per request, any transport) when it parses,
- * else the HTTP request's `traceparent` header. Anything malformed is ignored.
+ * else the HTTP request's `traceparent` header; each with the `tracestate` beside it in the
+ * same place. Anything malformed is ignored.
  */
-export function incomingTrace(meta: unknown, headers: unknown): TraceParent | undefined {
-  const fromMeta =
-    typeof meta === "object" && meta !== null
-      ? parseTraceparent((meta as Record<string, unknown>).traceparent as string | undefined)
-      : undefined;
-  if (fromMeta !== undefined) return fromMeta;
-  if (typeof headers !== "object" || headers === null) return undefined;
-  return parseTraceparent((headers as Record<string, unknown>).traceparent as string | undefined);
+export function incomingTrace(meta: unknown, headers: unknown): IncomingTrace | undefined {
+  return traceIn(meta) ?? traceIn(headers);
+}
+
+function traceIn(carrier: unknown): IncomingTrace | undefined {
+  if (typeof carrier !== "object" || carrier === null) return undefined;
+  const fields = carrier as Record<string, unknown>;
+  const parent = parseTraceparent(asHeader(fields.traceparent));
+  if (parent === undefined) return undefined;
+  return { ...parent, tracestate: parseTracestate(asHeader(fields.tracestate)) };
+}
+
+/** A `_meta` field may hold any JSON: only a string is a header value. */
+function asHeader(value: unknown): string | undefined {
+  return typeof value === "string" ? value : undefined;
 }
 
 /** Starts the call's SERVER span under the caller's trace (when it sent one). */
-export function startCall(incoming: TraceParent | undefined, tool: string | undefined): CallTrace {
+export function startCall(
+  incoming: IncomingTrace | undefined,
+  tool: string | undefined,
+): CallTrace {
+  const tracestate = incoming?.tracestate;
   const parent =
     incoming === undefined
       ? ROOT_CONTEXT
@@ -73,6 +94,7 @@ export function startCall(incoming: TraceParent | undefined, tool: string | unde
           spanId: incoming.parentId,
           traceFlags: incoming.sampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
           isRemote: true,
+          ...(tracestate === undefined ? {} : { traceState: createTraceState(tracestate) }),
         });
   const span = trace
     .getTracer(TRACER)
@@ -87,6 +109,7 @@ export function startCall(incoming: TraceParent | undefined, tool: string | unde
     traceId,
     sampled: incoming?.sampled ?? false,
     fromCaller: incoming !== undefined,
+    tracestate,
     span,
     context: trace.setSpan(parent, span),
   };
@@ -145,11 +168,19 @@ export function endSpan(span: Span, ending: Ending): void {
   span.end();
 }
 
+/** The trace context sent upstream with a call. */
+export interface UpstreamTrace {
+  readonly traceparent: string;
+  /** The caller's vendors' state, as it came (or as the SDK's span holds it). */
+  readonly tracestate: string | undefined;
+}
+
 /**
- * The `traceparent` sent upstream: the call's trace ID, with the upstream span as the parent
- * when an SDK made one (else a fresh span ID: this hop is then invisible, the trace is not).
+ * The trace sent upstream: the call's trace ID, with the upstream span as the parent when an
+ * SDK made one (else a fresh span ID: this hop is then invisible, the trace is not), and the
+ * caller's `tracestate`.
  */
-export function upstreamTraceparent(call: CallTrace, span: Span): string {
+export function upstreamTrace(call: CallTrace, span: Span): UpstreamTrace {
   const context = span.spanContext();
   // Without an SDK the no-op span carries its parent's context (the caller's span, remote).
   if (
@@ -157,13 +188,20 @@ export function upstreamTraceparent(call: CallTrace, span: Span): string {
     context.isRemote !== true &&
     context.traceId === call.traceId
   ) {
-    return formatTraceparent(
-      call.traceId,
-      context.spanId,
-      (context.traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED,
-    );
+    const state = context.traceState?.serialize();
+    return {
+      traceparent: formatTraceparent(
+        call.traceId,
+        context.spanId,
+        (context.traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED,
+      ),
+      tracestate: state === undefined || state === "" ? call.tracestate : state,
+    };
   }
-  return formatTraceparent(call.traceId, spanId(), call.sampled);
+  return {
+    traceparent: formatTraceparent(call.traceId, spanId(), call.sampled),
+    tracestate: call.tracestate,
+  };
 }
 
 /**

@@ -2,6 +2,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { isJSONRPCRequest, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { UpstreamFetch } from "./http-fetch.js";
+import type { UpstreamTrace } from "./tracing.js";
 import type { ClientCredentials } from "./upstream-auth.js";
 
 /**
@@ -12,7 +13,7 @@ import type { ClientCredentials } from "./upstream-auth.js";
  * `signal`, and the fetch of that request's POST (found by its id) listens to it.
  *
  * The SDK's `Protocol.request` calls `send` synchronously (no await before it), which is what
- * lets `send` take the signal from a field set around that call. The call's `traceparent` rides
+ * lets `send` take the signal from a field set around that call. The call's trace headers ride
  * the same way, as a header of that POST only.
  *
  * With `auth` (OAuth client credentials) every request carries the upstream's own access token,
@@ -34,7 +35,11 @@ export class CallTransport extends StreamableHTTPClientTransport {
       fetch: async (target, init) => {
         const call = watchedBy(watched, init);
         const extra: Record<string, string> = {};
-        if (call?.traceparent !== undefined) extra.traceparent = call.traceparent;
+        const traced = call?.trace;
+        if (traced !== undefined) {
+          extra.traceparent = traced.traceparent;
+          if (traced.tracestate !== undefined) extra.tracestate = traced.tracestate;
+        }
         if (auth === undefined) {
           return upstream.fetch(target, withHeaders(init, extra), call?.signal);
         }
@@ -60,10 +65,14 @@ export class CallTransport extends StreamableHTTPClientTransport {
 
   /**
    * Runs `request`; the JSON-RPC request it sends is aborted with `signal`, and its POST carries
-   * `traceparent` when given.
+   * the trace's headers when given.
    */
-  sendingWith<T>(signal: AbortSignal, request: () => Promise<T>, traceparent?: string): Promise<T> {
-    this.#outgoing = { signal, traceparent };
+  sendingWith<T>(
+    signal: AbortSignal,
+    request: () => Promise<T>,
+    trace?: UpstreamTrace,
+  ): Promise<T> {
+    this.#outgoing = { signal, trace };
     try {
       return request();
     } finally {
@@ -87,7 +96,7 @@ export class CallTransport extends StreamableHTTPClientTransport {
 /** One call's own: its deadline and its trace. */
 interface Watched {
   readonly signal: AbortSignal;
-  readonly traceparent: string | undefined;
+  readonly trace: UpstreamTrace | undefined;
 }
 
 /** `init` with `extra` headers set over its own (the SDK's, and the configured static ones). */

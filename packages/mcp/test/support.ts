@@ -171,6 +171,7 @@ export interface SeenRequest {
   readonly method: string | undefined;
   readonly authorization: string | undefined;
   readonly traceparent: string | undefined;
+  readonly tracestate: string | undefined;
   /** What the upstream answered: 401 when `admit` refused it. */
   readonly status: number;
 }
@@ -185,7 +186,7 @@ export interface HttpUpstream {
 
 /**
  * A Streamable HTTP MCP server in this process (stateless, the SDK's own) with one tool, `echo`,
- * recording every request's method, `authorization` and `traceparent`. `admit` decides whether a
+ * recording every request's method, `authorization`, `traceparent` and `tracestate`. `admit` decides whether a
  * request gets in (else 401 and nothing runs).
  */
 export async function startHttpUpstream(
@@ -201,6 +202,7 @@ export async function startHttpUpstream(
       method,
       authorization: req.headers.authorization,
       traceparent: req.headers.traceparent as string | undefined,
+      tracestate: req.headers.tracestate as string | undefined,
       status: admitted ? 200 : 401,
     });
     if (!admitted) {

@@ -76,7 +76,11 @@ afterAll(async () => {
 
 beforeEach(() => exporter.reset());
 
-async function httpClient(token: string, traceparent?: string): Promise<Client> {
+async function httpClient(
+  token: string,
+  traceparent?: string,
+  tracestate?: string,
+): Promise<Client> {
   const client = new Client({ name: "trace-test", version: "1.0.0" });
   await client.connect(
     new StreamableHTTPClientTransport(new URL(harness.url), {
@@ -84,11 +88,26 @@ async function httpClient(token: string, traceparent?: string): Promise<Client> 
         headers: {
           authorization: `Bearer ${token}`,
           ...(traceparent === undefined ? {} : { traceparent }),
+          ...(tracestate === undefined ? {} : { tracestate }),
         },
       },
     }),
   );
   return client;
+}
+
+/** One call over HTTP with these trace headers: the `tracestate` its upstream POST carried. */
+async function stateSentUpstream(traceparent: string, tracestate: string): Promise<unknown> {
+  const client = await httpClient(ALICE_TOKEN, traceparent, tracestate);
+  const before = web.seen.length;
+  try {
+    await client.callTool({ name: "web.echo", arguments: { text: "s" } });
+  } finally {
+    await client.close();
+  }
+  const post = web.seen.slice(before).find((r) => r.method === "tools/call");
+  expect(post?.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/);
+  return post?.tracestate;
 }
 
 function spans(name: string): ReadableSpan[] {
@@ -267,6 +286,42 @@ describe("traces through the gateway", () => {
     });
   });
 
+  it("the caller's tracestate goes upstream with its trace, unchanged; never without a valid traceparent", async () => {
+    const traceparent = `00-${TRACE}-${PARENT}-01`;
+    expect(await stateSentUpstream(traceparent, "congo=t61rcWkgMzE, rojo=00f067aa0ba902b7")).toBe(
+      "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7",
+    );
+    // The SDK's spans carry it too (a sampler or exporter may read it).
+    const upstream = exporter.getFinishedSpans().find((s) => s.name === "tessera.upstream");
+    expect(upstream?.spanContext().traceState?.get("congo")).toBe("t61rcWkgMzE");
+    // A broken traceparent starts a trace of its own: the caller's state is not carried into it.
+    expect(await stateSentUpstream(`00-${"0".repeat(32)}-${PARENT}-01`, "congo=x")).toBeUndefined();
+    // A state that does not parse is dropped whole, the trace still goes.
+    expect(await stateSentUpstream(traceparent, "congo=x,Bad Key=1")).toBeUndefined();
+    expect(await stateSentUpstream(traceparent, `congo=${"x".repeat(600)}`)).toBeUndefined();
+  });
+
+  it("over stdio the tracestate rides in _meta beside the traceparent", async () => {
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await harness.gateway.serve(serverSide, ALICE_TOKEN);
+    const client = new Client({ name: "stdio-state", version: "1.0.0" });
+    await client.connect(clientSide);
+    try {
+      await client.callTool({
+        name: "messages.echo",
+        arguments: { text: "st" },
+        _meta: { traceparent: `00-${TRACE}-${PARENT}-01`, tracestate: "rojo=00f067aa0ba902b7" },
+      });
+    } finally {
+      await client.close();
+    }
+    const lines = readFileSync(countFile, "utf8")
+      .split("\n")
+      .filter((line) => line !== "")
+      .map((line) => JSON.parse(line) as { tracestate?: string });
+    expect(lines.at(-1)?.tracestate).toBe("rojo=00f067aa0ba902b7");
+  });
+
   it("no traceparent: the audit event carries the trace the SDK started, and the upstream joins it", async () => {
     const client = await httpClient(ALICE_TOKEN);
     const before = web.seen.length;
@@ -363,7 +418,7 @@ describe("traces through the gateway", () => {
 
   it("without an SDK (the API's no-op) the trace still reaches the audit event and the upstream", async () => {
     trace.disable();
-    const client = await httpClient(ALICE_TOKEN, `00-${TRACE}-${PARENT}-01`);
+    const client = await httpClient(ALICE_TOKEN, `00-${TRACE}-${PARENT}-01`, "congo=nosdk");
     const before = web.seen.length;
     try {
       const result = await client.callTool({ name: "web.echo", arguments: { text: "z" } });
@@ -375,6 +430,7 @@ describe("traces through the gateway", () => {
       expect(parent).toMatch(/^[0-9a-f]{16}$/);
       expect(parent).not.toBe(PARENT);
       expect(flags).toBe("01");
+      expect(post?.tracestate).toBe("congo=nosdk");
       expect(exporter.getFinishedSpans()).toHaveLength(0);
     } finally {
       await client.close();

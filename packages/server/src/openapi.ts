@@ -14,6 +14,14 @@ const TRACEPARENT = {
     "W3C Trace Context: the decision's audit event carries its trace ID, and webhook deliveries continue the trace. A malformed value is ignored (a new trace), never an error.",
   schema: { type: "string", pattern: "^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}(-.*)?$" },
 };
+const TRACESTATE = {
+  name: "tracestate",
+  in: "header",
+  required: false,
+  description:
+    "W3C Trace Context: vendors' state that came with a valid traceparent, passed on unchanged with the trace (webhook deliveries, the A2UI function endpoint). Dropped whole when it does not parse (over 512 characters or 32 members, a malformed member, a key twice), never an error.",
+  schema: { type: "string", maxLength: 512 },
+};
 
 /** The OpenAPI 3 document of the service, generated from the same zod contracts it validates with. */
 export function openApiDocument(): Record<string, unknown> {
@@ -29,7 +37,7 @@ export function openApiDocument(): Record<string, unknown> {
         schema: { type: "string" },
       })),
       ...queryParameters(route.query),
-      ...(TRACED.has(name) ? [TRACEPARENT] : []),
+      ...(TRACED.has(name) ? [TRACEPARENT, TRACESTATE] : []),
     ];
     paths[path] ??= {};
     paths[path][route.method.toLowerCase()] = {

@@ -1,6 +1,7 @@
 import { randomFillSync } from "node:crypto";
 import {
   type Context,
+  createTraceState,
   INVALID_TRACEID,
   ROOT_CONTEXT,
   type Span,
@@ -8,11 +9,17 @@ import {
   type SpanOptions,
   SpanStatusCode,
   TraceFlags,
+  type TraceState,
   trace,
 } from "@opentelemetry/api";
 import type { ActLedger, AuditEvent, MessageEnvelope } from "@tessera/core";
 import { isTesseraError } from "@tessera/core";
-import { formatTraceparent, newTraceId, parseTraceparent } from "@tessera/core/http";
+import {
+  formatTraceparent,
+  newTraceId,
+  parseTraceparent,
+  parseTracestate,
+} from "@tessera/core/http";
 import { wrapActLedger } from "@tessera/core/store-kit";
 
 /**
@@ -49,6 +56,9 @@ export interface RequestOutcome {
   readonly status: number;
 }
 
+/** A request's headers, as Node hands them over: `traceparent` and `tracestate` are read. */
+export type TraceHeaders = Readonly<Record<string, string | readonly string[] | undefined>>;
+
 /**
  * One decision request's trace: its trace ID (the caller's, from a valid `traceparent`; else
  * the SDK's new trace; else a fresh one), its server span, and the parent its child spans take
@@ -66,8 +76,12 @@ export class RequestTrace {
   /** Parent of the next child span; undefined while not recording. */
   #current: Context | undefined;
 
-  constructor(route: TracedRoute, header: string | readonly string[] | undefined) {
-    const caller = parseTraceparent(header);
+  /** The request's trace headers: `traceparent`, and `tracestate`, passed on with it. */
+  constructor(route: TracedRoute, headers: TraceHeaders) {
+    const caller = parseTraceparent(headers.traceparent);
+    // The vendors' state rides with the caller's trace only (a broken traceparent drops it).
+    const state = caller === undefined ? undefined : parseTracestate(headers.tracestate);
+    const traceState = state === undefined ? undefined : createTraceState(state);
     this.#remote =
       caller === undefined
         ? ROOT_CONTEXT
@@ -76,6 +90,7 @@ export class RequestTrace {
             spanId: caller.parentId,
             traceFlags: caller.sampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
             isRemote: true,
+            ...(traceState === undefined ? {} : { traceState }),
           });
     this.#span = tracer.startSpan(SPAN_NAMES[route], SERVER, this.#remote);
     this.recording = this.#span.isRecording();
@@ -218,6 +233,8 @@ export function deliverySpan(name: string, envelope: MessageEnvelope): ClientSpa
 export interface ClientSpan {
   readonly span: Span | undefined;
   readonly traceparent: string | undefined;
+  /** The caller's `tracestate` (as the SDK's span holds it, when one records), passed on. */
+  readonly tracestate: string | undefined;
 }
 
 /**
@@ -234,13 +251,22 @@ export function clientSpan(name: string, traceId: string, parent: Context | unde
     known !== undefined &&
     known.traceId === traceId &&
     (known.traceFlags & TraceFlags.SAMPLED) !== 0;
+  const tracestate = known?.traceId === traceId ? stateText(known.traceState) : undefined;
   if (span !== undefined && known?.traceId === traceId) {
-    return { span, traceparent: formatTraceparent(traceId, known.spanId, sampled) };
+    return { span, traceparent: formatTraceparent(traceId, known.spanId, sampled), tracestate };
   }
   if (!/^[0-9a-f]{32}$/.test(traceId) || /^0+$/.test(traceId)) {
-    return { span, traceparent: undefined };
+    return { span, traceparent: undefined, tracestate: undefined };
   }
-  return { span, traceparent: formatTraceparent(traceId, freshSpanId(), sampled) };
+  return { span, traceparent: formatTraceparent(traceId, freshSpanId(), sampled), tracestate };
+}
+
+/** The trace headers of an outgoing request: `tracestate` only beside its `traceparent`. */
+export function traceHeaders(
+  traceparent: string,
+  tracestate: string | undefined,
+): Record<string, string> {
+  return tracestate === undefined ? { traceparent } : { traceparent, tracestate };
 }
 
 /** Ends an outgoing call's client span with its outcome and code. */
@@ -281,4 +307,10 @@ function randomHex(bytes: number): string {
 /** A W3C span ID: 16 random hex digits. */
 function freshSpanId(): string {
   return randomHex(8);
+}
+
+/** A span context's trace state as a header value; none when empty. */
+function stateText(state: TraceState | undefined): string | undefined {
+  const text = state?.serialize();
+  return text === "" ? undefined : text;
 }

@@ -312,8 +312,8 @@ describe("observability", () => {
     // The deciding routes list the trace header they read; the others do not.
     const header = (op: { parameters?: { name: string; in: string }[] }) =>
       (op.parameters ?? []).filter((p) => p.in === "header").map((p) => p.name);
-    expect(header(doc.paths["/v1/messages"].post)).toEqual(["traceparent"]);
-    expect(header(doc.paths["/v1/authorize"].post)).toEqual(["traceparent"]);
+    expect(header(doc.paths["/v1/messages"].post)).toEqual(["traceparent", "tracestate"]);
+    expect(header(doc.paths["/v1/authorize"].post)).toEqual(["traceparent", "tracestate"]);
     expect(header(doc.paths["/v1/tools"].get)).toEqual([]);
   });
 

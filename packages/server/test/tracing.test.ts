@@ -100,10 +100,12 @@ afterAll(async () => {
 const TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
 const PARENT = "00f067aa0ba902b7";
 
-const send = (to: string, callId?: string, traceparent?: string) =>
+const send = (to: string, callId?: string, traceparent?: string, tracestate?: string) =>
   call(server.url, "POST", "/v1/messages", {
     token: alice.token,
-    ...(traceparent === undefined ? {} : { headers: { traceparent } }),
+    ...(traceparent === undefined
+      ? {}
+      : { headers: tracestate === undefined ? { traceparent } : { traceparent, tracestate } }),
     body: {
       recipient: to,
       payload: { text: PAYLOAD },
@@ -165,6 +167,27 @@ describe("without an SDK (the API's no-op; first: a tracer found once stays)", (
     expect(String(fresh?.headers.traceparent)).toMatch(
       new RegExp(`^00-${String(fresh?.body.traceId)}-[0-9a-f]{16}-00$`),
     );
+  });
+
+  it("passes the caller's tracestate on with its trace, unchanged; none without a valid traceparent", async () => {
+    const parent = `00-${"7".repeat(32)}-8888888888888888-01`;
+    const stateAt = async (callId: string, traceparent: string, tracestate: string) => {
+      await send("bob", callId, traceparent, tracestate);
+      return received.find((r) => r.body.callId === callId)?.headers.tracestate;
+    };
+    expect(await stateAt("c-state", parent, "congo=t61rcWkgMzE,\trojo=00f067aa0ba902b7")).toBe(
+      "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7",
+    );
+    // The state belongs to the caller's trace: a broken traceparent (a new trace) drops it.
+    expect(
+      await stateAt("c-state-orphan", `00-${"0".repeat(32)}-8888888888888888-01`, "congo=1"),
+    ).toBeUndefined();
+    // What does not parse is not passed on: a bad member, a key twice, over 512 characters.
+    expect(await stateAt("c-state-bad", parent, "congo=1,UPPER=2")).toBeUndefined();
+    expect(await stateAt("c-state-twice", parent, "congo=1,congo=2")).toBeUndefined();
+    expect(
+      await stateAt("c-state-long", parent, `congo=${"x".repeat(250)},rojo=${"y".repeat(255)}`),
+    ).toBeUndefined();
   });
 });
 
@@ -348,7 +371,7 @@ describe("with the host's SDK installed", () => {
       const trace = "55555555555555555555555555555555";
       const answer = await call(server.url, "POST", "/v1/a2ui/call", {
         token: alice.token,
-        headers: { traceparent: `00-${trace}-6666666666666666-01` },
+        headers: { traceparent: `00-${trace}-6666666666666666-01`, tracestate: "rojo=fx" },
         body: { message: a2uiCall("fx-traced") },
       });
       expect(answer.body).toMatchObject({ receipt: "dispatched" });
@@ -382,6 +405,8 @@ describe("with the host's SDK installed", () => {
         (r) => r.url === "/fn" && r.body.functionCallId === "fx-traced",
       );
       expect(String(endpoint?.headers.traceparent)).toBe(`00-${trace}-${idOf(fn)}-01`);
+      expect(endpoint?.headers.tracestate).toBe("rojo=fx");
+      expect(fn.spanContext().traceState?.get("rojo")).toBe("fx");
     });
   });
 });

@@ -10,5 +10,6 @@ export {
   newCallId,
   newTraceId,
   parseTraceparent,
+  parseTracestate,
   type TraceParent,
 } from "./trace-context.js";

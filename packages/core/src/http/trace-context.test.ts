@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { formatTraceparent, newCallId, newTraceId, parseTraceparent } from "./trace-context.js";
+import {
+  formatTraceparent,
+  newCallId,
+  newTraceId,
+  parseTraceparent,
+  parseTracestate,
+} from "./trace-context.js";
 
 describe("traceparent", () => {
   const id = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -52,5 +58,43 @@ describe("traceparent", () => {
     expect(newTraceId() > trace).toBe(true);
     const many = new Set(Array.from({ length: 10_000 }, () => newCallId()));
     expect(many.size).toBe(10_000);
+  });
+});
+
+describe("tracestate", () => {
+  it("keeps the members as they came, without empty members and the whitespace around them", () => {
+    expect(parseTracestate("congo=t61rcWkgMzE")).toBe("congo=t61rcWkgMzE");
+    expect(parseTracestate(" rojo=00f067aa0ba902b7 ,\t, congo=t61rcWkgMzE ")).toBe(
+      "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE",
+    );
+    // Multi-tenant keys, and values with inner spaces and any printable character but , and =.
+    expect(parseTracestate("fw529a3039@dt=a b!~,t*/_-0@x-1=1")).toBe(
+      "fw529a3039@dt=a b!~,t*/_-0@x-1=1",
+    );
+    // Repeated headers, as an array, are one list.
+    expect(parseTracestate(["congo=1", "rojo=2"])).toBe("congo=1,rojo=2");
+    const thirtyTwo = Array.from({ length: 32 }, (_, i) => `k${i}=v`).join(",");
+    expect(parseTracestate(thirtyTwo)).toBe(thirtyTwo);
+  });
+
+  it.each([
+    ["absent", undefined],
+    ["empty", ""],
+    ["only separators", " , ,"],
+    ["a member without =", "congo"],
+    ["an upper-case key", "Congo=1"],
+    ["a key starting with a digit (no tenant)", "1congo=1"],
+    ["an empty value", "congo="],
+    ["a value with =", "congo=a=b"],
+    ["a non-ASCII value", "congo=é"],
+    ["NUL", "congo=\u0000"],
+    ["a key twice", "congo=1,rojo=2,congo=3"],
+    ["33 members", Array.from({ length: 33 }, (_, i) => `k${i}=v`).join(",")],
+    ["over 512 characters", `congo=${"x".repeat(507)}`],
+    ["huge", `congo=${"x".repeat(1_000_000)}`],
+    ["a key of 257 characters", `${"k".repeat(257)}=1`],
+    ["a value of 257 characters", `congo=${"v".repeat(257)}`],
+  ])("drops a header that is %s, whole", (_, header) => {
+    expect(parseTracestate(header as string | undefined)).toBeUndefined();
   });
 });

@@ -39,6 +39,46 @@ export function parseTraceparent(
   return Object.freeze({ traceId, parentId, sampled: (Number.parseInt(flags, 16) & 1) === 1 });
 }
 
+// W3C Trace Context, `tracestate`: a key is lowercase (a tenant@system form for multi-tenant
+// vendors), a value printable ASCII without `,` or `=`, not ending in a space.
+const STATE_KEY =
+  /^(?:[a-z][_0-9a-z\-*/]{0,255}|[a-z0-9][_0-9a-z\-*/]{0,240}@[a-z][_0-9a-z\-*/]{0,13})$/;
+const STATE_VALUE = /^[\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,255}[\x21-\x2b\x2d-\x3c\x3e-\x7e]$/;
+const STATE_MEMBERS = 32;
+const STATE_LENGTH = 512;
+
+/**
+ * The vendors' `tracestate` that came with a caller's `traceparent`, to pass on unchanged with
+ * the trace (the service and the gateway add no entry of their own), or undefined: absent,
+ * empty, over 512 characters or 32 members, a member that does not parse, or a key twice. A
+ * header that does not parse is dropped whole rather than guessed at (a receiver may discard
+ * it, and must not pass on what it could not read). Empty members and whitespace around
+ * members are allowed on the way in and dropped on the way out. Only with a valid traceparent.
+ */
+export function parseTracestate(
+  header: string | readonly string[] | undefined,
+): string | undefined {
+  // Node joins repeated headers with ", ", which is how the spec combines them too.
+  const text = typeof header === "string" ? header : header?.join(",");
+  if (text === undefined || text.length > STATE_LENGTH) return undefined;
+  const members: string[] = [];
+  const keys = new Set<string>();
+  for (const raw of text.split(",")) {
+    const member = raw.replace(/^[ \t]+|[ \t]+$/g, "");
+    if (member === "") continue;
+    const equals = member.indexOf("=");
+    if (equals < 0) return undefined;
+    const key = member.slice(0, equals);
+    if (!STATE_KEY.test(key) || !STATE_VALUE.test(member.slice(equals + 1)) || keys.has(key)) {
+      return undefined;
+    }
+    keys.add(key);
+    members.push(member);
+  }
+  if (members.length === 0 || members.length > STATE_MEMBERS) return undefined;
+  return members.join(",");
+}
+
 /** A version-00 `traceparent` header for a span of `traceId`. */
 export function formatTraceparent(traceId: string, spanId: string, sampled: boolean): string {
   return `00-${traceId}-${spanId}-${sampled ? "01" : "00"}`;

@@ -25,6 +25,7 @@ import {
   errorOutcome,
   type RequestOutcome,
   RequestTrace,
+  traceHeaders,
 } from "../tracing.js";
 import { signedPost } from "../transport/signed-post.js";
 import { turnContext } from "./decisions.js";
@@ -128,7 +129,7 @@ export function a2uiRoutes(
       const { message } = parse(A2uiClaimRequestSchema, request.body, "body");
       const principal = request.principal;
       if (principal === undefined) throw new Error("route served without authentication");
-      const trace = new RequestTrace("a2ui.claim", request.headers.traceparent);
+      const trace = new RequestTrace("a2ui.claim", request.headers);
       try {
         const answer = await claimCall(principal, trace, message);
         trace.end(answer.callId, answer.ended);
@@ -229,9 +230,9 @@ export function a2uiRoutes(
     invoke: async ({ functionCallId, catalogId, call, args }) => {
       // The call's trace continues at the function endpoint, as a webhook's does.
       const trace = calls.getStore()?.trace;
-      const { span, traceparent } =
+      const { span, traceparent, tracestate } =
         trace === undefined
-          ? { span: undefined, traceparent: undefined }
+          ? { span: undefined, traceparent: undefined, tracestate: undefined }
           : clientSpan(
               "tessera.a2ui.function",
               auditTrace(trace, functionCallId),
@@ -242,7 +243,7 @@ export function a2uiRoutes(
         { functionCallId, catalogId, call, args },
         {
           timeoutMs: options.callTimeoutMs ?? 10_000,
-          ...(traceparent === undefined ? {} : { headers: { traceparent } }),
+          ...(traceparent === undefined ? {} : { headers: traceHeaders(traceparent, tracestate) }),
         },
       );
       endClientSpan(span, answer.status === "ok" ? { status: "delivered" } : answer);
@@ -256,7 +257,7 @@ export function a2uiRoutes(
       const { message } = parse(A2uiClaimRequestSchema, request.body, "body");
       const principal = request.principal;
       if (principal === undefined) throw new Error("route served without authentication");
-      const trace = new RequestTrace("a2ui.call", request.headers.traceparent);
+      const trace = new RequestTrace("a2ui.call", request.headers);
       let result: GateResult;
       try {
         result = await calls.run({ principal, trace }, () =>

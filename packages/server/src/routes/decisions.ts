@@ -193,7 +193,7 @@ async function retrySafe<A extends Answer>(
   decide: Decide<A>,
 ): Promise<A> {
   // The caller's trace (a valid `traceparent`), else a new one: the audit event carries it.
-  const trace = new RequestTrace(route, request.headers.traceparent);
+  const trace = new RequestTrace(route, request.headers);
   // Time-ordered (core's `newCallId`): stores index events by call ID.
   const id = callId ?? newCallId();
   // The decision's log line waits for its answer (latency) and its event, see decision-log.ts.

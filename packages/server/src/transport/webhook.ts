@@ -1,6 +1,6 @@
 import { timingSafeEqual } from "node:crypto";
 import type { DeliveryResult, MessageEnvelope, MessageTransport } from "@tessera/core";
-import { deliverySpan, endClientSpan } from "../tracing.js";
+import { deliverySpan, endClientSpan, traceHeaders } from "../tracing.js";
 import { sign, signedPost } from "./signed-post.js";
 
 export interface WebhookRecipient {
@@ -41,7 +41,7 @@ export function webhookTransport(options: WebhookTransportOptions): MessageTrans
       if (recipient === undefined) return { status: "failed", code: "no_route", sent: false };
       const { messageId, sender, recipient: to, payload, traceId, callId, grantId } = envelope;
       // The decision's trace continues at the receiver: `traceparent` names this delivery.
-      const { span, traceparent } = deliverySpan("tessera.webhook", envelope);
+      const { span, traceparent, tracestate } = deliverySpan("tessera.webhook", envelope);
       const answer = await signedPost(
         recipient,
         { messageId, sender, recipient: to, payload, traceId, callId, grantId },
@@ -50,7 +50,7 @@ export function webhookTransport(options: WebhookTransportOptions): MessageTrans
           headers:
             traceparent === undefined
               ? { "tessera-message-id": messageId }
-              : { "tessera-message-id": messageId, traceparent },
+              : { "tessera-message-id": messageId, ...traceHeaders(traceparent, tracestate) },
         },
       );
       const result: DeliveryResult =
