@@ -27,7 +27,8 @@ type ReadOptions = SourceOptions & RemoteOptions & FilterOptions;
 async function reader(options: ReadOptions, what: string) {
   oneSource(options, [options.store, options.file]);
   if (options.store !== undefined || options.file !== undefined) {
-    const { audit, close } = await openAudit(options);
+    // Only the store or file: `--data` names the service here.
+    const { audit, close } = await openAudit({ store: options.store, file: options.file });
     return {
       read: (limit?: number) =>
         audit.read({

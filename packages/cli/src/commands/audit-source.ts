@@ -6,6 +6,9 @@ import {
   type ReadableAuditSink,
   TesseraError,
 } from "@tessera/core";
+import type { Command } from "commander";
+import { dataDirStore } from "../config/load.js";
+import { nonEmpty } from "../options.js";
 import { openStoresByUrl } from "../stores.js";
 
 /**
@@ -17,6 +20,26 @@ import { openStoresByUrl } from "../stores.js";
 export interface SourceOptions {
   store?: string;
   file?: string;
+  /** A data directory (`tessera init`): its store. Only where `sourceOptions` declared it. */
+  data?: string;
+}
+
+/**
+ * `--store`, `--file` and `--data` for the commands that read a trail only where it is kept
+ * (list, explain, verify, checkpoint); `TESSERA_DATA` stands for `--data` when none is given.
+ */
+export function sourceOptions(
+  command: Command,
+  storeHelp = "audit store (sqlite:, postgres://, redis://)",
+): Command {
+  return command
+    .option("--store <url>", storeHelp, nonEmpty)
+    .option("--file <path>", "a JSON-lines audit log", nonEmpty)
+    .option(
+      "--data <dir>",
+      "a data directory (tessera init): its store, as serve opens it (or TESSERA_DATA)",
+      nonEmpty,
+    );
 }
 
 export interface PrincipalOptions {
@@ -26,12 +49,22 @@ export interface PrincipalOptions {
   owner?: string;
 }
 
-/** Opens the audit trail to read: a store's sink, or a JSON-lines file that must exist. */
+/**
+ * Opens the audit trail to read: a store's sink (named, or a data directory's), or a JSON-lines
+ * file that must exist. `env` supplies `TESSERA_DATA` when no source is given.
+ */
 export async function openAudit(
   options: SourceOptions,
+  env: Readonly<Record<string, string | undefined>> = process.env,
 ): Promise<{ audit: ReadableAuditSink; close(): Promise<void> }> {
-  if (options.store && options.file) {
-    throw new TesseraError("invalid_config", "give either --store or --file, not both");
+  const given = [options.store, options.file, options.data].filter((v) => v !== undefined);
+  if (given.length > 1) {
+    throw new TesseraError("invalid_config", "give one of --store, --file or --data, not several");
+  }
+  const data = given.length === 0 ? env.TESSERA_DATA || undefined : options.data;
+  if (data !== undefined) {
+    const stores = await openStoresByUrl(dataDirStore(data));
+    return { audit: stores.audit, close: () => stores.close() };
   }
   if (options.file) {
     // Reading must never create the log it was asked to read.
@@ -45,7 +78,10 @@ export async function openAudit(
     const stores = await openStoresByUrl(options.store);
     return { audit: stores.audit, close: () => stores.close() };
   }
-  throw new TesseraError("invalid_config", "say where the audit is: --store URL or --file PATH");
+  throw new TesseraError(
+    "invalid_config",
+    "say where the audit is: --store URL, --file PATH or --data DIR (or TESSERA_DATA)",
+  );
 }
 
 /**

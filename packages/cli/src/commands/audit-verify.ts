@@ -17,7 +17,7 @@ import {
 import { Command } from "commander";
 import { nonEmpty } from "../options.js";
 import { printJson, printLines } from "../output.js";
-import { openAudit, type SourceOptions } from "./audit-source.js";
+import { openAudit, type SourceOptions, sourceOptions } from "./audit-source.js";
 
 /**
  * Exit status when the trail does not verify (a break, or a checkpoint it fails): apart from
@@ -38,12 +38,6 @@ interface CheckpointOptions extends SourceOptions {
   privateKey: string;
   out?: string;
   json?: boolean;
-}
-
-function sourced(command: Command): Command {
-  return command
-    .option("--store <url>", "audit store (sqlite:, postgres://, redis://)", nonEmpty)
-    .option("--file <path>", "a JSON-lines audit log", nonEmpty);
 }
 
 async function readTrail(options: SourceOptions): Promise<readonly AuditEvent[]> {
@@ -130,7 +124,7 @@ function describeCheckpoint(result: AuditCheckpointResult): string {
 }
 
 export function auditVerifyCommand(): Command {
-  return sourced(
+  return sourceOptions(
     new Command("verify").description(
       `walk the trail's hash chains and report the first break (exit ${EXIT_NOT_INTACT} if not intact)`,
     ),
@@ -168,7 +162,7 @@ export function auditVerifyCommand(): Command {
 }
 
 export function auditCheckpointCommand(): Command {
-  return sourced(
+  return sourceOptions(
     new Command("checkpoint").description(
       "sign the head of every stream (Ed25519); keep the output away from the trail",
     ),

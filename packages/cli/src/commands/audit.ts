@@ -9,17 +9,14 @@ import {
   type PrincipalOptions,
   principalOf,
   type SourceOptions,
+  sourceOptions,
 } from "./audit-source.js";
 import { auditCheckpointCommand, auditKeygenCommand, auditVerifyCommand } from "./audit-verify.js";
 
 export function auditCommand(): Command {
   const audit = new Command("audit").description("read the audit trail");
 
-  audit
-    .command("list", { isDefault: true })
-    .description("decisions, oldest first")
-    .option("--store <url>", "audit store (sqlite:, postgres://, redis://)", nonEmpty)
-    .option("--file <path>", "a JSON-lines audit log", nonEmpty)
+  sourceOptions(audit.command("list", { isDefault: true }).description("decisions, oldest first"))
     .option("--call-id <id>", "only this call", nonEmpty)
     .option("--trace-id <id>", "only this trace", nonEmpty)
     .option("--limit <n>", "at most this many", wholeNumber(1, 1_000_000))
@@ -48,11 +45,12 @@ export function auditCommand(): Command {
       },
     );
 
-  audit
-    .command("explain <callId>")
-    .description('tell "spent" from "never granted" (and revoked, expired, …) for one call')
-    .option("--store <url>", "audit store", nonEmpty)
-    .option("--file <path>", "a JSON-lines audit log", nonEmpty)
+  sourceOptions(
+    audit
+      .command("explain <callId>")
+      .description('tell "spent" from "never granted" (and revoked, expired, …) for one call'),
+    "audit store",
+  )
     .option("--namespace <id>", "only this principal's decisions: its namespace", nonEmpty)
     .option("--actor <id>", "… its actor", nonEmpty)
     .option("--authority <id>", "… its authority", nonEmpty)

@@ -58,7 +58,8 @@ export function explainCommand(): Command {
       return;
     }
     const principal = principalOf(options);
-    const { audit, close } = await openAudit(options);
+    // Only the store or file: `--data` names the service here.
+    const { audit, close } = await openAudit({ store: options.store, file: options.file });
     try {
       const explanation = await explain(audit, callId, principal);
       if (options.json) printJson(explanation);

@@ -216,6 +216,20 @@ export function readConfigFile(dataDir: string): ConfigFile {
   return parsed.data;
 }
 
+/**
+ * The store a data directory (`tessera init`) keeps its state in, as `serve --data` opens it:
+ * the `store` of its `tessera.json`, a relative SQLite file resolved in the directory. The
+ * directory is checked first (owner, mode), as serve checks it.
+ */
+export function dataDirStore(data: string): string {
+  const dataDir = checkDataDir(data);
+  const store = storeInDir(readConfigFile(dataDir).store, dataDir);
+  if (store === undefined) {
+    throw new TesseraError("invalid_config", `${dataPath(dataDir, "config")} names no store`);
+  }
+  return store;
+}
+
 /** A `sqlite:` file named relatively in the config file is the data directory's. */
 function storeInDir(store: string | undefined, dataDir: string | undefined): string | undefined {
   if (store === undefined || dataDir === undefined || !store.startsWith("sqlite:")) return store;
