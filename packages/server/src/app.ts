@@ -202,9 +202,9 @@ export function buildApp(options: AppOptions): FastifyInstance {
       (status === 200 && path !== undefined && DECISION_PATHS.has(path)) ||
       (path !== undefined && PROBE_PATHS.has(path));
     // No headers: the one line per request carries nothing a client sent but its target,
-    // which redactCredentials filters as the line is written.
+    // which redactCredentials filters as the line is written. No `reqId` either: the
+    // request's logger has it bound already, and a second would write the key twice.
     const line = {
-      reqId: request.id,
       req: { method: request.method, url: request.url },
       res: { statusCode: status },
       responseTime: reply.elapsedTime,

@@ -13,6 +13,8 @@ const alice = principal("secret-token-value-123", {
   authority: "host",
 });
 const lines: Record<string, unknown>[] = [];
+/** The lines as written: JSON.parse keeps the last of a key written twice, the text shows both. */
+const written: string[] = [];
 let stores: StoreBundle;
 let server: RunningServer;
 
@@ -31,7 +33,15 @@ beforeAll(async () => {
     stores: broken,
     principals: [alice.config],
     port: 0,
-    log: { level: "info", stream: { write: (line) => lines.push(JSON.parse(line)) } },
+    log: {
+      level: "info",
+      stream: {
+        write: (line) => {
+          written.push(line);
+          lines.push(JSON.parse(line));
+        },
+      },
+    },
   });
 });
 
@@ -55,6 +65,9 @@ describe("logs", () => {
         actor: "a",
       }),
     ]);
+    // Each key once per line (the request's logger binds reqId; the line must not add it again).
+    const twice = written.filter((line) => line.split('"reqId":').length > 2);
+    expect(twice).toEqual([]);
   });
 
   it("echo a sane x-request-id in the answer and the log lines; replace any other", async () => {

@@ -103,7 +103,113 @@ describe("tessera serve on SIGHUP", () => {
     await hangUp(/principals reloaded from .*: 2 in force/);
     expect([await status(alice.token), await status(carol.token)]).toEqual([200, 200]);
     expect(await status(bob.token)).toBe(401);
+  });
+
+  it("takes a token minted by tokens add (namespace and authority the file's), listed by digest", async () => {
+    const added = tessera("tokens", "add", "--actor", "dave", "--principals", file, "--json");
+    expect(added.stderr).toBe("");
+    expect(added.code).toBe(0);
+    const { token, principal: dave } = JSON.parse(added.stdout) as {
+      token: string;
+      principal: Record<string, string>;
+    };
+    expect(token).toMatch(/^tsk_[A-Za-z0-9_-]{43}$/);
+    expect(dave).toMatchObject({
+      role: "agent",
+      namespaceId: "team",
+      actor: "dave",
+      authority: "host",
+    });
+    // Only the digest is kept; the file stays owner-only.
+    expect(readFileSync(file, "utf8")).not.toContain(token);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(await status(token)).toBe(401);
+    await hangUp(/principals reloaded from .*: 3 in force/);
+    expect(await status(token)).toBe(200);
+
+    const listed = tessera("tokens", "list", "--principals", file);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toContain(`3 principal(s) in ${file}`);
+    expect(listed.stdout).toMatch(
+      new RegExp(`${dave.tokenSha256}\\s+agent\\s+team/dave authority=host`),
+    );
+    expect(listed.stdout).not.toContain("tsk_");
     expect(await served.stop(5000)).toBe(0);
+  });
+});
+
+describe("tessera tokens add", () => {
+  it("refuses what serve would refuse, and a namespace it cannot tell, changing nothing", () => {
+    const mixed = join(dir, "mixed.json");
+    const other = principal("token-erin-other", {
+      namespaceId: "other",
+      actor: "erin",
+      authority: "host",
+    });
+    writeFileSync(mixed, JSON.stringify({ principals: [alice.config, other.config] }), {
+      mode: 0o600,
+    });
+    const before = readFileSync(mixed, "utf8");
+    const unsure = tessera("tokens", "add", "--actor", "frank", "--principals", mixed);
+    expect(unsure.code).toBe(2);
+    expect(unsure.stderr).toMatch(
+      /^tessera: invalid_usage: the principals file names several \(team, other\): pass --namespace/,
+    );
+    const hostile = tessera(
+      "tokens",
+      "add",
+      "--actor",
+      "x".repeat(513),
+      "--namespace",
+      "team",
+      "--principals",
+      mixed,
+    );
+    expect(hostile.code).toBe(2);
+    expect(hostile.stderr).toMatch(/^tessera: invalid_config: .*principals\.2\.actor/);
+    const role = tessera(
+      "tokens",
+      "add",
+      "--actor",
+      "frank",
+      "--role",
+      "root",
+      "--principals",
+      mixed,
+    );
+    expect(role.code).toBe(2);
+    expect(readFileSync(mixed, "utf8")).toBe(before);
+    const missing = tessera(
+      "tokens",
+      "add",
+      "--actor",
+      "frank",
+      "--principals",
+      join(dir, "none.json"),
+    );
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/^tessera: file_not_found: /);
+    // Named outright, it is added: an issuer of the other namespace.
+    const issuer = tessera(
+      "tokens",
+      "add",
+      "--actor",
+      "frank",
+      "--role",
+      "issuer",
+      "--namespace",
+      "other",
+      "--principals",
+      mixed,
+      "--json",
+    );
+    expect(issuer.code, issuer.stderr).toBe(0);
+    expect(JSON.parse(readFileSync(mixed, "utf8")).principals.at(-1)).toMatchObject({
+      role: "issuer",
+      namespaceId: "other",
+      actor: "frank",
+      authority: "host",
+    });
   });
 });
 

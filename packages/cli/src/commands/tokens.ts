@@ -1,27 +1,28 @@
-import { randomBytes } from "node:crypto";
-import {
-  closeSync,
-  fsyncSync,
-  openSync,
-  readFileSync,
-  realpathSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeSync,
-} from "node:fs";
-import { basename, dirname, join, resolve } from "node:path";
 import { TesseraError } from "@tessera/core";
-import { parsePrincipals } from "@tessera/server";
 import { Command, InvalidArgumentError } from "commander";
-import { checkDataDir, PRIVATE_FILE_MODE } from "../config/data-dir.js";
-import { readConfigFile } from "../config/load.js";
+import {
+  addPrincipal,
+  identityConfigured,
+  listPrincipals,
+  type PrincipalsFileOptions,
+  principalsPath,
+  removePrincipal,
+} from "../config/principals-file.js";
 import { nonEmpty } from "../options.js";
 import { printJson, printLines } from "../output.js";
 
-interface RevokeOptions {
-  data?: string;
-  principals?: string;
+interface RevokeOptions extends PrincipalsFileOptions {
+  json?: boolean;
+}
+
+interface AddOptions extends PrincipalsFileOptions {
+  role: "agent" | "issuer";
+  actor: string;
+  namespace: string;
+  authority: string;
+  owner?: string;
+  purpose?: string;
+  session?: string;
   json?: boolean;
 }
 
@@ -58,7 +59,122 @@ export function tokensCommand(): Command {
     });
   return new Command("tokens")
     .description("manage the bearer tokens of the principals file")
+    .addCommand(fileOptions(addCommand()))
+    .addCommand(fileOptions(listCommand()))
     .addCommand(revoke);
+}
+
+/** `--data` and `--principals`, as every `tokens` command finds the file. */
+function fileOptions(command: Command): Command {
+  return command
+    .option("--data <dir>", "a data directory from tessera init (or TESSERA_DATA)", nonEmpty)
+    .option(
+      "--principals <file>",
+      "the principals file itself (or TESSERA_PRINCIPALS); wins over --data",
+      nonEmpty,
+    )
+    .option("--json", "print JSON");
+}
+
+/**
+ * `tessera tokens add --actor ID`: mints a token for a new principal (or a second token for one
+ * already there: rotate by adding, then revoking the old one) and prints it once; only its
+ * digest is written. Namespace and authority default to the file's own when every principal
+ * in it agrees on them.
+ */
+function addCommand(): Command {
+  return new Command("add")
+    .description(
+      "mint a bearer token for a principal and add its digest to the principals file (the token is printed once); then send SIGHUP to tessera serve",
+    )
+    .requiredOption(
+      "--actor <id>",
+      "the principal's actor (an agent: the subject its grants name)",
+      nonEmpty,
+    )
+    .option("--role <role>", "agent (decides, sends, A2UI) or issuer (grants)", role, "agent")
+    .option("--namespace <id>", "its namespace (default: the file's, when it names one)", nonEmpty)
+    .option("--authority <id>", "its authority (default: the file's, when it names one)", nonEmpty)
+    .option("--owner <id>", "the owner it acts for", nonEmpty)
+    .option("--purpose <id>", "the purpose its decisions carry", nonEmpty)
+    .option("--session <id>", "the trusted host session the A2UI gate keys its calls by", nonEmpty)
+    .action((options: AddOptions) => {
+      const path = principalsPath(options);
+      const listed = listPrincipals(path);
+      const who = {
+        role: options.role,
+        namespaceId:
+          options.namespace ??
+          theOne(
+            listed.map((p) => p.namespaceId),
+            "--namespace",
+          ),
+        actor: options.actor,
+        authority:
+          options.authority ??
+          theOne(
+            listed.map((p) => p.authority),
+            "--authority",
+          ),
+        ...(options.owner === undefined ? {} : { owner: options.owner }),
+        ...(options.purpose === undefined ? {} : { purpose: options.purpose }),
+        ...(options.session === undefined ? {} : { session: options.session }),
+      };
+      const added = addPrincipal(path, who);
+      if (options.json) {
+        printJson({ principals: path, token: added.token, principal: added.principal });
+        return;
+      }
+      printLines([
+        `tessera tokens add: added ${who.role} ${who.namespaceId}/${who.actor} (authority ${who.authority}) to ${path}; ${added.count} principals`,
+        "token (shown once; only its SHA-256 is stored, keep it secret):",
+        `  ${added.token}`,
+        `sha256 ${added.principal.tokenSha256} (what tokens revoke takes)`,
+        "  a running tessera serve accepts it once it reads the file again: kill -HUP <its pid>",
+      ]);
+    });
+}
+
+/** `tessera tokens list`: who the file lets in, by token digest; never a token. */
+function listCommand(): Command {
+  return new Command("list")
+    .description("the principals of the principals file, each with its token's SHA-256")
+    .action((options: PrincipalsFileOptions & { json?: boolean }) => {
+      const path = principalsPath(options);
+      const listed = listPrincipals(path);
+      if (options.json) {
+        printJson({ principals: path, listed });
+        return;
+      }
+      printLines([
+        `${listed.length} principal(s) in ${path}`,
+        ...listed.map((p) => {
+          const extra = [
+            p.owner === undefined ? "" : ` owner=${p.owner}`,
+            p.purpose === undefined ? "" : ` purpose=${p.purpose}`,
+            p.session === undefined ? "" : ` session=${p.session}`,
+          ].join("");
+          return `  ${p.tokenSha256}  ${(p.role ?? "agent").padEnd(6)} ${p.namespaceId}/${p.actor} authority=${p.authority}${extra}`;
+        }),
+      ]);
+    });
+}
+
+function role(raw: string): "agent" | "issuer" {
+  if (raw !== "agent" && raw !== "issuer") throw new InvalidArgumentError("agent or issuer");
+  return raw;
+}
+
+/** The value every principal of the file agrees on; else the flag must say it. */
+function theOne(values: readonly string[], flag: string): string {
+  const distinct = [...new Set(values)];
+  if (distinct.length === 1) return distinct[0] as string;
+  throw new TesseraError(
+    "invalid_usage",
+    distinct.length === 0
+      ? `the principals file names no principal to take it from: pass ${flag}`
+      : `the principals file names several (${distinct.join(", ")}): pass ${flag}`,
+  );
 }
 
 function digest(raw: string): string {
@@ -68,126 +184,4 @@ function digest(raw: string): string {
     );
   }
   return raw;
-}
-
-/** `--principals`, else `TESSERA_PRINCIPALS`, else the data directory's `principals` key. */
-function principalsPath(options: RevokeOptions): string {
-  const named = options.principals ?? nonEmptyEnv("TESSERA_PRINCIPALS");
-  if (named !== undefined) return resolve(named);
-  const data = options.data ?? nonEmptyEnv("TESSERA_DATA");
-  if (data === undefined) {
-    throw new TesseraError(
-      "invalid_config",
-      "say which principals file: --data DIR, --principals FILE or TESSERA_PRINCIPALS",
-    );
-  }
-  const dir = checkDataDir(data);
-  return resolve(dir, readConfigFile(dir).principals);
-}
-
-/**
- * Whether the service also takes its identity provider's JWTs (`TESSERA_IDENTITY`, or
- * `identity` in the data directory's tessera.json), as `tessera serve` finds it: then it runs
- * with no static principal, and the last one may go.
- */
-function identityConfigured(options: RevokeOptions): boolean {
-  if (nonEmptyEnv("TESSERA_IDENTITY") !== undefined) return true;
-  const data = options.data ?? nonEmptyEnv("TESSERA_DATA");
-  return data !== undefined && readConfigFile(checkDataDir(data)).identity !== undefined;
-}
-
-function nonEmptyEnv(name: string): string | undefined {
-  const value = process.env[name];
-  if (value === "") throw new TesseraError("invalid_config", `${name} is set but empty`);
-  return value;
-}
-
-interface FilePrincipal {
-  tokenSha256: string;
-  namespaceId: string;
-  actor: string;
-  authority: string;
-  role?: string;
-}
-
-/**
- * Rewrites the file without the principal, atomically (a temporary file beside it, synced,
- * then renamed over it): a serve reading it on SIGHUP sees the old file or the new one, never
- * half of one. Refused, and nothing written, when no principal holds the token, or it is the
- * last one and the service has no identity provider (a serve would keep the old set instead).
- */
-function removePrincipal(
-  path: string,
-  tokenSha256: string,
-  mayEmpty: boolean,
-): { principal: Omit<FilePrincipal, "tokenSha256">; remaining: number } {
-  const raw = readJson(path);
-  // The whole file must check before it is rewritten: an edit never turns a file the
-  // service refuses into one it accepts by accident, or the reverse.
-  parsePrincipals(raw);
-  const listed = (raw as { principals: FilePrincipal[] }).principals;
-  const kept = listed.filter((p) => p.tokenSha256 !== tokenSha256);
-  const removed = listed.find((p) => p.tokenSha256 === tokenSha256);
-  if (removed === undefined) {
-    throw new TesseraError(
-      "invalid_input",
-      `no principal in ${path} holds the token with SHA-256 ${tokenSha256.slice(0, 12)}…`,
-    );
-  }
-  if (kept.length === 0 && !mayEmpty) {
-    throw new TesseraError(
-      "invalid_input",
-      `that is the only principal in ${path}, and the file must name one unless the service takes an identity provider's tokens (TESSERA_IDENTITY, or identity in tessera.json): add another first, or stop the service`,
-    );
-  }
-  replaceFile(path, `${JSON.stringify({ ...(raw as object), principals: kept }, null, 2)}\n`);
-  const { tokenSha256: _digest, ...who } = removed;
-  return { principal: who, remaining: kept.length };
-}
-
-function readJson(path: string): unknown {
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ENOTDIR") {
-      throw new TesseraError("file_not_found", `no principals file at ${path}`, { cause: error });
-    }
-    throw new TesseraError("invalid_config", `${path} cannot be read (${code ?? "error"})`, {
-      cause: error,
-    });
-  }
-  try {
-    return JSON.parse(text);
-  } catch (error) {
-    throw new TesseraError("invalid_config", `${path} is not JSON`, { cause: error });
-  }
-}
-
-function replaceFile(path: string, text: string): void {
-  // Beside the real file (a symlink is followed, not replaced), with its mode: owner-only.
-  const target = realpathSync(path);
-  const mode = statSync(target).mode & 0o777 & PRIVATE_FILE_MODE;
-  const temporary = join(
-    dirname(target),
-    `.${basename(target)}.${randomBytes(6).toString("hex")}.tmp`,
-  );
-  const fd = openSync(temporary, "wx", mode);
-  try {
-    writeSync(fd, text);
-    fsyncSync(fd);
-  } catch (error) {
-    closeSync(fd);
-    rmSync(temporary, { force: true });
-    throw error;
-  }
-  closeSync(fd);
-  renameSync(temporary, target);
-  const folder = openSync(dirname(target), "r");
-  try {
-    fsyncSync(folder);
-  } finally {
-    closeSync(folder);
-  }
 }

@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import {
   chmodSync,
   lstatSync,
@@ -20,6 +19,7 @@ import {
   PRIVATE_FILE_MODE,
   unsafeBecause,
 } from "./data-dir.js";
+import { mintToken } from "./principals-file.js";
 import type { ConfigFile } from "./schema.js";
 
 export interface ProvisionOptions {
@@ -113,10 +113,6 @@ export async function provisionDataDir(
     undo(dataDir, created);
     throw error;
   }
-}
-
-function mintToken(): string {
-  return `tsk_${randomBytes(32).toString("base64url")}`;
 }
 
 /**
