@@ -4,7 +4,6 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
-  CallToolRequestSchema,
   ErrorCode,
   isInitializeRequest,
   ListToolsRequestSchema,
@@ -24,6 +23,7 @@ import {
 } from "@tessera/core";
 import { gatewayActs } from "./acts.js";
 import { bearerPrincipal, type ProtectedResource } from "./bearer.js";
+import { checkCallRequest, ToolsCallRoute } from "./call-request.js";
 import { type Caller, callTool, type PipelineParts, retire } from "./calls.js";
 import { type Limits, LimitsSchema, type Principal } from "./config.js";
 import { header, readJson, repeatsAnId, requestIds, rpcError } from "./http-body.js";
@@ -164,7 +164,8 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
     server.setRequestHandler(ListToolsRequestSchema, async () => ({
       tools: await listTools(principal),
     }));
-    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    server.setRequestHandler(ToolsCallRoute, async (raw, extra) => {
+      const request = checkCallRequest(raw);
       const name = request.params.name;
       const trace = startCall(
         incomingTrace(request.params._meta, extra.requestInfo?.headers),

@@ -148,6 +148,22 @@ describe("hostile input at the MCP gateway", () => {
     );
     expect(hijack.status).toBe(404);
     expect((await post(url, ALICE_TOKEN, "{}", "no-such-session")).status).toBe(404);
+    // Malformed tools/call params are invalid params (-32602), never an internal error.
+    for (const [id, params] of [
+      [3, { name: "messages.echo", arguments: "not an object" }],
+      [4, {}],
+      [5, undefined],
+      [6, { name: 7 }],
+    ] as const) {
+      const answer = await post(
+        url,
+        ALICE_TOKEN,
+        JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params }),
+        session,
+      );
+      const body = (await answer.json()) as { id: number; error?: { code: number } };
+      expect({ id: body.id, code: body.error?.code }).toEqual({ id, code: -32602 });
+    }
     // A bad idempotency key is a protocol error.
     const alice = await harness.client(ALICE_TOKEN);
     await expect(
