@@ -52,8 +52,11 @@ export function parse<S extends z.ZodType>(schema: S, value: unknown, where: str
   const path = keys.length > 0 ? keys : (issue?.path ?? []);
   const field = path.map(String).join(".") || where;
   // The message is zod's own words about the field, never the value: a hostile value is not
-  // echoed back into a response or a log.
-  throw new HttpProblem("invalid_request", `${field}: ${issue?.message ?? "invalid"}`, field);
+  // echoed back into a response or a log. A field left out is said plainly: zod's words for
+  // it ("expected nonoptional, received undefined") name its own internals.
+  const missing = issue?.code === "invalid_type" && / received undefined$/.test(issue.message);
+  const said = missing ? "required" : (issue?.message ?? "invalid");
+  throw new HttpProblem("invalid_request", `${field}: ${said}`, field);
 }
 
 /**

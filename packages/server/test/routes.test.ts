@@ -238,7 +238,14 @@ describe("requests that get no decision (4xx)", () => {
     call(base, "POST", "/v1/messages", { token: alice.token, raw, headers });
 
   it("400 names the offending field", async () => {
-    expect((await post(JSON.stringify({ payload: 1 }))).body.error.field).toBe("recipient");
+    expect((await post(JSON.stringify({ payload: 1 }))).body.error).toMatchObject({
+      field: "recipient",
+      message: "recipient: required",
+    });
+    // Left out, even a field that takes any value says so plainly (not zod's "nonoptional").
+    expect((await post(JSON.stringify({ recipient: "c" }))).body.error.message).toBe(
+      "payload: required",
+    );
     expect((await post(JSON.stringify({ recipient: "", payload: 1 }))).body.error.field).toBe(
       "recipient",
     );
@@ -246,6 +253,11 @@ describe("requests that get no decision (4xx)", () => {
     expect(purpose).toMatchObject({ status: 400, body: { error: { field: "purpose" } } });
     const extra = await post(JSON.stringify({ recipient: "c", payload: 1, sender: "x" }));
     expect(extra.body.error.field).toBe("sender");
+    // A wrong type keeps zod's words.
+    const wrong = await post(JSON.stringify({ recipient: 7, payload: 1 }));
+    expect(wrong.body.error.message).toBe(
+      "recipient: Invalid input: expected string, received number",
+    );
   });
 
   it("400 for malformed JSON, an empty body and a poisoned prototype", async () => {
