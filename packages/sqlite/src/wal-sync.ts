@@ -17,8 +17,14 @@ export const UNFLUSHED_BOUND_MS = 1000;
  *
  * The fsync runs on libuv's thread pool, off the event loop, through a descriptor of its own:
  * fsync flushes the file (its inode), not the descriptor that wrote it, so it syncs the
- * frames SQLite wrote exactly as SQLite's own would. The timer is unref'd: it never keeps a
- * process up; `close` syncs what is still unsynced before the connection closes.
+ * frames SQLite wrote exactly as SQLite's own would. The descriptor is opened at the first
+ * sync and kept until `close`: an open and a close around every fsync were two more trips
+ * through the thread pool, each waking the event loop (measured in the MCP gateway at 8 calls
+ * in flight: 0.34 of each per call, about 140 µs of the loop's time per call under load). It
+ * stays right while the connection is open: SQLite deletes a WAL only when its last
+ * connection closes, and resets or truncates it in place otherwise (same inode). The timer is
+ * unref'd: it never keeps a process up; `close` syncs what is still unsynced before the
+ * connection closes.
  *
  * A sync that fails is tried again after the same bound, and until one succeeds `failing`
  * is set: writes that would skip their fsync take it again (the audit sink's), so the
@@ -37,6 +43,12 @@ export class WalSync {
   /** The sync `flush` callers wait on, and the one queued behind it for later commits. */
   #flushing: Promise<void> | undefined;
   #flushNext: Promise<void> | undefined;
+  /** The WAL's descriptor, once a sync opened it (the open in flight while it does). */
+  #fd: number | undefined;
+  #opening: Promise<number | undefined> | undefined;
+  /** Async fsyncs in flight on `#fd`: `close` closes it only after the last one. */
+  #using = 0;
+  #closed = false;
   readonly #fire = () => {
     this.#timer = undefined;
     // A `flush` since the timer was armed covered what armed it.
@@ -111,20 +123,34 @@ export class WalSync {
   close(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
-    if (!this.#dirty) return;
-    this.#dirty = false;
-    try {
-      const fd = openSync(this.#walPath, "r");
+    this.#closed = true;
+    const fd = this.#fd;
+    this.#fd = undefined;
+    if (this.#dirty) {
+      this.#dirty = false;
       try {
-        fsyncSync(fd);
-      } finally {
-        closeSync(fd);
+        if (fd !== undefined) fsyncSync(fd);
+        else {
+          const own = openSync(this.#walPath, "r");
+          try {
+            fsyncSync(own);
+          } finally {
+            closeSync(own);
+          }
+        }
+      } catch {
+        // Closing goes on: a missing WAL was checkpointed (and synced) already, and a failing
+        // disk is reported by the next write that commits at FULL.
       }
-    } catch {
-      // Closing goes on: a missing WAL was checkpointed (and synced) already, and a failing
-      // disk is reported by the next write that commits at FULL.
     }
+    // An fsync still on the thread pool keeps the descriptor until it returns: closed now, its
+    // number could be reused by another file and that file synced instead.
+    if (fd !== undefined && this.#using === 0) close(fd, () => {});
+    else if (fd !== undefined) this.#closeAfterUse = fd;
   }
+
+  /** A descriptor `close` left to the last fsync in flight to close. */
+  #closeAfterUse: number | undefined;
 
   async #sync(): Promise<void> {
     try {
@@ -142,7 +168,7 @@ export class WalSync {
   async #syncWal(): Promise<unknown> {
     this.#dirty = false;
     try {
-      await syncFile(this.#walPath);
+      await this.#fsyncWal();
       this.synced++;
       this.#failing = false;
       return undefined;
@@ -153,18 +179,49 @@ export class WalSync {
       return error;
     }
   }
-}
 
-function syncFile(path: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    open(path, "r", (openError, fd) => {
-      if (openError) {
-        reject(openError);
-        return;
+  /** One fsync of the WAL through the kept descriptor (opened first when there is none). */
+  async #fsyncWal(): Promise<void> {
+    const fd = this.#fd ?? (await this.#openWal());
+    if (fd === undefined) return;
+    this.#using++;
+    try {
+      await new Promise<void>((resolve, reject) =>
+        fsync(fd, (error) => (error ? reject(error) : resolve())),
+      );
+    } finally {
+      this.#using--;
+      const left = this.#closeAfterUse;
+      if (left !== undefined && this.#using === 0) {
+        this.#closeAfterUse = undefined;
+        close(left, () => {});
       }
-      fsync(fd, (syncError) => {
-        close(fd, () => (syncError ? reject(syncError) : resolve()));
-      });
-    });
-  });
+    }
+  }
+
+  /**
+   * Opens the WAL once for every later sync (one open at a time). A missing WAL throws ENOENT
+   * (the caller's "checkpointed, so synced"); after `close`, nothing is kept open.
+   * Not kept either when the open fails: the next sync tries again.
+   */
+  #openWal(): Promise<number | undefined> {
+    this.#opening ??= new Promise<number | undefined>((resolve, reject) =>
+      open(this.#walPath, "r", (error, fd) => {
+        this.#opening = undefined;
+        if (error) {
+          reject(error);
+          return;
+        }
+        if (this.#closed) {
+          // Closed meanwhile: `close` synced what was unsynced on this thread already.
+          close(fd, () => {});
+          resolve(undefined);
+          return;
+        }
+        this.#fd = fd;
+        resolve(fd);
+      }),
+    );
+    return this.#opening;
+  }
 }
