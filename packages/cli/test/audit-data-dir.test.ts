@@ -1,10 +1,9 @@
-import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import type { AuditEvent } from "@tessera/core";
 import { openStores } from "@tessera/sqlite";
 import { beforeAll, describe, expect, it } from "vitest";
-import { BIN, expectRefusal, scratch } from "./support/cli.js";
+import { expectRefusal, scratch, tesseraWith } from "./support/cli.js";
 
 /**
  * The audit commands that read a trail where it is kept (list, explain, verify, checkpoint)
@@ -13,18 +12,7 @@ import { BIN, expectRefusal, scratch } from "./support/cli.js";
  * tail), it still does.
  */
 
-/** The built binary with exactly this environment (no TESSERA_* leaking in from the shell). */
-function run(env: Record<string, string>, ...args: string[]) {
-  const clean = Object.fromEntries(
-    Object.entries(process.env).filter(([key]) => !key.startsWith("TESSERA_")),
-  );
-  const done = spawnSync(process.execPath, [BIN, ...args], {
-    encoding: "utf8",
-    timeout: 60_000,
-    env: { ...clean, ...env },
-  });
-  return { code: done.status, stdout: done.stdout, stderr: done.stderr };
-}
+const run = tesseraWith;
 
 const event = (i: number): AuditEvent => ({
   at: "2026-12-01T00:00:00.000Z",

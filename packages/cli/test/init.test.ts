@@ -1,4 +1,3 @@
-import { spawnSync } from "node:child_process";
 import {
   chmodSync,
   existsSync,
@@ -14,20 +13,9 @@ import { join } from "node:path";
 import { createTesseraClient } from "@tessera/client";
 import { tokenDigest } from "@tessera/server";
 import { describe, expect, it } from "vitest";
-import { BIN, expectRefusal, scratch, serveProcess } from "./support/cli.js";
+import { expectRefusal, scratch, serveProcess, tesseraWith } from "./support/cli.js";
 
-/** The built binary with exactly this environment (no TESSERA_* leaking in from the shell). */
-function run(env: Record<string, string>, ...args: string[]) {
-  const clean = Object.fromEntries(
-    Object.entries(process.env).filter(([key]) => !key.startsWith("TESSERA_")),
-  );
-  const done = spawnSync(process.execPath, [BIN, ...args], {
-    encoding: "utf8",
-    timeout: 60_000,
-    env: { ...clean, ...env },
-  });
-  return { code: done.status, stdout: done.stdout, stderr: done.stderr };
-}
+const run = tesseraWith;
 
 const mode = (path: string) => (lstatSync(path).mode & 0o777).toString(8);
 

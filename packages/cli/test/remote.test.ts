@@ -1,10 +1,10 @@
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createTesseraClient, type TesseraClient } from "@tessera/client";
 import { tokenDigest } from "@tessera/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BIN, scratch, serveProcess } from "./support/cli.js";
+import { BIN, scratch, serveProcess, tesseraWith } from "./support/cli.js";
 
 /**
  * Every client-mode subcommand against a real `tessera serve --data` process, with and without
@@ -17,17 +17,7 @@ let issuerToken: string;
 let dataDir: string;
 let agent: TesseraClient;
 
-function run(env: Record<string, string>, ...args: string[]) {
-  const clean = Object.fromEntries(
-    Object.entries(process.env).filter(([key]) => !key.startsWith("TESSERA_")),
-  );
-  const done = spawnSync(process.execPath, [BIN, ...args], {
-    encoding: "utf8",
-    timeout: 60_000,
-    env: { ...clean, ...env },
-  });
-  return { code: done.status, stdout: done.stdout, stderr: done.stderr };
-}
+const run = tesseraWith;
 
 const asIssuer = (...args: string[]) =>
   run({ TESSERA_URL: served.url, TESSERA_TOKEN: issuerToken }, ...args);

@@ -14,6 +14,19 @@ export function tessera(...args: string[]) {
   return { code: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
+/** As `tessera`, with exactly this environment: no TESSERA_* leaking in from the shell. */
+export function tesseraWith(env: Record<string, string>, ...args: string[]) {
+  const clean = Object.fromEntries(
+    Object.entries(process.env).filter(([key]) => !key.startsWith("TESSERA_")),
+  );
+  const done = spawnSync(process.execPath, [BIN, ...args], {
+    encoding: "utf8",
+    timeout: 60_000,
+    env: { ...clean, ...env },
+  });
+  return { code: done.status, stdout: done.stdout, stderr: done.stderr };
+}
+
 export function scratch(): string {
   return mkdtempSync(join(tmpdir(), "tessera-cli-"));
 }
