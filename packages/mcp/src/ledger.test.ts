@@ -1,5 +1,5 @@
 import { hostname } from "node:os";
-import { type ClaimStore, InMemoryClaimStore } from "@tessera/core";
+import { type ClaimStore, InMemoryClaimStore, type StoredClaim } from "@tessera/core";
 import { describe, expect, it } from "vitest";
 import { type CallKeys, CallLedger, callKeys, type Duplicate, digest } from "./ledger.js";
 
@@ -83,6 +83,20 @@ describe("the answer, written after the reply", () => {
     expect((await act(ledger, store, keys, "t")).kind).toBe("claimed");
     ledger.settleLater(keys, { kind: "result", result }, "dispatched", NOW);
     const again = await act(ledger, store, keys, "t2");
+    expect(again).toMatchObject({ kind: "recorded", recorded: { kind: "result", result } });
+  });
+
+  it("a duplicate whose act read the claim before the answer landed gets the answer, not in progress", async () => {
+    const store = new InMemoryClaimStore();
+    const ledger = new CallLedger(store);
+    const keys = callKeys("p", "key:k");
+    expect((await act(ledger, store, keys, "t")).kind).toBe("claimed");
+    // The duplicate's act read the claim unsettled (a durable store's act then waits for its
+    // fsync); the answer was written, and left the ledger's pending set, in between.
+    const readByTheAct = await store.get(keys.claim);
+    ledger.settleLater(keys, { kind: "result", result }, "dispatched", NOW);
+    await ledger.drain();
+    const again = await ledger.duplicateOf(keys, BODY, readByTheAct as StoredClaim, NOW);
     expect(again).toMatchObject({ kind: "recorded", recorded: { kind: "result", result } });
   });
 

@@ -147,6 +147,12 @@ export class CallLedger {
       this.#window.release();
       await pending;
       stored = await this.#claims.get(keys.claim);
+    } else if (existing.receipt === undefined) {
+      // The act read the claim unsettled, but its answer may have landed since: the act's
+      // write waits for its fsync (on a durable store), and this process's own answer may
+      // have been written and left `#pending` meanwhile. Read again rather than answer
+      // "in progress" for a call that has finished.
+      stored = (await this.#claims.get(keys.claim)) ?? existing;
     }
     if (this.#inDoubt.has(id)) return { kind: "in_doubt", trace: t };
     const recorded = await this.#recorded(keys, stored);
