@@ -153,14 +153,30 @@ export class Connection {
    * and unreferenced once the last one settles.
    */
   #hold(reply: Promise<unknown>): void {
-    if (this.#waiting++ === 0) this.#socket()?.ref();
+    if (this.#waiting++ === 0) this.#held(true);
     const release = (): void => {
-      if (--this.#waiting === 0) this.#socket()?.unref();
+      if (--this.#waiting === 0) this.#held(false);
     };
     reply.then(release, release);
   }
 
-  #socket(): { ref(): void; unref(): void } | undefined {
+  /**
+   * Refs or unrefs the socket, unless it is not connected: Node answers a ref or unref of a
+   * socket without a handle (still connecting, or destroyed by a lost connection) by queueing a
+   * `connect` listener each time, and a destroyed one never connects. Commands failing in turn
+   * during an outage piled such listeners up (MaxListenersExceededWarning, seen in the outage
+   * tests). A new socket is held until "ready" lets it go idle (above), so nothing is lost.
+   */
+  #held(held: boolean): void {
+    const socket = this.#socket();
+    if (socket === undefined || socket.pending === true || socket.destroyed === true) return;
+    if (held) socket.ref();
+    else socket.unref();
+  }
+
+  #socket():
+    | { ref(): void; unref(): void; readonly pending?: boolean; readonly destroyed?: boolean }
+    | undefined {
     return (this.redis as unknown as { stream?: { ref(): void; unref(): void } }).stream;
   }
 
