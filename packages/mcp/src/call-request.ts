@@ -1,9 +1,3 @@
-import {
-  type CallToolRequest,
-  CallToolRequestSchema,
-  ErrorCode,
-  McpError,
-} from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 
 /**
@@ -12,23 +6,10 @@ import { z } from "zod";
  * internal error: registered with its own `CallToolRequestSchema`, a caller's malformed params
  * (arguments that are not an object, no tool name, no params) read as a gateway fault. With
  * the method alone there, the SDK's `tools/call` wrapper checks the params next and answers
- * -32602, invalid params; `checkCallRequest` then reads them for the handler.
+ * -32602, invalid params. The handler is called only with a request that passed that check,
+ * so it reads the params as the SDK's type without parsing them a second time.
  */
 export const ToolsCallRoute = z.object({
   method: z.literal("tools/call"),
   params: z.unknown().optional(),
 });
-
-/**
- * The request as the SDK's own schema reads it, or -32602 naming each field at fault (the
- * SDK's wrapper has refused such a request already; this keeps the handler's types its own).
- */
-export function checkCallRequest(request: unknown): CallToolRequest {
-  const parsed = CallToolRequestSchema.safeParse(request);
-  if (parsed.success) return parsed.data;
-  const where = parsed.error.issues
-    .slice(0, 5)
-    .map((issue) => `${issue.path.join(".") || "request"}: ${issue.message}`)
-    .join("; ");
-  throw new McpError(ErrorCode.InvalidParams, `tools/call: ${where}`);
-}

@@ -4,6 +4,7 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
+  type CallToolRequest,
   ErrorCode,
   isInitializeRequest,
   ListToolsRequestSchema,
@@ -23,7 +24,7 @@ import {
 } from "@tessera/core";
 import { gatewayActs } from "./acts.js";
 import { bearerPrincipal, type ProtectedResource } from "./bearer.js";
-import { checkCallRequest, ToolsCallRoute } from "./call-request.js";
+import { ToolsCallRoute } from "./call-request.js";
 import { type Caller, callTool, type PipelineParts, retire } from "./calls.js";
 import { type Limits, LimitsSchema, type Principal } from "./config.js";
 import { header, readJson, repeatsAnId, requestIds, rpcError } from "./http-body.js";
@@ -165,7 +166,8 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
       tools: await listTools(principal),
     }));
     server.setRequestHandler(ToolsCallRoute, async (raw, extra) => {
-      const request = checkCallRequest(raw);
+      // Checked by the SDK's tools/call wrapper against its own schema (see call-request.ts).
+      const request = raw as unknown as CallToolRequest;
       const name = request.params.name;
       const trace = startCall(
         incomingTrace(request.params._meta, extra.requestInfo?.headers),

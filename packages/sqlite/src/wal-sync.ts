@@ -48,6 +48,8 @@ export class WalSync {
   #opening: Promise<number | undefined> | undefined;
   /** Async fsyncs in flight on `#fd`: `close` closes it only after the last one. */
   #using = 0;
+  /** A descriptor `close` left to the last fsync in flight to close. */
+  #closeAfterUse: number | undefined;
   #closed = false;
   readonly #fire = () => {
     this.#timer = undefined;
@@ -148,9 +150,6 @@ export class WalSync {
     if (fd !== undefined && this.#using === 0) close(fd, () => {});
     else if (fd !== undefined) this.#closeAfterUse = fd;
   }
-
-  /** A descriptor `close` left to the last fsync in flight to close. */
-  #closeAfterUse: number | undefined;
 
   async #sync(): Promise<void> {
     try {
