@@ -23,13 +23,12 @@ import { decodeHead, encodeHead } from "./chain-head.js";
 import { claimKeyOf, claimValueOf, readStoredClaim, settlementOf } from "./claim-store.js";
 import type { Connection } from "./connection.js";
 import { usageKeyOf } from "./usage-store.js";
+import { giveBackTurn, newWriterToken, turnKeyOf, WriteTries } from "./write-turn.js";
 
 const CODE = "store_unavailable";
 const STALE: ActResult = Object.freeze({ status: "stale" });
 /** Acts per script at most: bounds the script's run, which blocks the server meanwhile. */
 const MAX_BATCH = 128;
-/** Tries per batch while other processes keep moving what it assumed; then it fails closed. */
-const MAX_ATTEMPTS = 64;
 /** Counters remembered between batches; past this the memory is dropped (one more try). */
 const MAX_REMEMBERED = 10_000;
 
@@ -75,7 +74,7 @@ interface Plan {
  * held. Otherwise it answers what it found: acts whose claim is held are answered
  * `already_claimed` with the holder's claim, and the rest is decided and linked again. So a
  * lone writer sends one script per batch, and a process's first act on a stream or counter
- * another process moved costs one more.
+ * another process moved costs one more. Writers that keep colliding take turns (`write-turn.ts`).
  *
  * `withdraw` is one script too (`act-withdraw.ts`), linked from the same remembered heads.
  *
@@ -91,6 +90,8 @@ export class RedisActLedger implements ActLedger {
   readonly #ttlMs: number;
   readonly #heads = new Map<string, ChainHead>();
   readonly #counters = new Map<string, number>();
+  /** This ledger's token for the write turn (`write-turn.ts`). */
+  readonly #writer = newWriterToken();
   #queue: Pending[] = [];
   #scheduled = false;
   #running = false;
@@ -187,13 +188,19 @@ export class RedisActLedger implements ActLedger {
     return batch;
   }
 
-  /** Writes `batch` whole, deciding again while what it assumed is stale; never throws. */
+  /**
+   * Writes `batch` whole, deciding again while what it assumed is stale (taking turns with
+   * other writers when it keeps losing, `write-turn.ts`); never throws.
+   */
   async #write(batch: Pending[]): Promise<void> {
     let acts = batch;
+    let holdsTurn = false;
+    const tries = new WriteTries(
+      () => new TesseraError(CODE, "the acts' streams kept moving: too many concurrent writers"),
+    );
     try {
-      for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-        if (acts.length === 0) return;
-        const plan = this.#plan(acts);
+      while (acts.length > 0) {
+        const plan = this.#plan(acts, tries.next());
         const reply = readReply(
           await this.#connection.eval(CODE, RECORD_ACTS, plan.keys, plan.args),
         );
@@ -206,15 +213,14 @@ export class RedisActLedger implements ActLedger {
           });
           return;
         }
+        holdsTurn = reply.holdsTurn;
         acts = this.#learn(acts, plan, reply);
-        // Others are writing the same streams or counters: from the third try on, step aside
-        // for a moment (random, so the same processes do not collide again in step).
-        if (attempt > 2) {
-          await new Promise((resolve) => setTimeout(resolve, Math.random() * attempt));
-        }
+        if (acts.length > 0) await tries.lost(holdsTurn);
       }
-      throw new TesseraError(CODE, "the acts' streams kept moving: too many concurrent writers");
+      // Every act was answered from what the script found: nothing to take the turn for.
+      if (holdsTurn) void giveBackTurn(this.#connection, CODE, this.#writer);
     } catch (error) {
+      if (holdsTurn) void giveBackTurn(this.#connection, CODE, this.#writer);
       // A reply lost after the script ran leaves this process's memory wrong: forget it,
       // the next batch learns the truth from the script.
       this.#heads.clear();
@@ -268,8 +274,12 @@ export class RedisActLedger implements ActLedger {
    * event it records (the spend wins while the counter is below its bound), that event's link,
    * and its claim as stored (settled `denied`, with the refusal as answer, for a denial).
    */
-  #plan(acts: readonly Pending[]): Plan {
-    const keys = [this.#connection.key("audit"), this.#connection.key("audit-heads")];
+  #plan(acts: readonly Pending[], askTurn: "0" | "1"): Plan {
+    const keys = [
+      this.#connection.key("audit"),
+      this.#connection.key("audit-heads"),
+      turnKeyOf(this.#connection),
+    ];
     const positions = new Map<string, number>();
     const position = (key: string): number => {
       let at = positions.get(key);
@@ -348,7 +358,7 @@ export class RedisActLedger implements ActLedger {
         checks.push(i + 1, position(check.key), check.field, check.version);
       }
     });
-    args.push(checks.length / 4, ...checks);
+    args.push(checks.length / 4, ...checks, this.#writer, askTurn);
     return {
       keys,
       args,

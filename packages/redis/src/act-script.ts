@@ -1,5 +1,6 @@
 import { TesseraError } from "@tessera/core";
 import { script } from "./connection.js";
+import { TURN_CHECK, TURN_ON_STALE, TURN_ON_WRITE } from "./write-turn.js";
 
 /**
  * The act ledger's one script per batch: a compare-and-write over everything the batch
@@ -12,19 +13,21 @@ import { script } from "./connection.js";
  * script without interleaving any other command, so the check and the write are one step for
  * every client of the server: a batch is all there or none of it is.
  *
- * KEYS: 1 the audit stream, 2 the heads hash, then every other key once (claims, counters,
- * index lists), named by position in ARGV.
+ * KEYS: 1 the audit stream, 2 the heads hash, 3 the write turn (`write-turn.ts`), then every
+ * other key once (claims, counters, index lists), named by position in ARGV.
  * ARGV: claim TTL (ms); the stream count, then per stream: name, expected head, new head;
  * the counter count, then per counter: key position, expected value, new value; the act
  * count, then per act: claim key position (0: none), claim value, call index position, trace
  * index position, the linked event's JSON; then the grant-version check count, then per
  * check: the act's 1-based position, the holder's `grants-versions` key position, the
- * holder's field, the version the act was decided on (a missing field is version "0").
+ * holder's field, the version the act was decided on (a missing field is version "0"); last,
+ * the writer's token and whether this try asks for the turn ('1' or '0').
  *
- * Answer: 1 when written; otherwise `{0, heads, counters, taken, moved}`: each stream's head
- * and each counter's value as found, for each act whose claim key is held its 1-based
- * position followed by the value that holds it, and the 1-based positions of the acts whose
- * grant version moved (they are answered `stale`, never written).
+ * Answer: 1 when written; otherwise `{0, heads, counters, taken, moved, mine}`: each stream's
+ * head and each counter's value as found, for each act whose claim key is held its 1-based
+ * position followed by the value that holds it, the 1-based positions of the acts whose
+ * grant version moved (they are answered `stale`, never written), and 1 when the writer holds
+ * the turn after this try (another writer holding it is one more reason to write nothing).
  */
 export const RECORD_ACTS = script(`
 local ttl = ARGV[1]
@@ -73,7 +76,15 @@ for c = 1, checks do
   end
   i = i + 4
 end
-if stale then return {0, heads, values, taken, moved} end
+local turnKey = KEYS[3]
+local writer = ARGV[i]
+local askTurn = ARGV[i + 1]
+${TURN_CHECK}
+if stale or turnRefused then
+${TURN_ON_STALE}
+  return {0, heads, values, taken, moved, turnMine}
+end
+${TURN_ON_WRITE}
 i = actsAt
 for a = 1, acts do
   local claim = tonumber(ARGV[i])
@@ -104,6 +115,8 @@ export interface StaleReply {
   readonly taken: ReadonlyMap<number, string>;
   /** 0-based positions of the acts whose grant version moved. */
   readonly moved: ReadonlySet<number>;
+  /** Whether the writer holds the write turn after this try. */
+  readonly holdsTurn: boolean;
 }
 
 /** The script's answer: `"written"`, or what it found; anything else fails closed. */
@@ -116,7 +129,8 @@ export function readReply(reply: unknown): "written" | StaleReply {
     isStrings(reply[2]) &&
     Array.isArray(reply[3]) &&
     Array.isArray(reply[4]) &&
-    reply[4].every((position: unknown) => Number.isSafeInteger(position))
+    reply[4].every((position: unknown) => Number.isSafeInteger(position)) &&
+    (reply[5] === 0 || reply[5] === 1)
   ) {
     const flat = reply[3] as unknown[];
     const taken = new Map<number, string>();
@@ -128,7 +142,7 @@ export function readReply(reply: unknown): "written" | StaleReply {
     }
     if (taken.size * 2 === flat.length) {
       const moved = new Set((reply[4] as number[]).map((position) => position - 1));
-      return { heads: reply[1], counters: reply[2], taken, moved };
+      return { heads: reply[1], counters: reply[2], taken, moved, holdsTurn: reply[5] === 1 };
     }
   }
   // We cannot tell what the script did: fail closed, never "recorded".

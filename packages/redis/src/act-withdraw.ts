@@ -11,11 +11,18 @@ import { decodeHead, encodeHead } from "./chain-head.js";
 import { claimKeyOf, claimValueOf, settlementOf } from "./claim-store.js";
 import { type Connection, script } from "./connection.js";
 import { usageKeyOf } from "./usage-store.js";
+import {
+  giveBackTurn,
+  newWriterToken,
+  TURN_CHECK,
+  TURN_ON_STALE,
+  TURN_ON_WRITE,
+  turnKeyOf,
+  WriteTries,
+} from "./write-turn.js";
 
 /** A withdrawal is of an act with a claim: its failure is the claim store's. */
 const CODE = "claim_store_unavailable";
-/** Tries while other writers keep moving the stream's head; then it fails closed. */
-const MAX_ATTEMPTS = 64;
 
 /**
  * Withdraws one act, a compare-and-write like `RECORD_ACTS`: Lua in Redis has no SHA-256, so
@@ -25,28 +32,38 @@ const MAX_ATTEMPTS = 64;
  * the compare and the writes are one step for every client: all of the withdrawal or none.
  *
  * KEYS: 1 the claim, 2 the audit stream, 3 the heads hash, 4 the call index, 5 the trace
- * index, 6 the act's counter (only when it spent).
+ * index, 6 the write turn (`write-turn.ts`), 7 the act's counter (only when it spent).
  * ARGV: 1 the act's claim as stored while unsettled (`claimValueOf`: the record, exactly),
  * 2 the settlement appended (`failed` receipt and answer), 3 the stream's name, 4 the head
- * the event was linked after, 5 the head after it, 6 the linked event's JSON.
+ * the event was linked after, 5 the head after it, 6 the linked event's JSON, 7 the writer's
+ * token, 8 whether this try asks for the turn.
  *
  * Answer: `not_recorded` (no claim), `kept` (a settled claim, or another record: any value
- * other than the act's unsettled record), `withdrawn`, or `{0, head}` when the stream's head
- * moved (the head found; the client links again).
+ * other than the act's unsettled record), `withdrawn`, or `{0, head, mine}` when the stream's
+ * head moved or another writer holds the turn (the head found, 1 when this writer holds the
+ * turn after the try; the client links again).
  */
 export const WITHDRAW_ACT = script(`
 local held = redis.call('GET', KEYS[1])
 if not held then return 'not_recorded' end
 if held ~= ARGV[1] then return 'kept' end
 local head = redis.call('HGET', KEYS[3], ARGV[3]) or ''
-if head ~= ARGV[4] then return {0, head} end
+local turnKey = KEYS[6]
+local writer = ARGV[7]
+local askTurn = ARGV[8]
+${TURN_CHECK}
+if head ~= ARGV[4] or turnRefused then
+${TURN_ON_STALE}
+  return {0, head, turnMine}
+end
 local used = 0
-if #KEYS > 5 then
-  used = tonumber(redis.call('GET', KEYS[6]) or '0')
+if #KEYS > 6 then
+  used = tonumber(redis.call('GET', KEYS[7]) or '0')
   if not used then return redis.error_reply('a usage counter is unreadable') end
 end
+${TURN_ON_WRITE}
 redis.call('SET', KEYS[1], held .. '\\n' .. ARGV[2], 'KEEPTTL')
-if used > 0 then redis.call('DECR', KEYS[6]) end
+if used > 0 then redis.call('DECR', KEYS[7]) end
 local id = redis.call('XADD', KEYS[2], '*', 'e', ARGV[6])
 redis.call('RPUSH', KEYS[4], id)
 redis.call('RPUSH', KEYS[5], id)
@@ -65,8 +82,9 @@ interface Planned {
 
 /**
  * `ActLedger.withdraw` on Redis: one script call, sent again (linked anew) while the stream's
- * head moved under it. `heads` is the ledger's memory of stream heads, read to link and moved
- * when the script wrote; forgotten for the stream when the answer is lost.
+ * head moved under it, taking turns with other writers when it keeps losing. `heads` is the
+ * ledger's memory of stream heads, read to link and moved when the script wrote; forgotten
+ * for the stream when the answer is lost.
  */
 export async function withdrawAct(
   connection: Connection,
@@ -74,8 +92,14 @@ export async function withdrawAct(
   withdrawal: Withdrawal,
 ): Promise<WithdrawResult> {
   const planned = plan(connection, withdrawal);
+  const writer = newWriterToken();
+  const tries = new WriteTries(
+    () => new TesseraError(CODE, "the act's stream kept moving: too many concurrent writers"),
+  );
+  let holdsTurn = false;
   try {
-    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+    for (;;) {
+      const askTurn = tries.next();
       const start = heads.get(planned.stream) ?? EMPTY_HEAD;
       const linked = linkAuditEvent(planned.event, start);
       const end = { seq: linked.seq, hash: linked.hash };
@@ -86,22 +110,32 @@ export async function withdrawAct(
         encodeHead(start),
         encodeHead(end),
         JSON.stringify(linked),
+        writer,
+        askTurn,
       ]);
       if (reply === "withdrawn") {
         heads.set(planned.stream, end);
         return reply;
       }
-      if (reply === "not_recorded" || reply === "kept") return reply;
-      if (!Array.isArray(reply) || reply[0] !== 0 || typeof reply[1] !== "string") {
+      if (reply === "not_recorded" || reply === "kept") {
+        if (holdsTurn) void giveBackTurn(connection, CODE, writer);
+        return reply;
+      }
+      if (
+        !Array.isArray(reply) ||
+        reply[0] !== 0 ||
+        typeof reply[1] !== "string" ||
+        (reply[2] !== 0 && reply[2] !== 1)
+      ) {
         // We cannot tell what the script did: fail closed, the caller tries again.
         throw new TesseraError(CODE, "unexpected reply to the withdraw script");
       }
       heads.set(planned.stream, decodeHead(reply[1], "store_unavailable"));
-      // Others keep appending to the stream: from the third try on, step aside a moment.
-      if (attempt > 2) await new Promise((resolve) => setTimeout(resolve, Math.random() * attempt));
+      holdsTurn = reply[2] === 1;
+      await tries.lost(holdsTurn);
     }
-    throw new TesseraError(CODE, "the act's stream kept moving: too many concurrent writers");
   } catch (error) {
+    if (holdsTurn) void giveBackTurn(connection, CODE, writer);
     // A reply lost after the script ran leaves the remembered head wrong: the script tells.
     heads.delete(planned.stream);
     if (error instanceof TesseraError && error.code === "store_unavailable") {
@@ -128,6 +162,7 @@ function plan(connection: Connection, withdrawal: Withdrawal): Planned {
     connection.key("audit-heads"),
     connection.key("audit-call", storageDigest(event.callId)),
     connection.key("audit-trace", storageDigest(event.traceId)),
+    turnKeyOf(connection),
   ];
   if (act.spend !== undefined) {
     keys.push(usageKeyOf(connection, act.spend.namespaceId, act.spend.grantId));

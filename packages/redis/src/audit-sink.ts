@@ -16,12 +16,19 @@ import {
 } from "@tessera/core/store-kit";
 import { decodeHead, encodeHead } from "./chain-head.js";
 import { type Connection, script } from "./connection.js";
+import {
+  giveBackTurn,
+  newWriterToken,
+  TURN_CHECK,
+  TURN_ON_STALE,
+  TURN_ON_WRITE,
+  turnKeyOf,
+  WriteTries,
+} from "./write-turn.js";
 
 const CODE = "audit_unavailable";
 /** Events written by one script at most: bounds the script's run, which blocks the server. */
 const MAX_BATCH = 128;
-/** Tries per batch while other processes keep moving the head; then it fails closed. */
-const MAX_ATTEMPTS = 64;
 
 /**
  * Audit in a Redis stream (`<prefix>audit`, field `e` = the event JSON), a hash chain per
@@ -35,15 +42,29 @@ const MAX_ATTEMPTS = 64;
  * to link to and try again. Scripts run one at a time, so the check and the write are one
  * step for every client. This process remembers each head and sends one stream's appends one
  * batch at a time, so a lone writer never retries; writers in other processes make it retry,
- * a bounded number of times.
+ * taking turns when it keeps losing (`write-turn.ts`), for a bounded time.
+ *
+ * KEYS: 1 the stream, 2 the heads hash, 3 the write turn, then per event its call and trace
+ * index lists. ARGV: 1 the audit stream's name, 2 the head linked after, 3 the head after the
+ * events, 4 the writer's token, 5 whether this try asks for the turn, then the events' JSON.
+ * Answer: 1 when written, else `{head, mine}` (the head found; 1 when this writer holds the
+ * turn after the try).
  */
 const APPEND = script(`
 local head = redis.call('HGET', KEYS[2], ARGV[1]) or ''
-if head ~= ARGV[2] then return head end
-for i = 4, #ARGV do
+local turnKey = KEYS[3]
+local writer = ARGV[4]
+local askTurn = ARGV[5]
+${TURN_CHECK}
+if head ~= ARGV[2] or turnRefused then
+${TURN_ON_STALE}
+  return {head, turnMine}
+end
+${TURN_ON_WRITE}
+for i = 6, #ARGV do
   local id = redis.call('XADD', KEYS[1], '*', 'e', ARGV[i])
-  redis.call('RPUSH', KEYS[2 * (i - 3) + 1], id)
-  redis.call('RPUSH', KEYS[2 * (i - 3) + 2], id)
+  redis.call('RPUSH', KEYS[2 * (i - 5) + 2], id)
+  redis.call('RPUSH', KEYS[2 * (i - 5) + 3], id)
 end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 return 1
@@ -69,6 +90,8 @@ export class RedisAuditSink implements ReadableAuditSink {
   });
 
   readonly #ledger: ActLedger | undefined;
+  /** This sink's token for the write turn. */
+  readonly #writer = newWriterToken();
 
   /**
    * With `ledger` (a bundle's own act ledger over the same connection), events are appended as
@@ -91,38 +114,56 @@ export class RedisAuditSink implements ReadableAuditSink {
     known: ChainHead,
     events: readonly AuditEvent[],
   ): Promise<ChainHead> {
-    const keys = [this.#connection.key("audit"), this.#connection.key("audit-heads")];
+    const keys = [
+      this.#connection.key("audit"),
+      this.#connection.key("audit-heads"),
+      turnKeyOf(this.#connection),
+    ];
     for (const event of events) {
       keys.push(
         this.#connection.key("audit-call", storageDigest(event.callId)),
         this.#connection.key("audit-trace", storageDigest(event.traceId)),
       );
     }
+    const tries = new WriteTries(
+      () => new TesseraError(CODE, "the audit stream kept moving: too many concurrent writers"),
+    );
     let head = known;
-    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-      const bodies: string[] = [];
-      let last = head;
-      for (const event of events) {
-        const linked = linkAuditEvent(event, last);
-        bodies.push(JSON.stringify(linked));
-        last = { seq: linked.seq, hash: linked.hash };
+    let holdsTurn = false;
+    try {
+      for (;;) {
+        const askTurn = tries.next();
+        const bodies: string[] = [];
+        let last = head;
+        for (const event of events) {
+          const linked = linkAuditEvent(event, last);
+          bodies.push(JSON.stringify(linked));
+          last = { seq: linked.seq, hash: linked.hash };
+        }
+        const reply = await this.#connection.eval(CODE, APPEND, keys, [
+          stream,
+          encodeHead(head),
+          encodeHead(last),
+          this.#writer,
+          askTurn,
+          ...bodies,
+        ]);
+        if (reply === 1) return last;
+        if (
+          !Array.isArray(reply) ||
+          typeof reply[0] !== "string" ||
+          (reply[1] !== 0 && reply[1] !== 1)
+        ) {
+          throw new TesseraError(CODE, "the audit append script answered something unexpected");
+        }
+        head = decodeHead(reply[0], CODE);
+        holdsTurn = reply[1] === 1;
+        await tries.lost(holdsTurn);
       }
-      const reply = await this.#connection.eval(CODE, APPEND, keys, [
-        stream,
-        encodeHead(head),
-        encodeHead(last),
-        ...bodies,
-      ]);
-      if (reply === 1) return last;
-      if (typeof reply !== "string") {
-        throw new TesseraError(CODE, "the audit append script answered something unexpected");
-      }
-      head = decodeHead(reply, CODE);
-      // Others are writing the same stream: from the third try on, step aside for a moment
-      // (random, so that the same processes do not collide again in step).
-      if (attempt > 2) await new Promise((resolve) => setTimeout(resolve, Math.random() * attempt));
+    } catch (error) {
+      if (holdsTurn) void giveBackTurn(this.#connection, CODE, this.#writer);
+      throw error;
     }
-    throw new TesseraError(CODE, "the audit stream kept moving: too many concurrent writers");
   }
 
   async read(filter: AuditFilter = {}): Promise<readonly AuditEvent[]> {

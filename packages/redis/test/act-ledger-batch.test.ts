@@ -8,15 +8,14 @@
 import { type Act, type ActResult, verifyAuditChain } from "@tessera/core";
 import { actEvent, serviceUrl, spendingAct } from "@tessera/testkit";
 import { afterEach, describe, expect, it } from "vitest";
-import { RedisActLedger } from "../src/act-ledger.js";
-import { parseRedisUrl } from "../src/config.js";
-import { Connection } from "../src/connection.js";
+import type { RedisActLedger } from "../src/act-ledger.js";
+import type { Connection } from "../src/connection.js";
 import {
   killOwnClients,
+  openOwnLedger,
   openTestStores,
   type TestStores,
   waitUntilAnswering,
-  withParams,
 } from "./support/redis-test-stores.js";
 
 const url = serviceUrl("TESSERA_REDIS_URL");
@@ -41,17 +40,9 @@ interface Ledger {
 async function openLedger(opened?: TestStores): Promise<Ledger> {
   const stores = opened ?? (await openTestStores(url as string));
   if (opened === undefined) cleanups.push(stores.close);
-  const config = parseRedisUrl(
-    withParams(`redis://${stores.proxy.address}`, {
-      prefix: stores.prefix,
-      name: stores.connectionName,
-      commandTimeoutMs: "20000",
-    }),
-  );
-  const connection = new Connection(config);
-  await connection.connect("store_unavailable");
+  const { connection, ledger } = await openOwnLedger(stores);
   cleanups.push(() => connection.close());
-  return { opened: stores, connection, ledger: new RedisActLedger(connection, config.claimTtlMs) };
+  return { opened: stores, connection, ledger };
 }
 
 /** Records `acts` all in one tick and counts what the driver sent for them. */

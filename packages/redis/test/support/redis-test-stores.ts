@@ -2,6 +2,9 @@ import { randomBytes } from "node:crypto";
 import { startTcpProxy, type TcpProxy } from "@tessera/testkit";
 import { Redis } from "ioredis";
 import { deletePrefix } from "../../../../test/support/scratch-stores.js";
+import { RedisActLedger } from "../../src/act-ledger.js";
+import { parseRedisUrl } from "../../src/config.js";
+import { Connection } from "../../src/connection.js";
 import { openStores, type RedisStores } from "../../src/index.js";
 
 export { deletePrefix };
@@ -104,4 +107,23 @@ export async function waitUntilAnswering(
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
   }
+}
+
+/**
+ * A connection of its own to `stores`' keys, through their proxy and under their connection
+ * name (so an outage cuts it too), with a native act ledger on it. The caller closes it.
+ */
+export async function openOwnLedger(
+  stores: TestStores,
+): Promise<{ connection: Connection; ledger: RedisActLedger }> {
+  const config = parseRedisUrl(
+    withParams(`redis://${stores.proxy.address}`, {
+      prefix: stores.prefix,
+      name: stores.connectionName,
+      commandTimeoutMs: "20000",
+    }),
+  );
+  const connection = new Connection(config);
+  await connection.connect("store_unavailable");
+  return { connection, ledger: new RedisActLedger(connection, config.claimTtlMs) };
 }

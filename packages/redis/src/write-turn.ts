@@ -1,0 +1,122 @@
+import { randomUUID } from "node:crypto";
+import type { TesseraError } from "@tessera/core";
+import { type Connection, script, type UnavailableCode } from "./connection.js";
+
+/**
+ * Taking turns when optimistic writers keep colliding.
+ *
+ * Every write script here is a compare-and-write: the client links events after the heads it
+ * knows, and the script writes only when they still hold. Alone, that never retries. Between
+ * processes it favours whoever just won: the winner knows the new head at once and sends its
+ * next batch while the losers are still learning it, so under a steady stream of writes a
+ * loser can lose for as long as the others have work (CI saw one lose 64 times in a row on a
+ * Redis Cluster with 8 processes appending to one stream).
+ *
+ * So a writer that has lost twice asks for the turn with its next try: a try that finds the
+ * assumptions stale and the turn free takes it (`<prefix>write-turn`, set to the writer's
+ * token for `TURN_TTL_MS`). While the turn is held, every other writer's script writes
+ * nothing and answers what it found, so the holder's next try, planned from the heads its
+ * failed try was answered, is the one that writes; that write gives the turn back. A holder
+ * that dies lets it lapse after `TURN_TTL_MS`. The key carries the prefix, hence its hash
+ * tag: on a cluster it lives in the slot of the keys it guards.
+ */
+export const TURN_TTL_MS = 500;
+/** The try from which a writer that keeps losing asks for the turn. */
+const ASK_FROM_TRY = 3;
+/** How long a write may keep losing before it fails closed. */
+const CONTENTION_BUDGET_MS = 10_000;
+
+/**
+ * Lua, run after a script's reads: `turnRefused` is true when another writer holds the turn
+ * (the script then writes nothing). Expects `turnKey`, `writer` (this writer's token) and
+ * `askTurn` ('1' or '0') to be set.
+ */
+export const TURN_CHECK = `
+local turnHolder = redis.call('GET', turnKey)
+local turnRefused = turnHolder and turnHolder ~= writer
+`;
+
+/**
+ * Lua for a try that writes nothing: keeps or takes the turn as asked. Leaves `turnMine`
+ * 1 when this writer holds the turn after the try, else 0.
+ */
+export const TURN_ON_STALE = `
+local turnMine = 0
+if not turnRefused then
+  if turnHolder == writer then
+    redis.call('PEXPIRE', turnKey, ${TURN_TTL_MS})
+    turnMine = 1
+  elseif askTurn == '1' then
+    redis.call('SET', turnKey, writer, 'PX', ${TURN_TTL_MS})
+    turnMine = 1
+  end
+end
+`;
+
+/** Lua for a try that wrote: the turn, if this writer held it, is given back. */
+export const TURN_ON_WRITE = `
+if turnHolder == writer then redis.call('DEL', turnKey) end
+`;
+
+const GIVE_BACK = script(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 1
+`);
+
+/** The turn's key under `connection`'s prefix. */
+export function turnKeyOf(connection: Connection): string {
+  return connection.key("write-turn");
+}
+
+/** A writer's token: one per ledger or sink object, so its turn is told from others'. */
+export function newWriterToken(): string {
+  return randomUUID();
+}
+
+/**
+ * The tries of one write: whether a try asks for the turn, how long to step aside between
+ * tries, and when to give up (`CONTENTION_BUDGET_MS`, then `failure`).
+ */
+export class WriteTries {
+  readonly #deadline = Date.now() + CONTENTION_BUDGET_MS;
+  readonly #failure: () => TesseraError;
+  #tries = 0;
+
+  constructor(failure: () => TesseraError) {
+    this.#failure = failure;
+  }
+
+  /** Starts a try: `"1"` when it asks for the turn should it find the heads moved. */
+  next(): "0" | "1" {
+    this.#tries++;
+    return this.#tries >= ASK_FROM_TRY ? "1" : "0";
+  }
+
+  /**
+   * Between a lost try and the next. A holder of the turn goes on at once (everyone else
+   * waits for it); from the third try on others step aside for a random moment, so they do
+   * not collide again in step. Throws `failure` once the budget is spent.
+   */
+  async lost(holdsTurn: boolean): Promise<void> {
+    if (Date.now() >= this.#deadline) throw this.#failure();
+    if (holdsTurn || this.#tries < 2) return;
+    const ms = Math.random() * Math.min(this.#tries, 8);
+    await new Promise((resolve) => setTimeout(resolve, ms));
+  }
+}
+
+/**
+ * Gives the turn back when a holder stops without writing (all its acts answered, or it
+ * failed); best effort: a turn not given back lapses after `TURN_TTL_MS`.
+ */
+export async function giveBackTurn(
+  connection: Connection,
+  code: UnavailableCode,
+  writer: string,
+): Promise<void> {
+  try {
+    await connection.eval(code, GIVE_BACK, [turnKeyOf(connection)], [writer]);
+  } catch {
+    // The turn lapses on its own.
+  }
+}
