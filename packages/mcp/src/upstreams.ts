@@ -4,7 +4,12 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { type Tool, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { TesseraError } from "@tessera/core";
 import { TOOL_NAME, type ToolRules } from "./config.js";
-import { type UpstreamFetch, upstreamFetch } from "./http-fetch.js";
+import {
+  type UpstreamFetch,
+  UpstreamLost,
+  UpstreamUnreached,
+  upstreamFetch,
+} from "./http-fetch.js";
 import type { ToolRef } from "./tool-grants.js";
 import type { UpstreamInput } from "./types.js";
 import { ClientCredentials } from "./upstream-auth.js";
@@ -34,8 +39,9 @@ const GATEWAY_INFO = { name: "tessera-mcp-gateway", version: "0.1.0" };
  * backoff allows; the call that was in flight when it died is not among those: it stays in
  * doubt (see forward.ts), so a restart never runs anything twice. An HTTP client is retired the
  * same way when its connection fails or the upstream no longer knows its session (404): the
- * next call opens a new session, as the MCP spec asks. A host-built transport cannot be
- * reopened, so such an upstream is not restarted.
+ * next call opens a new session, as the MCP spec asks. A handshake whose connection is lost
+ * is made once more at once (it runs no call). A host-built transport cannot be reopened, so
+ * such an upstream is not restarted.
  */
 export class Upstream {
   readonly name: string;
@@ -91,6 +97,26 @@ export class Upstream {
 
   async #connect(): Promise<Client> {
     this.#used = true;
+    try {
+      try {
+        return await this.#handshake();
+      } catch (error) {
+        // A kept-alive connection the upstream closed as the handshake took it (it dropped
+        // every connection, say, as it does when a call is lost): nothing of a call was sent,
+        // and a handshake only opens a session, so one more, on a new connection, is safe.
+        if (this.#closed || !lostConnection(error)) throw error;
+        return await this.#handshake();
+      }
+    } catch (error) {
+      this.#failures++;
+      this.#notBefore =
+        Date.now() + Math.min(MAX_RETRY_MS, this.#firstRetryMs * 2 ** (this.#failures - 1));
+      throw error;
+    }
+  }
+
+  /** One client, connected and its tools listed; closed again if any of that fails. */
+  async #handshake(): Promise<Client> {
     const client = new Client(GATEWAY_INFO);
     try {
       await client.connect(this.#transport());
@@ -112,9 +138,6 @@ export class Upstream {
       this.#onTools(this, tools);
       return client;
     } catch (error) {
-      this.#failures++;
-      this.#notBefore =
-        Date.now() + Math.min(MAX_RETRY_MS, this.#firstRetryMs * 2 ** (this.#failures - 1));
       await client.close().catch(() => undefined);
       throw error;
     }
@@ -173,6 +196,15 @@ export class Upstream {
     await client?.close().catch(() => undefined);
     this.#fetch?.close();
   }
+}
+
+/** Whether `error` (or what caused it) is a connection to an HTTP upstream lost or not made. */
+function lostConnection(error: unknown): boolean {
+  for (let cause = error, depth = 0; cause instanceof Error && depth < 4; depth++) {
+    if (cause instanceof UpstreamLost || cause instanceof UpstreamUnreached) return true;
+    cause = cause.cause;
+  }
+  return false;
 }
 
 async function listAll(client: Client): Promise<Tool[]> {
