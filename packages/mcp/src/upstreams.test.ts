@@ -47,10 +47,12 @@ async function flakyUpstream(loseFirst: number): Promise<Flaky> {
       req.socket.destroy();
       return;
     }
-    const transport = new StreamableHTTPServerTransport({
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       enableJsonResponse: true,
-      onsessioninitialized: (sid) => sessions.set(sid, transport),
+      onsessioninitialized: (sid): void => {
+        sessions.set(sid, transport);
+      },
     });
     const mcp = new Server({ name: "flaky", version: "1.0.0" }, { capabilities: { tools: {} } });
     mcp.setRequestHandler(ListToolsRequestSchema, async () => ({
