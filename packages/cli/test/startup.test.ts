@@ -14,9 +14,12 @@ function loadedBy(...args: string[]): string[] {
   const hook = join(dir, "hook.mjs");
   writeFileSync(
     hook,
-    `export async function resolve(specifier, context, next) {
+    // Hooks run on a thread of their own, whose process.stderr is piped through the main
+    // thread and may be cut off when a quick command exits: written to fd 2 at once instead.
+    `import { writeSync } from "node:fs";
+export async function resolve(specifier, context, next) {
   const found = await next(specifier, context);
-  if (found.url.startsWith("file:")) process.stderr.write("loaded " + found.url + "\\n");
+  if (found.url.startsWith("file:")) writeSync(2, "loaded " + found.url + "\\n");
   return found;
 }\n`,
   );
