@@ -4,7 +4,6 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
-  type CallToolRequest,
   ErrorCode,
   isInitializeRequest,
   ListToolsRequestSchema,
@@ -24,7 +23,7 @@ import {
 } from "@tessera/core";
 import { gatewayActs } from "./acts.js";
 import { bearerPrincipal, type ProtectedResource } from "./bearer.js";
-import { ToolsCallRoute } from "./call-request.js";
+import { handleToolsCall } from "./call-request.js";
 import { type Caller, callTool, type PipelineParts, retire } from "./calls.js";
 import { type Limits, LimitsSchema, type Principal } from "./config.js";
 import { header, readJson, repeatsAnId, requestIds, rpcError } from "./http-body.js";
@@ -165,9 +164,7 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
     server.setRequestHandler(ListToolsRequestSchema, async () => ({
       tools: await listTools(principal),
     }));
-    server.setRequestHandler(ToolsCallRoute, async (raw, extra) => {
-      // Checked by the SDK's tools/call wrapper against its own schema (see call-request.ts).
-      const request = raw as unknown as CallToolRequest;
+    handleToolsCall(server, async (request, extra) => {
       const name = request.params.name;
       const trace = startCall(
         incomingTrace(request.params._meta, extra.requestInfo?.headers),

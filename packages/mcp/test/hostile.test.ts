@@ -148,12 +148,13 @@ describe("hostile input at the MCP gateway", () => {
     );
     expect(hijack.status).toBe(404);
     expect((await post(url, ALICE_TOKEN, "{}", "no-such-session")).status).toBe(404);
-    // Malformed tools/call params are invalid params (-32602), never an internal error.
-    for (const [id, params] of [
-      [3, { name: "messages.echo", arguments: "not an object" }],
-      [4, {}],
-      [5, undefined],
-      [6, { name: 7 }],
+    // Malformed tools/call params are invalid params (-32602), never an internal error, and
+    // the message is one line naming the field.
+    for (const [id, params, field] of [
+      [3, { name: "messages.echo", arguments: "not an object" }, "params.arguments"],
+      [4, {}, "params.name"],
+      [5, undefined, "params"],
+      [6, { name: 7 }, "params.name"],
     ] as const) {
       const answer = await post(
         url,
@@ -161,8 +162,13 @@ describe("hostile input at the MCP gateway", () => {
         JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params }),
         session,
       );
-      const body = (await answer.json()) as { id: number; error?: { code: number } };
+      const body = (await answer.json()) as {
+        id: number;
+        error?: { code: number; message: string };
+      };
       expect({ id: body.id, code: body.error?.code }).toEqual({ id, code: -32602 });
+      expect(body.error?.message).toContain(`invalid tools/call request: ${field}: `);
+      expect(body.error?.message).not.toContain("\n");
     }
     // A bad idempotency key is a protocol error.
     const alice = await harness.client(ALICE_TOKEN);
