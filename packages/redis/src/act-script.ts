@@ -1,6 +1,6 @@
 import { TesseraError } from "@tessera/core";
 import { script } from "./connection.js";
-import { TURN_CHECK, TURN_ON_STALE, TURN_ON_WRITE } from "./write-turn.js";
+import { TURN_ON_STALE, TURN_ON_WRITE, turnCheck } from "./write-turn.js";
 
 /**
  * The act ledger's one script per batch: a compare-and-write over everything the batch
@@ -76,10 +76,7 @@ for c = 1, checks do
   end
   i = i + 4
 end
-local turnKey = KEYS[3]
-local writer = ARGV[i]
-local askTurn = ARGV[i + 1]
-${TURN_CHECK}
+${turnCheck("KEYS[3]", "ARGV[i]", "ARGV[i + 1]")}
 if stale or turnRefused then
 ${TURN_ON_STALE}
   return {0, heads, values, taken, moved, turnMine}

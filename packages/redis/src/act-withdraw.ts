@@ -14,9 +14,9 @@ import { usageKeyOf } from "./usage-store.js";
 import {
   giveBackTurn,
   newWriterToken,
-  TURN_CHECK,
   TURN_ON_STALE,
   TURN_ON_WRITE,
+  turnCheck,
   turnKeyOf,
   WriteTries,
 } from "./write-turn.js";
@@ -48,10 +48,7 @@ local held = redis.call('GET', KEYS[1])
 if not held then return 'not_recorded' end
 if held ~= ARGV[1] then return 'kept' end
 local head = redis.call('HGET', KEYS[3], ARGV[3]) or ''
-local turnKey = KEYS[6]
-local writer = ARGV[7]
-local askTurn = ARGV[8]
-${TURN_CHECK}
+${turnCheck("KEYS[6]", "ARGV[7]", "ARGV[8]")}
 if head ~= ARGV[4] or turnRefused then
 ${TURN_ON_STALE}
   return {0, head, turnMine}

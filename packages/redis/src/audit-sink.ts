@@ -19,9 +19,9 @@ import { type Connection, script } from "./connection.js";
 import {
   giveBackTurn,
   newWriterToken,
-  TURN_CHECK,
   TURN_ON_STALE,
   TURN_ON_WRITE,
+  turnCheck,
   turnKeyOf,
   WriteTries,
 } from "./write-turn.js";
@@ -52,10 +52,7 @@ const MAX_BATCH = 128;
  */
 const APPEND = script(`
 local head = redis.call('HGET', KEYS[2], ARGV[1]) or ''
-local turnKey = KEYS[3]
-local writer = ARGV[4]
-local askTurn = ARGV[5]
-${TURN_CHECK}
+${turnCheck("KEYS[3]", "ARGV[4]", "ARGV[5]")}
 if head ~= ARGV[2] or turnRefused then
 ${TURN_ON_STALE}
   return {head, turnMine}

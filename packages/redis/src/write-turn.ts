@@ -27,14 +27,19 @@ const ASK_FROM_TRY = 3;
 const CONTENTION_BUDGET_MS = 10_000;
 
 /**
- * Lua, run after a script's reads: `turnRefused` is true when another writer holds the turn
- * (the script then writes nothing). Expects `turnKey`, `writer` (this writer's token) and
- * `askTurn` ('1' or '0') to be set.
+ * Lua, run after a script's reads: names the turn's key, this writer's token and whether this
+ * try asks for the turn (`'1'` or `'0'`) from the script's `KEYS`/`ARGV` expressions given,
+ * and sets `turnRefused` when another writer holds the turn (the script then writes nothing).
  */
-export const TURN_CHECK = `
+export function turnCheck(key: string, writer: string, ask: string): string {
+  return `
+local turnKey = ${key}
+local writer = ${writer}
+local askTurn = ${ask}
 local turnHolder = redis.call('GET', turnKey)
 local turnRefused = turnHolder and turnHolder ~= writer
 `;
+}
 
 /**
  * Lua for a try that writes nothing: keeps or takes the turn as asked. Leaves `turnMine`

@@ -3,7 +3,6 @@ import {
   closeSync,
   fsyncSync,
   openSync,
-  readFileSync,
   realpathSync,
   renameSync,
   rmSync,
@@ -13,6 +12,7 @@ import {
 import { basename, dirname, join, resolve } from "node:path";
 import { TesseraError } from "@tessera/core";
 import { parsePrincipals, tokenDigest } from "@tessera/server";
+import { readNamedFile } from "../files.js";
 import { checkDataDir, PRIVATE_FILE_MODE } from "./data-dir.js";
 import { readConfigFile } from "./load.js";
 
@@ -139,18 +139,7 @@ export function mintToken(): string {
 }
 
 function readJson(path: string): unknown {
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ENOTDIR") {
-      throw new TesseraError("file_not_found", `no principals file at ${path}`, { cause: error });
-    }
-    throw new TesseraError("invalid_config", `${path} cannot be read (${code ?? "error"})`, {
-      cause: error,
-    });
-  }
+  const text = readNamedFile(path, "principals file", "invalid_config");
   try {
     return JSON.parse(text);
   } catch (error) {
