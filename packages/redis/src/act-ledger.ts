@@ -23,7 +23,7 @@ import { decodeHead, encodeHead } from "./chain-head.js";
 import { claimKeyOf, claimValueOf, readStoredClaim, settlementOf } from "./claim-store.js";
 import type { Connection } from "./connection.js";
 import { usageKeyOf } from "./usage-store.js";
-import { giveBackTurn, newWriterToken, turnKeyOf, WriteTries } from "./write-turn.js";
+import { newWriterToken, type TurnWriter, turnKeyOf, WriteTries } from "./write-turn.js";
 
 const CODE = "store_unavailable";
 const STALE: ActResult = Object.freeze({ status: "stale" });
@@ -90,8 +90,8 @@ export class RedisActLedger implements ActLedger {
   readonly #ttlMs: number;
   readonly #heads = new Map<string, ChainHead>();
   readonly #counters = new Map<string, number>();
-  /** This ledger's token for the write turn (`write-turn.ts`). */
-  readonly #writer = newWriterToken();
+  /** This ledger as a writer taking turns (`write-turn.ts`). */
+  readonly #writer: TurnWriter;
   #queue: Pending[] = [];
   #scheduled = false;
   #running = false;
@@ -100,6 +100,7 @@ export class RedisActLedger implements ActLedger {
     this.#connection = connection;
     this.#ttlMs = claimTtlMs;
     this.checksVersionsIn = connection.versionSpace;
+    this.#writer = { connection, code: CODE, token: newWriterToken() };
   }
 
   record(act: Act): Promise<ActResult> {
@@ -194,8 +195,8 @@ export class RedisActLedger implements ActLedger {
    */
   async #write(batch: Pending[]): Promise<void> {
     let acts = batch;
-    let holdsTurn = false;
     const tries = new WriteTries(
+      this.#writer,
       () => new TesseraError(CODE, "the acts' streams kept moving: too many concurrent writers"),
     );
     try {
@@ -213,14 +214,14 @@ export class RedisActLedger implements ActLedger {
           });
           return;
         }
-        holdsTurn = reply.holdsTurn;
         acts = this.#learn(acts, plan, reply);
-        if (acts.length > 0) await tries.lost(holdsTurn);
+        tries.found(reply.holdsTurn);
+        if (acts.length > 0) await tries.lost();
       }
-      // Every act was answered from what the script found: nothing to take the turn for.
-      if (holdsTurn) void giveBackTurn(this.#connection, CODE, this.#writer);
+      // Every act was answered from what the script found: nothing to hold the turn for.
+      tries.end();
     } catch (error) {
-      if (holdsTurn) void giveBackTurn(this.#connection, CODE, this.#writer);
+      tries.end();
       // A reply lost after the script ran leaves this process's memory wrong: forget it,
       // the next batch learns the truth from the script.
       this.#heads.clear();
@@ -358,7 +359,7 @@ export class RedisActLedger implements ActLedger {
         checks.push(i + 1, position(check.key), check.field, check.version);
       }
     });
-    args.push(checks.length / 4, ...checks, this.#writer, askTurn);
+    args.push(checks.length / 4, ...checks, this.#writer.token, askTurn);
     return {
       keys,
       args,

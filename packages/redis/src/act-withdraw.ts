@@ -12,7 +12,6 @@ import { claimKeyOf, claimValueOf, settlementOf } from "./claim-store.js";
 import { type Connection, script } from "./connection.js";
 import { usageKeyOf } from "./usage-store.js";
 import {
-  giveBackTurn,
   newWriterToken,
   TURN_ON_STALE,
   TURN_ON_WRITE,
@@ -89,11 +88,11 @@ export async function withdrawAct(
   withdrawal: Withdrawal,
 ): Promise<WithdrawResult> {
   const planned = plan(connection, withdrawal);
-  const writer = newWriterToken();
+  const writer = { connection, code: CODE, token: newWriterToken() } as const;
   const tries = new WriteTries(
+    writer,
     () => new TesseraError(CODE, "the act's stream kept moving: too many concurrent writers"),
   );
-  let holdsTurn = false;
   try {
     for (;;) {
       const askTurn = tries.next();
@@ -107,7 +106,7 @@ export async function withdrawAct(
         encodeHead(start),
         encodeHead(end),
         JSON.stringify(linked),
-        writer,
+        writer.token,
         askTurn,
       ]);
       if (reply === "withdrawn") {
@@ -115,7 +114,7 @@ export async function withdrawAct(
         return reply;
       }
       if (reply === "not_recorded" || reply === "kept") {
-        if (holdsTurn) void giveBackTurn(connection, CODE, writer);
+        tries.end();
         return reply;
       }
       if (
@@ -128,11 +127,11 @@ export async function withdrawAct(
         throw new TesseraError(CODE, "unexpected reply to the withdraw script");
       }
       heads.set(planned.stream, decodeHead(reply[1], "store_unavailable"));
-      holdsTurn = reply[2] === 1;
-      await tries.lost(holdsTurn);
+      tries.found(reply[2] === 1);
+      await tries.lost();
     }
   } catch (error) {
-    if (holdsTurn) void giveBackTurn(connection, CODE, writer);
+    tries.end();
     // A reply lost after the script ran leaves the remembered head wrong: the script tells.
     heads.delete(planned.stream);
     if (error instanceof TesseraError && error.code === "store_unavailable") {

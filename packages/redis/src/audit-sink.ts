@@ -17,10 +17,10 @@ import {
 import { decodeHead, encodeHead } from "./chain-head.js";
 import { type Connection, script } from "./connection.js";
 import {
-  giveBackTurn,
   newWriterToken,
   TURN_ON_STALE,
   TURN_ON_WRITE,
+  type TurnWriter,
   turnCheck,
   turnKeyOf,
   WriteTries,
@@ -87,8 +87,8 @@ export class RedisAuditSink implements ReadableAuditSink {
   });
 
   readonly #ledger: ActLedger | undefined;
-  /** This sink's token for the write turn. */
-  readonly #writer = newWriterToken();
+  /** This sink as a writer taking turns (`write-turn.ts`). */
+  readonly #writer: TurnWriter;
 
   /**
    * With `ledger` (a bundle's own act ledger over the same connection), events are appended as
@@ -98,6 +98,7 @@ export class RedisAuditSink implements ReadableAuditSink {
   constructor(connection: Connection, ledger?: ActLedger) {
     this.#connection = connection;
     this.#ledger = ledger;
+    this.#writer = { connection, code: CODE, token: newWriterToken() };
   }
 
   append(event: AuditEvent): Promise<void> {
@@ -123,10 +124,10 @@ export class RedisAuditSink implements ReadableAuditSink {
       );
     }
     const tries = new WriteTries(
+      this.#writer,
       () => new TesseraError(CODE, "the audit stream kept moving: too many concurrent writers"),
     );
     let head = known;
-    let holdsTurn = false;
     try {
       for (;;) {
         const askTurn = tries.next();
@@ -141,7 +142,7 @@ export class RedisAuditSink implements ReadableAuditSink {
           stream,
           encodeHead(head),
           encodeHead(last),
-          this.#writer,
+          this.#writer.token,
           askTurn,
           ...bodies,
         ]);
@@ -154,11 +155,11 @@ export class RedisAuditSink implements ReadableAuditSink {
           throw new TesseraError(CODE, "the audit append script answered something unexpected");
         }
         head = decodeHead(reply[0], CODE);
-        holdsTurn = reply[1] === 1;
-        await tries.lost(holdsTurn);
+        tries.found(reply[1] === 1);
+        await tries.lost();
       }
     } catch (error) {
-      if (holdsTurn) void giveBackTurn(this.#connection, CODE, this.#writer);
+      tries.end();
       throw error;
     }
   }

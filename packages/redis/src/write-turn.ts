@@ -78,16 +78,28 @@ export function newWriterToken(): string {
   return randomUUID();
 }
 
+/** Who writes, and what its failures are called: the same for every write of one object. */
+export interface TurnWriter {
+  readonly connection: Connection;
+  readonly code: UnavailableCode;
+  /** `newWriterToken()`: tells this writer's turn from others'. */
+  readonly token: string;
+}
+
 /**
  * The tries of one write: whether a try asks for the turn, how long to step aside between
- * tries, and when to give up (`CONTENTION_BUDGET_MS`, then `failure`).
+ * tries, when to give up (`CONTENTION_BUDGET_MS`, then `failure`), and whether the turn is
+ * held, so that a write ending without writing gives it back (`end`).
  */
 export class WriteTries {
   readonly #deadline = Date.now() + CONTENTION_BUDGET_MS;
+  readonly #writer: TurnWriter;
   readonly #failure: () => TesseraError;
   #tries = 0;
+  #holdsTurn = false;
 
-  constructor(failure: () => TesseraError) {
+  constructor(writer: TurnWriter, failure: () => TesseraError) {
+    this.#writer = writer;
     this.#failure = failure;
   }
 
@@ -97,31 +109,32 @@ export class WriteTries {
     return this.#tries >= ASK_FROM_TRY ? "1" : "0";
   }
 
+  /** What a lost try answered: whether this writer holds the turn now. */
+  found(holdsTurn: boolean): void {
+    this.#holdsTurn = holdsTurn;
+  }
+
   /**
    * Between a lost try and the next. A holder of the turn goes on at once (everyone else
    * waits for it); from the third try on others step aside for a random moment, so they do
    * not collide again in step. Throws `failure` once the budget is spent.
    */
-  async lost(holdsTurn: boolean): Promise<void> {
+  async lost(): Promise<void> {
     if (Date.now() >= this.#deadline) throw this.#failure();
-    if (holdsTurn || this.#tries < 2) return;
+    if (this.#holdsTurn || this.#tries < 2) return;
     const ms = Math.random() * Math.min(this.#tries, 8);
     await new Promise((resolve) => setTimeout(resolve, ms));
   }
-}
 
-/**
- * Gives the turn back when a holder stops without writing (all its acts answered, or it
- * failed); best effort: a turn not given back lapses after `TURN_TTL_MS`.
- */
-export async function giveBackTurn(
-  connection: Connection,
-  code: UnavailableCode,
-  writer: string,
-): Promise<void> {
-  try {
-    await connection.eval(code, GIVE_BACK, [turnKeyOf(connection)], [writer]);
-  } catch {
-    // The turn lapses on its own.
+  /**
+   * The write ends without a try that wrote (everything answered from what was found, or a
+   * failure): a turn still held is given back, best effort; one not given back lapses after
+   * `TURN_TTL_MS`. A try that wrote gave it back in its own script.
+   */
+  end(): void {
+    if (!this.#holdsTurn) return;
+    this.#holdsTurn = false;
+    const { connection, code, token } = this.#writer;
+    connection.eval(code, GIVE_BACK, [turnKeyOf(connection)], [token]).catch(() => undefined);
   }
 }
