@@ -131,6 +131,16 @@ suite("redis backend", () => {
     expect(keys).toEqual([`${prefix}layout-version`]);
   });
 
+  it("opening walks no keyspace: the self-test removes its probe keys by name, no SCAN", async () => {
+    // Every open used to end the probe's session with SCAN: seconds on a server of millions
+    // of keys, paid by every service, gateway and CLI start.
+    const scan = vi.spyOn(Redis.prototype, "scan");
+    const { prefix } = await opened();
+    expect(scan).not.toHaveBeenCalled();
+    const keys = await admin(url as string, (redis) => redis.keys(`${prefix}*`));
+    expect(keys).toEqual([`${prefix}layout-version`]);
+  });
+
   it("a claim carries the configured TTL, and an expired claim leaves the in-doubt list", async () => {
     const { stores, prefix } = await opened({ claimTtlMs: "1000" });
     const key = { session: "s", functionCallId: "f" };
