@@ -8,6 +8,16 @@ export function printLines(lines: readonly string[]): void {
   process.stdout.write(lines.length > 0 ? `${lines.join("\n")}\n` : "");
 }
 
+/**
+ * A listing's lines; when there are none, `empty` goes to stderr. Standard output stays one
+ * line per item (a script counting lines reads 0), and a person sees that the read worked and
+ * found nothing, not a silence that could be a wrong namespace or a command that did nothing.
+ */
+export function printList(lines: readonly string[], empty: string): void {
+  if (lines.length > 0) printLines(lines);
+  else process.stderr.write(`${empty}\n`);
+}
+
 let jsonErrors = false;
 
 /**

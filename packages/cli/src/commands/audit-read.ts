@@ -8,8 +8,8 @@ import {
   withRemoteOptions,
 } from "../config/remote.js";
 import { nonEmpty, wholeNumber } from "../options.js";
-import { printJson, printLines } from "../output.js";
-import { formatEvent, openAudit, type SourceOptions } from "./audit-source.js";
+import { printJson, printLines, printList } from "../output.js";
+import { formatEvent, NO_DECISIONS, openAudit, type SourceOptions } from "./audit-source.js";
 
 interface FilterOptions {
   callId?: string;
@@ -83,7 +83,7 @@ export function auditQueryCommand(): Command {
       try {
         const events = await source.read(options.limit);
         if (options.json) printJson(events);
-        else printLines(events.map(formatEvent));
+        else printList(events.map(formatEvent), NO_DECISIONS);
       } finally {
         await source.close();
       }
@@ -124,6 +124,11 @@ export function auditTailCommand(): Command {
         const first = await source.read(cap);
         let seen = first.length;
         print(options.lines === 0 ? [] : first.slice(-options.lines));
+        if (first.length === 0 && !options.json) {
+          process.stderr.write(
+            `${NO_DECISIONS}${options.follow ? "; waiting for new ones" : ""}\n`,
+          );
+        }
         if (!options.follow) return;
         const stopped = stopSignal();
         while (!(await stopped.wait(options.interval))) {

@@ -84,6 +84,9 @@ export async function openAudit(
   );
 }
 
+/** What a text listing of decisions says (on stderr) when it has none to show. */
+export const NO_DECISIONS = "no decisions found: the trail is empty, or none match";
+
 /**
  * The principal named by the flags, or none (explain then answers as core does). A principal
  * is all of namespace, actor and authority, with its owner if it has one; half of one would

@@ -1,10 +1,11 @@
 import { explain } from "@tessera/core";
 import { Command } from "commander";
 import { nonEmpty, wholeNumber } from "../options.js";
-import { printJson, printLines } from "../output.js";
+import { printJson, printLines, printList } from "../output.js";
 import { auditQueryCommand, auditTailCommand } from "./audit-read.js";
 import {
   formatEvent,
+  NO_DECISIONS,
   openAudit,
   type PrincipalOptions,
   principalOf,
@@ -38,7 +39,7 @@ export function auditCommand(): Command {
             ...(options.limit ? { limit: options.limit } : {}),
           });
           if (options.json) printJson(events);
-          else printLines(events.map(formatEvent));
+          else printList(events.map(formatEvent), NO_DECISIONS);
         } finally {
           await close();
         }

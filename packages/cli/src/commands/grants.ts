@@ -17,7 +17,7 @@ import {
 } from "../config/remote.js";
 import { readNamedFile } from "../files.js";
 import { nonEmpty } from "../options.js";
-import { printJson, printLines } from "../output.js";
+import { printJson, printLines, printList } from "../output.js";
 import { openStoresByUrl } from "../stores.js";
 
 interface StoreOption {
@@ -143,13 +143,21 @@ export function grantsCommand(): Command {
         "grants list without --store",
       ).listGrants();
       if (options.json) printJson(list);
-      else printLines(list.map(({ grant, uses }) => formatGrant(grant, uses)));
+      else
+        printList(
+          list.map(({ grant, uses }) => formatGrant(grant, uses)),
+          "no grants in the token's namespace",
+        );
       return;
     }
     const namespace = requireNamespace(options);
     const list = await withStores(options.store, (s) => s.grants.listNamespace(namespace));
     if (options.json) printJson(list);
-    else printLines(list.map((grant) => formatGrant(grant)));
+    else
+      printList(
+        list.map((grant) => formatGrant(grant)),
+        `no grants in namespace ${namespace}`,
+      );
   });
 
   withRemoteOptions(
