@@ -1,11 +1,43 @@
 // Nothing heavy here: bin.ts loads this before it knows which command runs.
 
-export function printJson(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+/**
+ * Characters a terminal acts on rather than shows, or that make text read other than it is:
+ * C0 and C1 controls (escape sequences, carriage return, a newline inside a field), DEL, the
+ * line and paragraph separators, and the bidirectional overrides and isolates.
+ */
+const UNPRINTABLE =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+  /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * `text` with every such character written as a `\uXXXX` escape. What the CLI prints comes
+ * from stores and tokens other people wrote (an agent names its call ID, a tool its path): an
+ * operator reading the audit trail must see one line per event, never a line an agent forged
+ * with `\r\n` or a terminal command hidden in an ID. `--json` output is exact.
+ */
+export function printable(text: string): string {
+  return text.replace(UNPRINTABLE, escaped);
 }
 
+function escaped(character: string): string {
+  return `\\u${character.charCodeAt(0).toString(16).padStart(4, "0")}`;
+}
+
+/**
+ * The unprintable characters JSON leaves as they are (it escapes only C0 controls). They can
+ * only stand inside strings, where `\uXXXX` means the same character: the JSON stays exact.
+ */
+const RAW_IN_JSON = /[\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+export function printJson(value: unknown): void {
+  // `?? "null"`: JSON.stringify answers undefined for undefined, which has no JSON.
+  const json = (JSON.stringify(value, null, 2) ?? "null").replace(RAW_IN_JSON, escaped);
+  process.stdout.write(`${json}\n`);
+}
+
+/** One line per item, each made printable: an item never spans or rewrites a line. */
 export function printLines(lines: readonly string[]): void {
-  process.stdout.write(lines.length > 0 ? `${lines.join("\n")}\n` : "");
+  process.stdout.write(lines.length > 0 ? `${lines.map(printable).join("\n")}\n` : "");
 }
 
 /**
@@ -37,6 +69,6 @@ export function writeError(code: string, message: string, extra: object = {}): v
   process.stderr.write(
     jsonErrors
       ? `${JSON.stringify({ error: { code, message, ...extra } })}\n`
-      : `tessera: ${code}: ${message}\n`,
+      : `tessera: ${code}: ${printable(message)}\n`,
   );
 }

@@ -1,6 +1,6 @@
 import { isTesseraClientError } from "@tessera/client";
 import { isTesseraError } from "@tessera/core";
-import { jsonErrorsOn, writeError } from "./output.js";
+import { jsonErrorsOn, printable, writeError } from "./output.js";
 
 /**
  * Exit codes: 0 done, 1 unexpected failure, 2 a refusal or misuse with a stable code
@@ -23,6 +23,9 @@ export function reportError(error: unknown): number {
     return 1;
   }
   const message = error instanceof Error ? (error.stack ?? error.message) : String(error);
-  process.stderr.write(`tessera: unexpected failure: ${message}\n`);
+  // A stack spans lines by design; each line of it is made printable.
+  process.stderr.write(
+    `tessera: unexpected failure: ${message.split("\n").map(printable).join("\n")}\n`,
+  );
   return 1;
 }

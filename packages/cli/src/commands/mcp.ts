@@ -10,6 +10,7 @@ import {
 import { JwtVerifier, loadJwtIdentity } from "@tessera/server/identity";
 import { Command } from "commander";
 import { nonEmpty, wholeNumber } from "../options.js";
+import { printable } from "../output.js";
 
 interface McpCommandOptions {
   config: string;
@@ -146,10 +147,10 @@ function identityOf(config: GatewayConfig): ProtectedResource | undefined {
     ...(identity.requiredScope === undefined ? {} : { requiredScope: identity.requiredScope }),
     verifier,
     onRefused: ({ reason, detail }) =>
-      process.stderr.write(`tessera mcp: bearer token refused: ${detail} (${reason})\n`),
+      process.stderr.write(`tessera mcp: bearer token refused: ${printable(detail)} (${reason})\n`),
   };
 }
 
 function announce(json: boolean | undefined, event: object, text: string): void {
-  process.stdout.write(json ? `${JSON.stringify(event)}\n` : `tessera mcp: ${text}\n`);
+  process.stdout.write(json ? `${JSON.stringify(event)}\n` : `tessera mcp: ${printable(text)}\n`);
 }

@@ -12,6 +12,7 @@ import { loadJwtIdentity } from "@tessera/server/identity";
 import { Command, Option } from "commander";
 import { loadServeConfig, type ServeConfig, type ServeFlags } from "../config/load.js";
 import { nonEmpty, wholeNumber } from "../options.js";
+import { printable } from "../output.js";
 import { openStoresByUrl } from "../stores.js";
 
 type ServeCommandOptions = ServeFlags & { json?: boolean; logLevel: string };
@@ -220,7 +221,7 @@ function reloadIdentity(server: RunningServer, path: string, json: boolean | und
  */
 function announce(json: boolean | undefined, event: object, text: string): void {
   if (json) process.stdout.write(`${JSON.stringify(event)}\n`);
-  else process.stderr.write(`tessera serve: ${text}\n`);
+  else process.stderr.write(`tessera serve: ${printable(text)}\n`);
 }
 
 /**
