@@ -287,6 +287,36 @@ describe("requests that get no decision (4xx)", () => {
     expect(transport.delivered.some((e) => hostile.includes(e.recipient))).toBe(false);
   });
 
+  it("refuses a call ID with a control, bidi or line-separator character (400, nothing decided)", async () => {
+    // The ID is echoed in answers and kept in claims and audit, where people read it.
+    const before = transport.delivered.length;
+    for (const callId of [
+      "a\u0000b",
+      "line\r\nforged",
+      "esc\u001b[2J",
+      "csi\u009b2J",
+      "rtl\u202eexe",
+      "sep\u2028",
+    ]) {
+      const answer = await post(JSON.stringify({ recipient: "c", payload: 1, callId }));
+      expect([callId, answer.status, answer.body.error?.code, answer.body.error?.field]).toEqual([
+        callId,
+        400,
+        "invalid_request",
+        "callId",
+      ]);
+      expect(answer.body.error.message).toBe(
+        "callId: a call ID may not hold control, bidi or line-separator characters",
+      );
+    }
+    expect(transport.delivered.length).toBe(before);
+    // Printable IDs of every other kind stay the caller's own: paths, non-ASCII, emoji.
+    for (const callId of ["../x/..", "é-ü-日本", "👩‍💻-1"]) {
+      const answer = await post(JSON.stringify({ recipient: "c", payload: 1, callId }));
+      expect([callId, answer.status]).toEqual([callId, 200]);
+    }
+  });
+
   it("413 past the body limit, 415 for another content type", async () => {
     const big = JSON.stringify({ recipient: "c", payload: "x".repeat(70 * 1024) });
     expect(await post(big)).toMatchObject({

@@ -1,3 +1,5 @@
+import { UNPRINTABLE_CLASS } from "./printable.js";
+
 /**
  * Which strings may be one segment of a resource path, for grants and requests alike.
  *
@@ -9,9 +11,7 @@
  * and marks) are refused outright rather than interpreted.
  */
 
-const UNSAFE_CHARACTER =
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
-  /[\u0000-\u001f\u007f-\u009f/\\\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+const UNSAFE_CHARACTER = new RegExp(`[${UNPRINTABLE_CLASS}/\\\\]`);
 
 /** True for a non-empty segment a host cannot resolve, split or misprint (length is checked apart). */
 export function isSafeSegment(segment: string): boolean {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { isPrintable } from "../contracts/printable.js";
 import { AuditEventSchema, GrantSchema } from "../contracts/schemas.js";
 import { CALLER_CODES, RECEIPT_STATUSES } from "../contracts/vocabulary.js";
 
@@ -13,6 +14,17 @@ import { CALLER_CODES, RECEIPT_STATUSES } from "../contracts/vocabulary.js";
 
 const id = z.string().min(1).max(512);
 const callId = z.string().min(1).max(256);
+/**
+ * A call ID a request names for its act: printable, as the A2UI gate requires of function call
+ * IDs. It is echoed in answers and kept in claims and audit, where people read it, and a
+ * control, bidi or line-separator character there can forge a line or disguise an ID. Queries
+ * (`/v1/audit`, `/v1/explain`) take any call ID, so a trail written before this rule still reads.
+ */
+const actCallId = callId
+  .refine(isPrintable, {
+    message: "a call ID may not hold control, bidi or line-separator characters",
+  })
+  .describe("1–256 characters, none of them a control, bidi or line-separator character");
 const callerCode = z.enum(CALLER_CODES);
 
 /** Every 4xx/5xx: no decision was taken. `field` names the offending body or query field. */
@@ -43,7 +55,7 @@ export const AuthorizeRequestSchema = z.strictObject({
     owner: id.optional(),
   }),
   /** Makes the request safe to retry: the same ID and body answer the original decision again. */
-  callId: callId.optional(),
+  callId: actCallId.optional(),
 });
 export type AuthorizeRequestBody = z.infer<typeof AuthorizeRequestSchema>;
 
@@ -59,7 +71,7 @@ export const SendMessageRequestSchema = z.strictObject({
   recipient: id,
   /** Data only: nothing in it is read as authority. */
   payload: z.unknown(),
-  callId: callId.optional(),
+  callId: actCallId.optional(),
 });
 export type SendMessageRequestBody = z.infer<typeof SendMessageRequestSchema>;
 
