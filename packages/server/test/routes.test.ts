@@ -148,6 +148,48 @@ describe("routes, allowed and denied", () => {
     for (const claim of stuck) expect(alices.body.claims).not.toContainEqual(claim);
   });
 
+  it("concurrent in-doubt listings of one principal share one walk of the store", async () => {
+    // On Redis a listing walks the keyspace (SCAN): twenty requests at once must not be twenty
+    // walks. A claim store whose listing takes 50 ms stands in for one, counting its walks.
+    let walks = 0;
+    const slow = new Proxy(stores.claims, {
+      get(target, property) {
+        const value = Reflect.get(target, property, target);
+        if (property !== "listInDoubt")
+          return typeof value === "function" ? value.bind(target) : value;
+        return async (session?: string) => {
+          walks++;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          return target.listInDoubt(session);
+        };
+      },
+    });
+    const own = await listen({
+      stores: { ...stores, claims: slow },
+      principals: [stalled.config],
+      port: 0,
+      log: false,
+    });
+    try {
+      const list = () => call(own.url, "GET", "/v1/claims/in-doubt", { token: stalled.token });
+      const answers = await Promise.all(Array.from({ length: 20 }, list));
+      const first = JSON.stringify([200, answers[0]?.body]);
+      expect(answers.map((a) => JSON.stringify([a.status, a.body]))).toEqual(Array(20).fill(first));
+      expect(
+        answers[0]?.body.claims.map((c: { functionCallId: string }) => c.functionCallId),
+      ).toEqual(["fc-stuck", "c-stuck"]);
+      // One walk is two listings: the gate's session and the retry-safe calls' one. The twenty
+      // requests may straddle the end of a walk, so allow a second; never one per request.
+      expect([2, 4]).toContain(walks);
+      // Once it is over, the next request reads the store again: nothing is cached.
+      walks = 0;
+      expect((await list()).status).toBe(200);
+      expect(walks).toBe(2);
+    } finally {
+      await own.close();
+    }
+  });
+
   it("issues, lists with usage counts and revokes grants, for issuer tokens only", async () => {
     const grant = {
       id: "g-issued",

@@ -1,6 +1,7 @@
 import {
   type AccessContext,
   type AlreadyClaimed,
+  type ClaimStore,
   explain,
   type TurnAuthority,
 } from "@tessera/core";
@@ -9,6 +10,7 @@ import {
   AuthorizeRequestSchema,
   type AuthorizeResponse,
   ExplainQuerySchema,
+  type InDoubtClaimsResponse,
   newCallId,
   ROUTES,
   SendMessageRequestSchema,
@@ -134,24 +136,24 @@ export function decisionRoutes(app: FastifyInstance, context: ServiceContext): v
     },
   });
 
+  // Listings in progress, by the sessions they read. On Redis a listing walks the keyspace
+  // (SCAN: seconds on a server of millions of keys), so a principal's concurrent requests share
+  // the one in progress rather than each starting its own walk of the shared server.
+  const listings = new Map<string, Promise<InDoubtClaimsResponse>>();
   app.route({
     ...route("inDoubtClaims"),
-    handler: async (request) => {
+    handler: (request) => {
       const principal = principalOf(request);
       // The gate's calls and the retry-safe sends and authorizations a stopped instance left
       // between claim and answer: both are call IDs that will never be decided again.
-      const [gate, service] = await Promise.all([
-        context.stores.claims.listInDoubt(gateSession(principal)),
-        context.stores.claims.listInDoubt(retrySession(principalKey(principal))),
-      ]);
-      const claims = [...gate, ...service].sort((a, b) => a.claimedAt - b.claimedAt);
-      return {
-        claims: claims.map((c) => ({
-          functionCallId: c.functionCallId,
-          claimedAt: c.claimedAt,
-          ...(c.worker === undefined ? {} : { worker: c.worker }),
-        })),
-      };
+      const sessions = [gateSession(principal), retrySession(principalKey(principal))] as const;
+      const key = sessions.join("\u0000");
+      let listing = listings.get(key);
+      if (listing === undefined) {
+        listing = listInDoubt(context.stores.claims, sessions).finally(() => listings.delete(key));
+        listings.set(key, listing);
+      }
+      return listing;
     },
   });
 }
@@ -309,4 +311,19 @@ async function withTurn<T>(
   } finally {
     await turn.close();
   }
+}
+
+async function listInDoubt(
+  claims: ClaimStore,
+  sessions: readonly [string, string],
+): Promise<InDoubtClaimsResponse> {
+  const [gate, service] = await Promise.all(sessions.map((session) => claims.listInDoubt(session)));
+  const listed = [...(gate ?? []), ...(service ?? [])].sort((a, b) => a.claimedAt - b.claimedAt);
+  return {
+    claims: listed.map((c) => ({
+      functionCallId: c.functionCallId,
+      claimedAt: c.claimedAt,
+      ...(c.worker === undefined ? {} : { worker: c.worker }),
+    })),
+  };
 }
