@@ -1,19 +1,22 @@
 // Nothing heavy here: bin.ts loads this before it knows which command runs.
 
 /**
- * Characters a terminal acts on rather than shows, or that make text read other than it is:
- * C0 and C1 controls (escape sequences, carriage return, a newline inside a field), DEL, the
- * line and paragraph separators, and the bidirectional overrides and isolates.
+ * The characters that print as something other than themselves and that JSON leaves as they
+ * are (it escapes C0 controls only): DEL and the C1 controls (U+009B is a terminal's CSI), the
+ * line and paragraph separators, and the bidi marks, embeddings, overrides and isolates.
  */
-const UNPRINTABLE =
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
-  /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const RAW_IN_JSON_CLASS =
+  "\\u007f-\\u009f\\u061c\\u200e\\u200f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069";
+/** Those, and the C0 controls: escape sequences, carriage return, a newline inside a field. */
+const UNPRINTABLE = new RegExp(`[\\u0000-\\u001f${RAW_IN_JSON_CLASS}]`, "g");
+/** In JSON they can only stand inside strings, where `\uXXXX` means the same: JSON stays exact. */
+const RAW_IN_JSON = new RegExp(`[${RAW_IN_JSON_CLASS}]`, "g");
 
 /**
- * `text` with every such character written as a `\uXXXX` escape. What the CLI prints comes
- * from stores and tokens other people wrote (an agent names its call ID, a tool its path): an
- * operator reading the audit trail must see one line per event, never a line an agent forged
- * with `\r\n` or a terminal command hidden in an ID. `--json` output is exact.
+ * `text` with every unprintable character written as a `\uXXXX` escape. What the CLI prints
+ * comes from stores and tokens other people wrote (an agent names its call ID, a tool its
+ * path): an operator reading the audit trail must see one line per event, never a line an agent
+ * forged with `\r\n` or a terminal command hidden in an ID. `--json` output is exact.
  */
 export function printable(text: string): string {
   return text.replace(UNPRINTABLE, escaped);
@@ -22,12 +25,6 @@ export function printable(text: string): string {
 function escaped(character: string): string {
   return `\\u${character.charCodeAt(0).toString(16).padStart(4, "0")}`;
 }
-
-/**
- * The unprintable characters JSON leaves as they are (it escapes only C0 controls). They can
- * only stand inside strings, where `\uXXXX` means the same character: the JSON stays exact.
- */
-const RAW_IN_JSON = /[\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
 export function printJson(value: unknown): void {
   // `?? "null"`: JSON.stringify answers undefined for undefined, which has no JSON.
