@@ -156,11 +156,14 @@ export class PostgresAuditSink implements ReadableAuditSink {
       limit = ` LIMIT $${values.length}`;
     }
     const clause = where.length > 0 ? ` WHERE ${where.join(" AND ")}` : "";
+    // The newest `limit` are read backwards along the key and turned back to append order.
+    const newest = filter.newest === true && filter.limit !== undefined;
     const { rows } = await this.#db.query<{ event: string }>(
       "audit_unavailable",
-      `SELECT event FROM ${this.#table}${clause} ORDER BY seq${limit}`,
+      `SELECT event FROM ${this.#table}${clause} ORDER BY seq${newest ? " DESC" : ""}${limit}`,
       values,
     );
+    if (newest) rows.reverse();
     // A row replaced by text that is not an event is named by its position, not a crash.
     return rows.map((row, position) => parseStoredAuditEvent(row.event, position));
   }

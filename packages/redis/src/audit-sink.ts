@@ -168,6 +168,7 @@ export class RedisAuditSink implements ReadableAuditSink {
     checkAuditFilter(filter);
     const { callId, traceId, limit } = filter;
     if (limit === 0) return [];
+    const newest = filter.newest === true && limit !== undefined;
     let events: AuditEvent[];
     if (callId !== undefined || traceId !== undefined) {
       const index =
@@ -185,15 +186,20 @@ export class RedisAuditSink implements ReadableAuditSink {
         events = events.filter((event) => event.traceId === traceId);
       }
     } else {
+      const key = this.#connection.key("audit");
       const entries = await this.#connection.run("audit_unavailable", (redis) =>
         limit === undefined
-          ? redis.xrange(this.#connection.key("audit"), "-", "+")
-          : redis.xrange(this.#connection.key("audit"), "-", "+", "COUNT", limit),
+          ? redis.xrange(key, "-", "+")
+          : newest
+            ? // The newest `limit`, read backwards and turned back to append order.
+              redis.xrevrange(key, "+", "-", "COUNT", limit).then((found) => found.reverse())
+            : redis.xrange(key, "-", "+", "COUNT", limit),
       );
       // An entry replaced by text that is not an event is named by its position, not a crash.
       events = entries.map(([, fields], position) => parseStoredAuditEvent(fields[1], position));
     }
-    return limit === undefined ? events : events.slice(0, limit);
+    if (limit === undefined) return events;
+    return newest ? events.slice(-limit) : events.slice(0, limit);
   }
 }
 

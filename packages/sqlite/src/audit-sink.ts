@@ -66,7 +66,9 @@ export class SqliteAuditSink implements ReadableAuditSink {
       params.push(filter.traceId);
     }
     const condition = where.length > 0 ? `WHERE ${where.join(" AND ")}` : "";
-    let sql = `SELECT event FROM tessera_audit ${condition} ORDER BY seq`;
+    // The newest `limit` are read backwards along the key and turned back to append order.
+    const newest = filter.newest === true && filter.limit !== undefined;
+    let sql = `SELECT event FROM tessera_audit ${condition} ORDER BY seq${newest ? " DESC" : ""}`;
     if (filter.limit !== undefined) {
       sql += " LIMIT ?";
       params.push(filter.limit);
@@ -75,6 +77,7 @@ export class SqliteAuditSink implements ReadableAuditSink {
       CODE,
       () => this.#db.statement(sql).all(...params) as { event: string }[],
     );
+    if (newest) rows.reverse();
     // A row replaced by text that is not an event is named by its position, not a crash.
     return rows.map((row, position) => parseStoredAuditEvent(row.event, position));
   }

@@ -54,7 +54,7 @@ const upTo = (count: number) => Array.from({ length: count }, (_, i) => i + 1);
 
 /**
  * The `ReadableAuditSink` contract: append-only, read back in append order, filters by call
- * and trace ID, a limit bounds the answer; concurrent and cross-process appends are all kept
+ * and trace ID, a limit bounds the answer (the oldest events, or with `newest` the newest); concurrent and cross-process appends are all kept
  * (each process's own order preserved); an outage fails closed. And the trail is a hash chain
  * per stream (core's `audit/chain.ts`): every event comes back linked by the sink, and
  * `verifyAuditChain` accepts the whole trail however many writers, in one process or in
@@ -144,6 +144,30 @@ export function describeAuditSinkConformance<H extends OpenedStore<ReadableAudit
       }),
     );
 
+    check("newest with a limit keeps the last events, still oldest first", () =>
+      use(async ({ store }) => {
+        const events = Array.from({ length: 12 }, (_, i) => auditEvent(i));
+        for (const event of events) await store.append(event);
+        const last = await store.read({ limit: 3, newest: true });
+        expect(content(last)).toEqual(content(events.slice(-3)));
+        // The same events a whole read ends with, links included: a tail, not a re-reading.
+        expect(last).toEqual((await store.read()).slice(-3));
+        expect(content(await store.read({ traceId: "trace-1", limit: 2, newest: true }))).toEqual(
+          content(events.filter((e) => e.traceId === "trace-1").slice(-2)),
+        );
+        expect(content(await store.read({ callId: "call-4", limit: 5, newest: true }))).toEqual(
+          content([events[4] as AuditEvent]),
+        );
+        expect(content(await store.read({ limit: 50, newest: true }))).toEqual(content(events));
+        expect(await store.read({ limit: 0, newest: true })).toEqual([]);
+        // Without a limit it changes nothing; `newest: false` is the plain read.
+        expect(content(await store.read({ newest: true }))).toEqual(content(events));
+        expect(content(await store.read({ limit: 2, newest: false }))).toEqual(
+          content(events.slice(0, 2)),
+        );
+      }),
+    );
+
     check("read refuses a malformed filter with invalid_input", () =>
       use(async ({ store }) => {
         await store.append(auditEvent(0));
@@ -154,6 +178,7 @@ export function describeAuditSinkConformance<H extends OpenedStore<ReadableAudit
           { limit: "2" },
           { callId: 5 },
           { traceId: {} },
+          { limit: 2, newest: "yes" },
         ];
         for (const filter of bad as Parameters<typeof store.read>[0][]) {
           await expectCode(() => store.read(filter), ["invalid_input"]);

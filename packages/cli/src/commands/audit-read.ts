@@ -9,7 +9,11 @@ import {
 } from "../config/remote.js";
 import { nonEmpty, wholeNumber } from "../options.js";
 import { printJson, printLines, printList } from "../output.js";
+import { eventsSince, identityOf, LAST_WINDOW } from "./audit-follow.js";
 import { formatEvent, NO_DECISIONS, openAudit, type SourceOptions } from "./audit-source.js";
+
+/** The most events a service answers at once (`GET /v1/audit`). */
+const SERVICE_CAP = 1000;
 
 interface FilterOptions {
   callId?: string;
@@ -29,18 +33,21 @@ async function reader(options: ReadOptions, what: string) {
   if (options.store !== undefined || options.file !== undefined) {
     // Only the store or file: `--data` names the service here.
     const { audit, close } = await openAudit({ store: options.store, file: options.file });
-    return {
-      read: (limit?: number) =>
-        audit.read({
-          ...(options.callId ? { callId: options.callId } : {}),
-          ...(options.traceId ? { traceId: options.traceId } : {}),
-          ...(limit ? { limit } : {}),
-        }),
-      close,
-    };
+    const read = (limit?: number, newest?: boolean) =>
+      audit.read({
+        ...(options.callId ? { callId: options.callId } : {}),
+        ...(options.traceId ? { traceId: options.traceId } : {}),
+        ...(limit ? { limit } : {}),
+        ...(newest ? { newest } : {}),
+      });
+    return { read, readNewest: (limit: number) => read(limit, true), close };
   }
   const client = requireRemote(options, what);
-  return { read: (limit?: number) => remoteRead(client, options, limit), close: async () => {} };
+  return {
+    read: (limit?: number) => remoteRead(client, options, limit),
+    readNewest: undefined,
+    close: async () => {},
+  };
 }
 
 async function remoteRead(
@@ -118,11 +125,13 @@ export function auditTailCommand(): Command {
         else printLines(events.map(formatEvent));
       };
       try {
-        // The trail is append-only and read oldest first, so what is new is what lies past the
-        // count already seen. A service caps one answer at 1000 events.
-        const cap = options.store || options.file ? undefined : 1000;
-        const first = await source.read(cap);
-        let seen = first.length;
+        const { readNewest } = source;
+        // A store or file is read from its newest end; a service answers one call or trace,
+        // at most 1000 events, oldest first, so what is new there lies past the count seen.
+        const first =
+          readNewest === undefined
+            ? await source.read(SERVICE_CAP)
+            : await readNewest(Math.max(options.lines, 1));
         print(options.lines === 0 ? [] : first.slice(-options.lines));
         if (first.length === 0 && !options.json) {
           process.stderr.write(
@@ -131,10 +140,25 @@ export function auditTailCommand(): Command {
         }
         if (!options.follow) return;
         const stopped = stopSignal();
+        let seen = first.length;
+        let shown =
+          first.length === 0 ? undefined : identityOf(first[first.length - 1] as AuditEvent);
         while (!(await stopped.wait(options.interval))) {
-          const now = await source.read(cap);
-          if (now.length > seen) print(now.slice(seen));
-          seen = Math.max(seen, now.length);
+          if (readNewest === undefined) {
+            const now = await source.read(SERVICE_CAP);
+            if (now.length > seen) print(now.slice(seen));
+            seen = Math.max(seen, now.length);
+            continue;
+          }
+          const fresh = await eventsSince(readNewest, shown);
+          if (fresh.overrun) {
+            process.stderr.write(
+              `more than ${LAST_WINDOW} decisions since the last read: only the newest are shown (tessera audit list has them all)\n`,
+            );
+          }
+          print(fresh.events);
+          const newest = fresh.events[fresh.events.length - 1];
+          if (newest !== undefined) shown = identityOf(newest);
         }
         stopped.dispose();
       } finally {

@@ -133,11 +133,12 @@ export function checkAuditFilter(filter: AuditFilter | undefined): void {
     filter === null ||
     (filter.callId !== undefined && typeof filter.callId !== "string") ||
     (filter.traceId !== undefined && typeof filter.traceId !== "string") ||
-    (filter.limit !== undefined && (!Number.isSafeInteger(filter.limit) || filter.limit < 0))
+    (filter.limit !== undefined && (!Number.isSafeInteger(filter.limit) || filter.limit < 0)) ||
+    (filter.newest !== undefined && typeof filter.newest !== "boolean")
   ) {
     throw new TesseraError(
       "invalid_input",
-      "an audit filter is { callId?: string, traceId?: string, limit?: non-negative integer }",
+      "an audit filter is { callId?: string, traceId?: string, limit?: non-negative integer, newest?: boolean }",
     );
   }
 }

@@ -69,11 +69,14 @@ export function selectEvents(
   checkAuditFilter(filter);
   const selected: AuditEvent[] = [];
   const limit = filter.limit ?? Number.POSITIVE_INFINITY;
-  for (const event of events) {
-    if (selected.length >= limit) break;
+  const newest = filter.newest === true && filter.limit !== undefined;
+  // Newest first from the end, then turned back: a tail reads only as far back as it shows.
+  for (let i = 0; i < events.length && selected.length < limit; i++) {
+    const event = events[newest ? events.length - 1 - i : i] as AuditEvent;
     if (filter.callId !== undefined && event.callId !== filter.callId) continue;
     if (filter.traceId !== undefined && event.traceId !== filter.traceId) continue;
     selected.push(event);
   }
+  if (newest) selected.reverse();
   return Object.freeze(selected);
 }

@@ -17,12 +17,21 @@ export interface AppendOptions {
   readonly unflushed?: boolean;
 }
 
-/** Which events to read back: every given field must match; `limit` keeps the first ones. */
+/**
+ * Which events to read back: every given field must match; `limit` keeps the first ones, or
+ * with `newest` the last ones.
+ */
 export interface AuditFilter {
   callId?: string;
   traceId?: string;
   /** A non-negative whole number; anything else is `invalid_input` in every sink. */
   limit?: number;
+  /**
+   * With `limit`, keep the newest matching events rather than the oldest, still answered oldest
+   * first: what `tessera audit tail` shows, read without reading the whole trail. Changes
+   * nothing without `limit`.
+   */
+  newest?: boolean;
 }
 
 /** A sink that can also be read back (explain, CLI inspection). */
