@@ -60,6 +60,7 @@ describe("the entry points", () => {
         "explain",
         "findSharedBudgets",
         "isTesseraError",
+        "isPrintable",
         "issueFanoutTickets",
         "messageResource",
         "messageSendCapability",

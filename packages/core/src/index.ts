@@ -49,6 +49,7 @@ export {
   messageResource,
   messageSendCapability,
 } from "./contracts/messages.js";
+export { isPrintable } from "./contracts/printable.js";
 export type {
   AccessContext,
   AuditEvent,

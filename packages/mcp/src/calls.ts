@@ -7,6 +7,7 @@ import {
   type AuthorizeResult,
   createKernel,
   type GrantSource,
+  isPrintable,
   isTesseraError,
   type Kernel,
 } from "@tessera/core";
@@ -314,13 +315,14 @@ async function keyOf(
   const scope = principalKey(caller.principal);
   const key = (params._meta as Record<string, unknown> | undefined)?.[IDEMPOTENCY_KEY];
   if (key !== undefined) {
-    if (typeof key !== "string" || key.length === 0 || key.length > 256) {
+    // Printable, as every call ID Tessera takes: it becomes the call's ID in audit and claims.
+    if (typeof key !== "string" || key.length === 0 || key.length > 256 || !isPrintable(key)) {
       await audit(parts, trail, gateEvent("invalid_request", "invalid_request"), [
-        "the idempotency key is not a string of 1 to 256 characters",
+        "the idempotency key is not a string of 1 to 256 printable characters",
       ]);
       throw gatewayError(
         "invalid_request",
-        `_meta["${IDEMPOTENCY_KEY}"] must be a string of 1 to 256 characters`,
+        `_meta["${IDEMPOTENCY_KEY}"] must be a string of 1 to 256 characters, none of them a control, bidi or line-separator character`,
       );
     }
     // Scoped to the principal, not the connection: a retry on a new connection is still a retry.

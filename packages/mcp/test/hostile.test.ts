@@ -170,12 +170,31 @@ describe("hostile input at the MCP gateway", () => {
       expect(body.error?.message).toContain(`invalid tools/call request: ${field}: `);
       expect(body.error?.message).not.toContain("\n");
     }
-    // A bad idempotency key is a protocol error.
+    // A bad idempotency key is a protocol error: not a string, or one that would put a
+    // control, bidi or line-separator character into audit as the call's ID.
     const alice = await harness.client(ALICE_TOKEN);
-    await expect(
-      alice.callTool({ name: "messages.echo", arguments: { text: "x" }, _meta: { [KEY]: 42 } }),
-    ).rejects.toSatisfy((e) => rpcCode(e) === "invalid_request");
+    for (const key of [
+      42,
+      "",
+      "k".repeat(257),
+      "k\u0000",
+      "k\r\nforged",
+      "k\u001b[2J",
+      "k\u202e",
+    ]) {
+      await expect(
+        alice.callTool({ name: "messages.echo", arguments: { text: "x" }, _meta: { [KEY]: key } }),
+        JSON.stringify(key),
+      ).rejects.toSatisfy((e) => rpcCode(e) === "invalid_request");
+    }
     expect(harness.counts()).toBe(0);
+    // A printable key of any other kind is the caller's own.
+    const ok = await alice.callTool({
+      name: "messages.echo",
+      arguments: { text: "x" },
+      _meta: { [KEY]: "../é/👩‍💻" },
+    });
+    expect(ok.isError).not.toBe(true);
   });
 
   it("the same JSON-RPC id sent twice in one session is answered from the record, not re-run", async () => {
