@@ -1,6 +1,13 @@
 import type { AuditEvent } from "@tessera/core";
 import { describe, expect, it } from "vitest";
-import { eventsSince, FIRST_WINDOW, identityOf, LAST_WINDOW } from "./audit-follow.js";
+import {
+  eventsSince,
+  FIRST_WINDOW,
+  followByCount,
+  followNewest,
+  identityOf,
+  LAST_WINDOW,
+} from "./audit-follow.js";
 
 const event = (i: number) => ({ callId: `c${i}`, hash: `h${i}` }) as unknown as AuditEvent;
 
@@ -59,5 +66,30 @@ describe("eventsSince: following a trail from its newest end", () => {
     expect(fresh.overrun).toBe(true);
     expect(fresh.events).toHaveLength(LAST_WINDOW);
     expect(fresh.events.at(-1)?.callId).toBe(`c${LAST_WINDOW + 9}`);
+  });
+});
+
+describe("the followers tail uses", () => {
+  it("followNewest: latest marks what it read as shown; next answers each event once", async () => {
+    const { events, windows, readNewest } = trail(5_000);
+    const follower = followNewest(readNewest);
+    expect((await follower.latest(3)).map((e) => e.callId)).toEqual(["c4997", "c4998", "c4999"]);
+    expect((await follower.next()).events).toEqual([]);
+    events.push(event(5_000), event(5_001));
+    expect((await follower.next()).events.map((e) => e.callId)).toEqual(["c5000", "c5001"]);
+    expect((await follower.next()).events).toEqual([]);
+    // -n 0 still reads one event, to know where to go on from; no read was of the whole trail.
+    const fromNothing = followNewest(readNewest);
+    expect(await fromNothing.latest(0)).toHaveLength(1);
+    expect(Math.max(...windows)).toBe(FIRST_WINDOW);
+  });
+
+  it("followByCount: a service's capped answer, what is new lies past the count seen", async () => {
+    const answer = [event(0), event(1)];
+    const follower = followByCount(async () => [...answer]);
+    expect(await follower.latest(10)).toHaveLength(2);
+    expect((await follower.next()).events).toEqual([]);
+    answer.push(event(2));
+    expect(await follower.next()).toEqual({ events: [event(2)], overrun: false });
   });
 });

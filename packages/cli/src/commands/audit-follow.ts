@@ -36,3 +36,55 @@ export async function eventsSince(
     if (window === LAST_WINDOW) return { events: page, overrun: true };
   }
 }
+
+/**
+ * Where `tail` reads from, and where `--follow` goes on from: `latest` reads the newest events
+ * (at least `lines` of them, oldest first) and marks the newest as shown; each `next` answers
+ * what was recorded since the last event shown.
+ */
+export interface TrailFollower {
+  latest(lines: number): Promise<readonly AuditEvent[]>;
+  next(): Promise<NewEvents>;
+}
+
+/** A store or a log: read from its newest end (`eventsSince`). */
+export function followNewest(readNewest: ReadNewest): TrailFollower {
+  let shown: string | undefined;
+  const remember = (events: readonly AuditEvent[]) => {
+    const newest = events[events.length - 1];
+    if (newest !== undefined) shown = identityOf(newest);
+  };
+  return {
+    async latest(lines) {
+      const events = await readNewest(Math.max(lines, 1));
+      remember(events);
+      return events;
+    },
+    async next() {
+      const fresh = await eventsSince(readNewest, shown);
+      remember(fresh.events);
+      return fresh;
+    },
+  };
+}
+
+/**
+ * A service, which answers one call or trace oldest first, capped (`readAll`): what is new
+ * lies past the count already seen.
+ */
+export function followByCount(readAll: () => Promise<readonly AuditEvent[]>): TrailFollower {
+  let seen = 0;
+  return {
+    async latest() {
+      const events = await readAll();
+      seen = events.length;
+      return events;
+    },
+    async next() {
+      const now = await readAll();
+      const fresh = now.slice(seen);
+      seen = Math.max(seen, now.length);
+      return { events: fresh, overrun: false };
+    },
+  };
+}

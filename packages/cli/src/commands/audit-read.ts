@@ -9,7 +9,7 @@ import {
 } from "../config/remote.js";
 import { nonEmpty, wholeNumber } from "../options.js";
 import { printJson, printLines, printList } from "../output.js";
-import { eventsSince, identityOf, LAST_WINDOW } from "./audit-follow.js";
+import { followByCount, followNewest, LAST_WINDOW } from "./audit-follow.js";
 import { formatEvent, NO_DECISIONS, openAudit, type SourceOptions } from "./audit-source.js";
 
 /** The most events a service answers at once (`GET /v1/audit`). */
@@ -40,14 +40,11 @@ async function reader(options: ReadOptions, what: string) {
         ...(limit ? { limit } : {}),
         ...(newest ? { newest } : {}),
       });
-    return { read, readNewest: (limit: number) => read(limit, true), close };
+    return { read, follower: () => followNewest((limit) => read(limit, true)), close };
   }
   const client = requireRemote(options, what);
-  return {
-    read: (limit?: number) => remoteRead(client, options, limit),
-    readNewest: undefined,
-    close: async () => {},
-  };
+  const read = (limit?: number) => remoteRead(client, options, limit);
+  return { read, follower: () => followByCount(() => read(SERVICE_CAP)), close: async () => {} };
 }
 
 async function remoteRead(
@@ -125,13 +122,8 @@ export function auditTailCommand(): Command {
         else printLines(events.map(formatEvent));
       };
       try {
-        const { readNewest } = source;
-        // A store or file is read from its newest end; a service answers one call or trace,
-        // at most 1000 events, oldest first, so what is new there lies past the count seen.
-        const first =
-          readNewest === undefined
-            ? await source.read(SERVICE_CAP)
-            : await readNewest(Math.max(options.lines, 1));
+        const trail = source.follower();
+        const first = await trail.latest(options.lines);
         print(options.lines === 0 ? [] : first.slice(-options.lines));
         if (first.length === 0 && !options.json) {
           process.stderr.write(
@@ -140,25 +132,14 @@ export function auditTailCommand(): Command {
         }
         if (!options.follow) return;
         const stopped = stopSignal();
-        let seen = first.length;
-        let shown =
-          first.length === 0 ? undefined : identityOf(first[first.length - 1] as AuditEvent);
         while (!(await stopped.wait(options.interval))) {
-          if (readNewest === undefined) {
-            const now = await source.read(SERVICE_CAP);
-            if (now.length > seen) print(now.slice(seen));
-            seen = Math.max(seen, now.length);
-            continue;
-          }
-          const fresh = await eventsSince(readNewest, shown);
+          const fresh = await trail.next();
           if (fresh.overrun) {
             process.stderr.write(
               `more than ${LAST_WINDOW} decisions since the last read: only the newest are shown (tessera audit list has them all)\n`,
             );
           }
           print(fresh.events);
-          const newest = fresh.events[fresh.events.length - 1];
-          if (newest !== undefined) shown = identityOf(newest);
         }
         stopped.dispose();
       } finally {
