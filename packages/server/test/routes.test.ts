@@ -6,6 +6,7 @@ import { ROUTES } from "@tessera/core/http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listen, type RunningServer } from "../src/listen.js";
 import { gateSession, principalKey } from "../src/principals.js";
+import { AUDIT_READ_CAP } from "../src/routes/decisions.js";
 import { call, principal, ticket } from "./support/service.js";
 
 /** Every route over loopback HTTP, allowed and denied, and every 4xx path. */
@@ -146,6 +147,57 @@ describe("routes, allowed and denied", () => {
     const alices = await call(base, "GET", "/v1/claims/in-doubt", { token: alice.token });
     expect(alices.status).toBe(200);
     for (const claim of stuck) expect(alices.body.claims).not.toContainEqual(claim);
+  });
+
+  it("an audit query reads at most AUDIT_READ_CAP events of its trace from the store", async () => {
+    // A caller names its own trace IDs: one trace can hold millions of decisions, and a query
+    // that read them all held them all in memory.
+    const filters: unknown[] = [];
+    const audit = new Proxy(stores.audit, {
+      get(target, property) {
+        const value = Reflect.get(target, property, target);
+        if (property !== "read") return typeof value === "function" ? value.bind(target) : value;
+        return (filter: unknown) => {
+          filters.push(filter);
+          return target.read(filter as Parameters<typeof target.read>[0]);
+        };
+      },
+    });
+    const own = await listen({
+      stores: { ...stores, audit },
+      principals: [stalled.config],
+      port: 0,
+      log: false,
+    });
+    try {
+      const trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+      for (let i = 0; i < 3; i++) {
+        await stores.audit.append({
+          at: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString(),
+          source: "kernel",
+          outcome: "denied",
+          code: "no_matching_grant",
+          reason: "no_capability",
+          traceId: trace,
+          callId: `capped-${i}`,
+          namespaceId: "team",
+          actor: "stalled",
+          authority: "host",
+          owner: "alice",
+        });
+      }
+      const answer = await call(own.url, "GET", `/v1/audit?traceId=${trace}&limit=2`, {
+        token: stalled.token,
+      });
+      expect(answer.body.events.map((e: { callId: string }) => e.callId)).toEqual([
+        "capped-0",
+        "capped-1",
+      ]);
+      expect(filters).toEqual([{ traceId: trace, limit: AUDIT_READ_CAP }]);
+      expect(AUDIT_READ_CAP).toBe(10_000);
+    } finally {
+      await own.close();
+    }
   });
 
   it("concurrent in-doubt listings of one principal share one walk of the store", async () => {

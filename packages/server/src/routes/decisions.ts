@@ -123,6 +123,7 @@ export function decisionRoutes(app: FastifyInstance, context: ServiceContext): v
       const events = await context.stores.audit.read({
         ...(query.callId === undefined ? {} : { callId: query.callId }),
         ...(query.traceId === undefined ? {} : { traceId: query.traceId }),
+        limit: AUDIT_READ_CAP,
       });
       // Only the principal's own decisions: a foreign ID reads like an unused one (no events).
       const own = events.filter(
@@ -157,6 +158,13 @@ export function decisionRoutes(app: FastifyInstance, context: ServiceContext): v
     },
   });
 }
+
+/**
+ * The most events one `GET /v1/audit` reads from the store. A caller names its own trace IDs
+ * (`traceparent`), so one trace can hold millions of decisions: read whole, each query of it
+ * held them all in memory (about 1.7 KB an event) and a few at once could exhaust the service.
+ */
+export const AUDIT_READ_CAP = 10_000;
 
 export function principalOf(request: FastifyRequest): Principal {
   if (request.principal === undefined) throw new Error("route served without authentication");
