@@ -142,7 +142,7 @@ export type {
   Withdrawal,
   WithdrawResult,
 } from "./ports/act-ledger.js";
-export type { AuditSink, ReadableAuditSink } from "./ports/audit-sink.js";
+export type { AuditFilter, AuditSink, ReadableAuditSink } from "./ports/audit-sink.js";
 export type { Clock } from "./ports/clock.js";
 export { systemClock } from "./ports/clock.js";
 export type { GrantSource, GrantStore } from "./ports/grant-source.js";

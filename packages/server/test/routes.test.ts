@@ -149,9 +149,9 @@ describe("routes, allowed and denied", () => {
     for (const claim of stuck) expect(alices.body.claims).not.toContainEqual(claim);
   });
 
-  it("an audit query reads at most AUDIT_READ_CAP events of its trace from the store", async () => {
-    // A caller names its own trace IDs: one trace can hold millions of decisions, and a query
-    // that read them all held them all in memory.
+  it("audit and explain read at most AUDIT_READ_CAP events of their ID from the store", async () => {
+    // A caller names its own trace IDs and repeats call IDs at will: one ID can hold millions
+    // of decisions, and a query that read them all held them all in memory.
     const filters: unknown[] = [];
     const audit = new Proxy(stores.audit, {
       get(target, property) {
@@ -194,6 +194,11 @@ describe("routes, allowed and denied", () => {
         "capped-1",
       ]);
       expect(filters).toEqual([{ traceId: trace, limit: AUDIT_READ_CAP }]);
+      const explained = await call(own.url, "GET", "/v1/explain?callId=capped-1", {
+        token: stalled.token,
+      });
+      expect(explained.body).toMatchObject({ callId: "capped-1", verdict: "never_granted" });
+      expect(filters[1]).toEqual({ callId: "capped-1", limit: AUDIT_READ_CAP });
       expect(AUDIT_READ_CAP).toBe(10_000);
     } finally {
       await own.close();

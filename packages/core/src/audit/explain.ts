@@ -124,7 +124,7 @@ const SUMMARIES: Record<ExplainVerdict, string> = {
  * decision), and only they are returned.
  */
 export async function explain(
-  audit: ReadableAuditSink,
+  audit: Pick<ReadableAuditSink, "read">,
   callId: string,
   principal?: ExplainPrincipal,
 ): Promise<Explanation> {

@@ -1,6 +1,7 @@
 import {
   type AccessContext,
   type AlreadyClaimed,
+  type AuditFilter,
   type ClaimStore,
   explain,
   type TurnAuthority,
@@ -106,7 +107,12 @@ export function decisionRoutes(app: FastifyInstance, context: ServiceContext): v
       await app.drainWrites();
       // Scoped to the whole principal: another principal's call ID reads exactly like an ID
       // nobody used (verdict unknown), so the answer tells nothing about anyone else.
-      const e = await explain(context.stores.audit, callId, explainPrincipal(principalOf(request)));
+      // Capped as the audit query is: every principal's events under the ID are read.
+      const capped = {
+        read: (filter: AuditFilter = {}) =>
+          context.stores.audit.read({ ...filter, limit: AUDIT_READ_CAP }),
+      };
+      const e = await explain(capped, callId, explainPrincipal(principalOf(request)));
       return { callId, verdict: e.verdict, code: e.code, summary: e.summary };
     },
   });
@@ -160,9 +166,11 @@ export function decisionRoutes(app: FastifyInstance, context: ServiceContext): v
 }
 
 /**
- * The most events one `GET /v1/audit` reads from the store. A caller names its own trace IDs
- * (`traceparent`), so one trace can hold millions of decisions: read whole, each query of it
- * held them all in memory (about 1.7 KB an event) and a few at once could exhaust the service.
+ * The most events one `GET /v1/audit` or `/v1/explain` reads from the store. A caller names its
+ * own trace IDs (`traceparent`), and repeats a call ID as often as it likes (each A2UI duplicate
+ * is an event), so one ID can hold millions of decisions, every principal's counted: read whole,
+ * each query of it held them all in memory (about 1.7 KB an event), and a few at once could
+ * exhaust the service. The oldest are read: the decisions that came first, whatever followed.
  */
 export const AUDIT_READ_CAP = 10_000;
 
