@@ -89,7 +89,7 @@ describe("audit commands over a data directory", () => {
   it("refuses two sources, and says where a source can come from when none is named", () => {
     expectRefusal(
       run({}, "audit", "list", "--data", data, "--file", join(data, "x.jsonl")),
-      "invalid_config",
+      "invalid_usage",
     );
     const none = run({}, "audit", "list");
     expectRefusal(none, "invalid_config");

@@ -112,6 +112,17 @@ describe("command-line values", () => {
     expectRefusal(tessera(...args), "invalid_usage");
   });
 
+  it.each([
+    [["claims"]],
+    [["claims", "--in-doubt", "--dir", "x", "--store", "sqlite::memory:"]],
+    [["audit", "list", "--store", "sqlite::memory:", "--file", "x"]],
+  ])(
+    "refuses a command line that cannot run, %j, with invalid_usage (not invalid_config)",
+    (args) => {
+      expectRefusal(tessera(...args), "invalid_usage");
+    },
+  );
+
   it("names an unknown option", () => {
     const run = tessera(
       "grants",

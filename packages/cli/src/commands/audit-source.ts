@@ -59,7 +59,7 @@ export async function openAudit(
 ): Promise<{ audit: ReadableAuditSink; close(): Promise<void> }> {
   const given = [options.store, options.file, options.data].filter((v) => v !== undefined);
   if (given.length > 1) {
-    throw new TesseraError("invalid_config", "give one of --store, --file or --data, not several");
+    throw new TesseraError("invalid_usage", "give one of --store, --file or --data, not several");
   }
   const data = given.length === 0 ? env.TESSERA_DATA || undefined : options.data;
   if (data !== undefined) {

@@ -23,7 +23,7 @@ async function openClaims(
   options: ClaimsOptions,
 ): Promise<{ claims: ClaimStore; close(): Promise<void> }> {
   if (options.dir && options.store) {
-    throw new TesseraError("invalid_config", "give either --dir or --store, not both");
+    throw new TesseraError("invalid_usage", "give either --dir or --store, not both");
   }
   if (options.dir) {
     const claims = await DirectoryClaimStore.open(options.dir);
@@ -69,7 +69,7 @@ export function claimsCommand(): Command {
       .option("--json", "print JSON"),
   ).action(async (options: ClaimsOptions) => {
     if (!options.inDoubt) {
-      throw new TesseraError("invalid_config", "nothing to do: pass --in-doubt");
+      throw new TesseraError("invalid_usage", "nothing to do: pass --in-doubt");
     }
     const remote = await remoteInDoubt(options);
     const local = remote === undefined ? await openClaims(options) : undefined;
