@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { ERROR_CATALOG, openStores, type StoreBundle } from "@tessera/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listen, type RunningServer } from "../src/listen.js";
-import { type Answer, call, principal, send, ticket } from "./support/service.js";
+import { type Answer, call, principal, replacingMethod, send, ticket } from "./support/service.js";
 
 /**
  * Every error body the service answers carries a code of the one vocabulary, with the HTTP
@@ -29,13 +29,8 @@ beforeAll(async () => {
   await stores.grants.add(ticket("t-1", "colleague-1"));
   server = await listen({ stores, principals: [agent.config, issuer.config], port: 0, log: false });
   // An audit port that throws what no store should (a plain Error): the service's own fault.
-  const broken = new Proxy(stores.audit, {
-    get: (target, key, receiver) =>
-      key === "read"
-        ? async () => {
-            throw new Error("boom");
-          }
-        : Reflect.get(target, key, receiver),
+  const broken = replacingMethod(stores.audit, "read", async () => {
+    throw new Error("boom");
   });
   failing = await listen({
     stores: { ...stores, audit: broken },

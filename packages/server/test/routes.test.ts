@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listen, type RunningServer } from "../src/listen.js";
 import { gateSession, principalKey } from "../src/principals.js";
 import { AUDIT_READ_CAP } from "../src/routes/decisions.js";
-import { call, principal, ticket } from "./support/service.js";
+import { call, principal, replacingMethod, ticket } from "./support/service.js";
 
 /** Every route over loopback HTTP, allowed and denied, and every 4xx path. */
 const alice = principal("token-alice", {
@@ -153,15 +153,9 @@ describe("routes, allowed and denied", () => {
     // A caller names its own trace IDs and repeats call IDs at will: one ID can hold millions
     // of decisions, and a query that read them all held them all in memory.
     const filters: unknown[] = [];
-    const audit = new Proxy(stores.audit, {
-      get(target, property) {
-        const value = Reflect.get(target, property, target);
-        if (property !== "read") return typeof value === "function" ? value.bind(target) : value;
-        return (filter: unknown) => {
-          filters.push(filter);
-          return target.read(filter as Parameters<typeof target.read>[0]);
-        };
-      },
+    const audit = replacingMethod(stores.audit, "read", (filter) => {
+      filters.push(filter);
+      return stores.audit.read(filter);
     });
     const own = await listen({
       stores: { ...stores, audit },
@@ -209,17 +203,10 @@ describe("routes, allowed and denied", () => {
     // On Redis a listing walks the keyspace (SCAN): twenty requests at once must not be twenty
     // walks. A claim store whose listing takes 50 ms stands in for one, counting its walks.
     let walks = 0;
-    const slow = new Proxy(stores.claims, {
-      get(target, property) {
-        const value = Reflect.get(target, property, target);
-        if (property !== "listInDoubt")
-          return typeof value === "function" ? value.bind(target) : value;
-        return async (session?: string) => {
-          walks++;
-          await new Promise((resolve) => setTimeout(resolve, 50));
-          return target.listInDoubt(session);
-        };
-      },
+    const slow = replacingMethod(stores.claims, "listInDoubt", async (session) => {
+      walks++;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      return stores.claims.listInDoubt(session);
     });
     const own = await listen({
       stores: { ...stores, claims: slow },

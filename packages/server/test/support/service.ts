@@ -182,3 +182,22 @@ export function a2uiCall(functionCallId: string, args: unknown = { a: 1, b: 2 },
     callRendererFunction: { functionCallId, callFunction: { call, catalogId: CATALOG_ID, args } },
   };
 }
+
+/**
+ * `port` with one method replaced, every other member read from the port itself (its methods
+ * bound to it, so private fields still work): a store made slow, failing or watched in one
+ * call only, for a service of the test's own.
+ */
+export function replacingMethod<T extends object, K extends keyof T>(
+  port: T,
+  name: K,
+  replacement: T[K],
+): T {
+  return new Proxy(port, {
+    get(target, property) {
+      if (property === name) return replacement;
+      const value = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
