@@ -27,6 +27,7 @@ export {
   unreadableTrail,
   verifyAuditChain,
 } from "./audit/verify.js";
+export { AuditTrailWalker, type AuditTrailWalkerOptions } from "./audit/walk.js";
 export {
   A2UI_CALL_ACTION,
   A2UI_NAMESPACE,

@@ -1,8 +1,8 @@
 import { createPrivateKey, createPublicKey, type KeyObject, sign, verify } from "node:crypto";
 import { TesseraError } from "../contracts/errors.js";
 import type { AuditEvent } from "../contracts/schemas.js";
-import { auditStreamOf } from "./chain.js";
-import { type AuditBreak, verifyAuditChain } from "./verify.js";
+import type { AuditBreak } from "./verify-types.js";
+import { AuditTrailWalker } from "./walk.js";
 
 /**
  * A stream's head signed with Ed25519. Kept away from the trail (another machine, a ticket, a
@@ -72,15 +72,18 @@ export function signAuditCheckpoint(
 }
 
 /**
- * Checks `checkpoint` against an Ed25519 public key and the trail `events` (in the sink's
- * read order; every stream may be in it, only the checkpoint's is read). Passes when the
- * signature holds, the stream's chain is intact up to the checkpoint's seq, and the event at
- * that seq has the signed hash. Events after it are not the checkpoint's business.
+ * Checks `checkpoint` against an Ed25519 public key and the trail (in the sink's read order;
+ * every stream may be in it, only the checkpoint's matters). Passes when the signature holds,
+ * the stream's chain is intact up to the checkpoint's seq, and the event at that seq has the
+ * signed hash. Events after it are not the checkpoint's business.
+ *
+ * The trail is either the events themselves or a walker that was given them page by page,
+ * created watching the checkpoint's stream and seq (`watch`): a trail too long to hold.
  */
 export function verifyAuditCheckpoint(
   checkpoint: unknown,
   publicKey: AuditSigningKey,
-  events: readonly AuditEvent[],
+  trail: readonly AuditEvent[] | AuditTrailWalker,
 ): AuditCheckpointResult {
   const key = ed25519(publicKey, createPublicKey, "public");
   if (!isCheckpoint(checkpoint)) {
@@ -103,25 +106,19 @@ export function verifyAuditCheckpoint(
   }
   if (!signed) return fail("signature");
 
-  const trail: AuditEvent[] = [];
-  const positions: number[] = [];
-  for (const [index, event] of events.entries()) {
-    if (auditStreamOf(event) !== stream) continue;
-    trail.push(event);
-    positions.push(index);
+  let walker: AuditTrailWalker;
+  if (trail instanceof AuditTrailWalker) {
+    walker = trail;
+  } else {
+    walker = new AuditTrailWalker({ watch: [{ stream, seq }] });
+    walker.push(trail);
   }
-  const verification = verifyAuditChain(trail);
-  const report = verification.streams[0];
-  const verified = report?.head.seq ?? 0;
-  if (verified < seq) {
+  const report = walker.result().streams.find((walked) => walked.stream === stream);
+  if ((report?.head.seq ?? 0) < seq) {
     const found = report?.break;
-    return found === undefined
-      ? fail("truncated")
-      : fail("broken", { ...found, index: positions[found.index] ?? found.index });
+    return found === undefined ? fail("truncated") : fail("broken", found);
   }
-  // Verified in order from seq 1, after the unchained prefix: the event at `seq` is here.
-  const event = trail[(report?.unchained ?? 0) + seq - 1];
-  if (event?.hash !== checkpoint.hash) return fail("mismatch");
+  if (walker.hashAt(stream, seq) !== checkpoint.hash) return fail("mismatch");
   return Object.freeze({ ok: true as const, stream, seq });
 }
 
