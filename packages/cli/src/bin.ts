@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 import { CommanderError } from "commander";
-import { useJsonErrors } from "./output.js";
+import { endQuietlyWhenReaderLeaves, useJsonErrors } from "./output.js";
 import { programFor } from "./program.js";
 
 useJsonErrors(process.argv.slice(2).includes("--json"));
+endQuietlyWhenReaderLeaves();
 try {
   await (await programFor(process.argv)).parseAsync(process.argv);
 } catch (error) {

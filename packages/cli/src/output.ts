@@ -1,4 +1,5 @@
 // Nothing heavy here: bin.ts loads this before it knows which command runs.
+import { once } from "node:events";
 
 /**
  * The characters that print as something other than themselves and that JSON leaves as they
@@ -30,6 +31,48 @@ export function printJson(value: unknown): void {
   // `?? "null"`: JSON.stringify answers undefined for undefined, which has no JSON.
   const json = (JSON.stringify(value, null, 2) ?? "null").replace(RAW_IN_JSON, escaped);
   process.stdout.write(`${json}\n`);
+}
+
+/**
+ * When the reader of standard output goes away (`tessera audit list | head`), stop there:
+ * the listing has been read as far as it was wanted, which is no error to report with a
+ * stack. The exit status is the one set so far (0 unless something failed before).
+ */
+export function endQuietlyWhenReaderLeaves(): void {
+  process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+    if (error.code !== "EPIPE") throw error;
+    process.exit();
+  });
+}
+
+/**
+ * Waits until standard output has taken what was written. A pipe to a slower reader (`| less`,
+ * `| gzip`) takes writes into memory without limit; a listing that waits after each page holds
+ * one page however long the trail.
+ */
+export async function drained(): Promise<void> {
+  if (process.stdout.writableNeedDrain) await once(process.stdout, "drain");
+}
+
+/**
+ * A JSON array printed as its elements come, byte for byte what `printJson` prints for the
+ * whole array: a listing of any length is printed holding one page of it.
+ */
+export class JsonArrayPrinter {
+  #count = 0;
+
+  add(items: readonly unknown[]): void {
+    let text = "";
+    for (const item of items) {
+      const json = (JSON.stringify(item, null, 2) ?? "null").replace(RAW_IN_JSON, escaped);
+      text += `${this.#count++ === 0 ? "[\n" : ",\n"}  ${json.replaceAll("\n", "\n  ")}`;
+    }
+    if (text !== "") process.stdout.write(text);
+  }
+
+  end(): void {
+    process.stdout.write(this.#count === 0 ? "[]\n" : "\n]\n");
+  }
 }
 
 /** One line per item, each made printable: an item never spans or rewrites a line. */

@@ -18,6 +18,7 @@ export {
   explain,
 } from "./audit/explain.js";
 export { JsonlAuditSink, type JsonlAuditSinkOptions } from "./audit/jsonl-audit-sink.js";
+export { readAuditPages } from "./audit/pages.js";
 export { UnreadableAuditEvent } from "./audit/unreadable.js";
 export {
   type AuditBreak,
@@ -143,7 +144,12 @@ export type {
   Withdrawal,
   WithdrawResult,
 } from "./ports/act-ledger.js";
-export type { AuditFilter, AuditSink, ReadableAuditSink } from "./ports/audit-sink.js";
+export type {
+  AuditFilter,
+  AuditPageOptions,
+  AuditSink,
+  ReadableAuditSink,
+} from "./ports/audit-sink.js";
 export type { Clock } from "./ports/clock.js";
 export { systemClock } from "./ports/clock.js";
 export type { GrantSource, GrantStore } from "./ports/grant-source.js";

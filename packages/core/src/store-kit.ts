@@ -38,6 +38,7 @@ export {
   checkClaimKey,
   checkId,
   checkMaxUses,
+  checkPageSize,
   checkReceipt,
   checkRecord,
   checkRevocationInstant,
@@ -49,7 +50,7 @@ export {
   serializeAnswer,
 } from "./contracts/store-input.js";
 export { octalMode, type PrivateFileRead, readPrivateFile } from "./files/private-file.js";
-export type { AuditFilter } from "./ports/audit-sink.js";
+export type { AuditFilter, AuditPageOptions } from "./ports/audit-sink.js";
 export {
   type OpenFailCode,
   openFailure,

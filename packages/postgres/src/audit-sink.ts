@@ -2,8 +2,10 @@ import { type AuditEvent, type ReadableAuditSink, TesseraError } from "@tessera/
 import {
   AuditAppendQueue,
   type AuditFilter,
+  type AuditPageOptions,
   type ChainHead,
   checkAuditFilter,
+  checkPageSize,
   GENESIS_HASH,
   linkAuditEvent,
   parseStoredAuditEvent,
@@ -166,5 +168,31 @@ export class PostgresAuditSink implements ReadableAuditSink {
     if (newest) rows.reverse();
     // A row replaced by text that is not an event is named by its position, not a crash.
     return rows.map((row, position) => parseStoredAuditEvent(row.event, position));
+  }
+
+  /**
+   * Pages along the key inside one snapshot. Numbers are taken before commit, so a writer
+   * may commit a lower one after a higher one was read; outside one snapshot, paging by
+   * number could pass it by for good, while the snapshot never shows it at all.
+   */
+  readPages(options?: AuditPageOptions): AsyncIterable<readonly AuditEvent[]> {
+    const pageSize = checkPageSize(options);
+    const table = this.#table;
+    return this.#db.snapshot(CODE, async function* (query) {
+      let after = "0";
+      let position = 0;
+      for (;;) {
+        const { rows } = await query(
+          `SELECT seq, event FROM ${table} WHERE seq > $1 ORDER BY seq LIMIT $2`,
+          [after, pageSize],
+        );
+        if (rows.length === 0) return;
+        after = String((rows[rows.length - 1] as { seq: string }).seq);
+        yield rows.map((row) =>
+          parseStoredAuditEvent((row as { event: string }).event, position++),
+        );
+        if (rows.length < pageSize) return;
+      }
+    });
   }
 }

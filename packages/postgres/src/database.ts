@@ -113,6 +113,51 @@ export class Database {
     }
   }
 
+  /**
+   * Yields what `read` yields, every statement of it on one connection in one read-only
+   * REPEATABLE READ transaction: one snapshot however long the caller takes between pages.
+   * Ended early by the caller, the transaction is rolled back and the connection returned.
+   */
+  async *snapshot<T>(
+    failCode: UnavailableCode,
+    read: (
+      query: (text: string, values: readonly unknown[]) => Promise<pg.QueryResult>,
+    ) => AsyncIterable<T>,
+  ): AsyncGenerator<T> {
+    if (this.#closed) throw new TesseraError(failCode, "the PostgreSQL store is closed");
+    let client: pg.PoolClient;
+    try {
+      client = await this.#pool.connect();
+    } catch (error) {
+      throw unavailable(failCode, error);
+    }
+    let broken = false;
+    const lost = () => {
+      broken = true;
+    };
+    client.on("error", lost);
+    const query = async (text: string, values: readonly unknown[]) => {
+      try {
+        return await client.query(text, values as unknown[]);
+      } catch (error) {
+        throw unavailable(failCode, error);
+      }
+    };
+    try {
+      await query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", []);
+      yield* read(query);
+    } finally {
+      // Read only: ending it either way changes nothing, so it is ended the same way always.
+      try {
+        await client.query("ROLLBACK");
+      } catch {
+        broken = true;
+      }
+      client.removeListener("error", lost);
+      client.release(broken);
+    }
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;

@@ -7,8 +7,10 @@ import {
 import {
   AuditAppendQueue,
   type AuditFilter,
+  type AuditPageOptions,
   type ChainHead,
   checkAuditFilter,
+  checkPageSize,
   EMPTY_HEAD,
   linkAuditEvent,
   parseStoredAuditEvent,
@@ -200,6 +202,32 @@ export class RedisAuditSink implements ReadableAuditSink {
     }
     if (limit === undefined) return events;
     return newest ? events.slice(-limit) : events.slice(0, limit);
+  }
+
+  /**
+   * Pages along the stream's entry IDs up to the last entry when reading began. The server
+   * runs one command at a time and an entry's ID is taken when it is added, so no entry can
+   * appear behind one already read: the pages skip nothing.
+   */
+  async *readPages(options?: AuditPageOptions): AsyncGenerator<readonly AuditEvent[]> {
+    const pageSize = checkPageSize(options);
+    const key = this.#connection.key("audit");
+    const [last] = await this.#connection.run(CODE, (redis) =>
+      redis.xrevrange(key, "+", "-", "COUNT", 1),
+    );
+    if (last === undefined) return;
+    let from = "-";
+    let position = 0;
+    for (;;) {
+      const entries = await this.#connection.run(CODE, (redis) =>
+        redis.xrange(key, from, last[0], "COUNT", pageSize),
+      );
+      const final = entries[entries.length - 1];
+      if (final === undefined) return;
+      yield entries.map(([, fields]) => parseStoredAuditEvent(fields[1], position++));
+      if (final[0] === last[0]) return;
+      from = `(${final[0]}`;
+    }
   }
 }
 

@@ -1,7 +1,9 @@
 import type { AuditEvent, AuditSink, ReadableAuditSink } from "@tessera/core";
 import {
   type AuditFilter,
+  type AuditPageOptions,
   checkAuditFilter,
+  checkPageSize,
   parseAuditEvent,
   parseStoredAuditEvent,
 } from "@tessera/core/store-kit";
@@ -80,5 +82,31 @@ export class SqliteAuditSink implements ReadableAuditSink {
     if (newest) rows.reverse();
     // A row replaced by text that is not an event is named by its position, not a crash.
     return rows.map((row, position) => parseStoredAuditEvent(row.event, position));
+  }
+
+  /**
+   * Pages along the key up to the last row when reading began. A row is numbered when its
+   * writer holds the database's one write lock and visible only once committed, so no row
+   * with a lower number can appear after a higher one was read: the pages skip nothing.
+   */
+  async *readPages(options?: AuditPageOptions): AsyncGenerator<readonly AuditEvent[]> {
+    const pageSize = checkPageSize(options);
+    const read = <T>(sql: string, ...params: number[]) =>
+      this.#db.run(CODE, () => this.#db.statement(sql).all(...params) as T[]);
+    const last = read<{ last: number | null }>("SELECT max(seq) AS last FROM tessera_audit")[0]
+      ?.last;
+    let after = 0;
+    let position = 0;
+    while (last !== null && last !== undefined && after < last) {
+      const rows = read<{ seq: number; event: string }>(
+        "SELECT seq, event FROM tessera_audit WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
+        after,
+        last,
+        pageSize,
+      );
+      if (rows.length === 0) return;
+      after = (rows[rows.length - 1] as { seq: number }).seq;
+      yield rows.map((row) => parseStoredAuditEvent(row.event, position++));
+    }
   }
 }

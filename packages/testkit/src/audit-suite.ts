@@ -1,4 +1,9 @@
-import { type AuditEvent, type ReadableAuditSink, verifyAuditChain } from "@tessera/core";
+import {
+  type AuditEvent,
+  type ReadableAuditSink,
+  readAuditPages,
+  verifyAuditChain,
+} from "@tessera/core";
 import { describe, expect } from "vitest";
 import { expectCode, resultOrCode } from "./errors.js";
 import { type OpenedStore, type StoreFactory, suiteCases } from "./factory.js";
@@ -48,6 +53,16 @@ function expectOneChain(events: readonly AuditEvent[]): void {
 /** `seq` of each event of `stream`, in read order. */
 function seqsOf(events: readonly AuditEvent[], stream: string | undefined): (number | undefined)[] {
   return events.filter((event) => event.namespaceId === stream).map((event) => event.seq);
+}
+
+/** Every page `readPages` gives, in order. */
+async function pagesOf(store: ReadableAuditSink, pageSize?: number): Promise<AuditEvent[][]> {
+  if (store.readPages === undefined) throw new Error("the sink has no readPages");
+  const pages: AuditEvent[][] = [];
+  for await (const page of store.readPages(pageSize === undefined ? {} : { pageSize })) {
+    pages.push([...page]);
+  }
+  return pages;
 }
 
 const upTo = (count: number) => Array.from({ length: count }, (_, i) => i + 1);
@@ -184,6 +199,50 @@ export function describeAuditSinkConformance<H extends OpenedStore<ReadableAudit
           await expectCode(() => store.read(filter), ["invalid_input"]);
         }
         expect(await store.read({ limit: 1 })).toHaveLength(1);
+      }),
+    );
+
+    check("readPages gives the whole trail in order, pages of at most pageSize", () =>
+      use(async ({ store }) => {
+        expect(await pagesOf(store, 4)).toEqual([]);
+        const events = Array.from({ length: 23 }, (_, i) =>
+          auditEvent(i, { namespaceId: i % 3 === 0 ? "other" : "ns" }),
+        );
+        for (const event of events) await store.append(event);
+        const whole = plain(await store.read());
+        const pages = await pagesOf(store, 5);
+        expect(pages.map((page) => page.length)).toEqual([5, 5, 5, 5, 3]);
+        // The same events a whole read gives, links included.
+        expect(plain(pages.flat())).toEqual(whole);
+        expect(plain((await pagesOf(store, 23)).flat())).toEqual(whole);
+        expect((await pagesOf(store)).map((page) => page.length)).toEqual([23]);
+      }),
+    );
+
+    check("readPages is the trail as it stood when the first page was read", () =>
+      use(async ({ store }) => {
+        const before = Array.from({ length: 9 }, (_, i) => auditEvent(i));
+        for (const event of before) await store.append(event);
+        const read: AuditEvent[] = [];
+        for await (const page of readAuditPages(store, { pageSize: 2 })) {
+          // Appended between pages: after the trail the reader is walking.
+          if (read.length === 0) await store.append(auditEvent(50 + read.length));
+          read.push(...page);
+        }
+        expect(content(read)).toEqual(content(before));
+        expect(content(await store.read())).toEqual(content([...before, auditEvent(50)]));
+        // A reader that stops early gives the store back: the next reads are answered.
+        for await (const _page of readAuditPages(store, { pageSize: 1 })) break;
+        expect(await store.read({ limit: 1 })).toHaveLength(1);
+      }),
+    );
+
+    check("readPages refuses a page size that is not a positive whole number", () =>
+      use(async ({ store }) => {
+        await store.append(auditEvent(0));
+        for (const pageSize of [0, -1, 1.5, Number.NaN, "2"]) {
+          await expectCode(() => pagesOf(store, pageSize as number), ["invalid_input"]);
+        }
       }),
     );
 

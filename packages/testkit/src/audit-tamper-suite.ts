@@ -1,7 +1,10 @@
 import {
   type AuditBreakKind,
   type AuditEvent,
+  AuditTrailWalker,
+  type AuditVerification,
   type ReadableAuditSink,
+  readAuditPages,
   UnreadableAuditEvent,
   unreadableTrail,
   verifyAuditChain,
@@ -103,6 +106,16 @@ const CASES: readonly [string, AuditBreakKind, number, Tamper][] = [
   ],
 ];
 
+/** The verdict walked a page of `pageSize` at a time, as `tessera audit verify` walks it. */
+async function verifyByPages(
+  store: ReadableAuditSink,
+  pageSize: number,
+): Promise<AuditVerification> {
+  const walker = new AuditTrailWalker();
+  for await (const page of readAuditPages(store, { pageSize })) walker.push(page);
+  return walker.result();
+}
+
 export function describeAuditTamperCases(name: string, open: () => Promise<TamperableTrail>): void {
   describe(`audit tampering: ${name}`, () => {
     for (const [title, kind, index, tamper] of CASES) {
@@ -117,6 +130,8 @@ export function describeAuditTamperCases(name: string, open: () => Promise<Tampe
           expect(verdict.ok).toBe(false);
           if (verdict.ok) return;
           expect(verdict.break).toMatchObject({ kind, index, stream: "ns" });
+          // Read a few events at a time, the break is the same, wherever the pages cut.
+          expect(await verifyByPages(trail.store, 3)).toEqual(verdict);
         } finally {
           await trail.close();
         }
@@ -145,6 +160,13 @@ export function describeAuditTamperCases(name: string, open: () => Promise<Tampe
             kind: "unreadable",
             index: AT,
           });
+          // Met in the third page of two, it is named by its place in the whole trail.
+          const paged = await verifyByPages(trail.store, 2).then(
+            () => undefined,
+            (thrown: unknown) => thrown,
+          );
+          expect(paged).toBeInstanceOf(UnreadableAuditEvent);
+          expect(paged).toMatchObject({ code: "audit_unavailable", position: AT });
         } finally {
           await trail.close();
         }

@@ -5,13 +5,13 @@ import {
   type AuditBreak,
   type AuditCheckpoint,
   type AuditCheckpointResult,
-  type AuditEvent,
+  AuditTrailWalker,
   type AuditVerification,
+  readAuditPages,
   signAuditCheckpoint,
   TesseraError,
   UnreadableAuditEvent,
   unreadableTrail,
-  verifyAuditChain,
   verifyAuditCheckpoint,
 } from "@tessera/core";
 import { Command } from "commander";
@@ -40,30 +40,36 @@ interface CheckpointOptions extends SourceOptions {
   json?: boolean;
 }
 
-async function readTrail(options: SourceOptions): Promise<readonly AuditEvent[]> {
+/**
+ * Walks the trail a page at a time (the memory it takes is one page and a few fields per
+ * stream, however long the trail) and gives the walk and its verdict. A stored event that is
+ * not an event at all (a row replaced by JSON `null` or by text that is not JSON) is a break
+ * too, `unreadable` at its position: tampering, reported as such (exit 3), not a crash with a
+ * stack. `watch` names the positions whose hashes signed checkpoints will be checked against.
+ */
+async function walkTrail(
+  options: SourceOptions,
+  watch: readonly { stream: string; seq: number }[] = [],
+): Promise<{ walker: AuditTrailWalker | undefined; result: AuditVerification }> {
   const { audit, close } = await openAudit(options);
   try {
-    return await audit.read();
+    const walker = new AuditTrailWalker({ watch });
+    for await (const page of readAuditPages(audit)) walker.push(page);
+    return { walker, result: walker.result() };
+  } catch (error) {
+    if (!(error instanceof UnreadableAuditEvent)) throw error;
+    return { walker: undefined, result: unreadableTrail(error.position) };
   } finally {
     await close();
   }
 }
 
-/**
- * The trail and its verdict. A stored event that is not an event at all (a row replaced by
- * JSON `null` or by text that is not JSON) is a break too, `unreadable` at its position:
- * tampering, reported as such (exit 3), not a crash with a stack.
- */
-async function readAndVerify(
-  options: SourceOptions,
-): Promise<{ events: readonly AuditEvent[] | undefined; result: AuditVerification }> {
-  try {
-    const events = await readTrail(options);
-    return { events, result: verifyAuditChain(events) };
-  } catch (error) {
-    if (!(error instanceof UnreadableAuditEvent)) throw error;
-    return { events: undefined, result: unreadableTrail(error.position) };
-  }
+/** The stream and seq of each checkpoint that names them: what the walk keeps hashes of. */
+function headsNamedBy(checkpoints: readonly unknown[]): { stream: string; seq: number }[] {
+  return checkpoints.flatMap((checkpoint) => {
+    const { stream, seq } = (checkpoint ?? {}) as { stream?: unknown; seq?: unknown };
+    return typeof stream === "string" && typeof seq === "number" ? [{ stream, seq }] : [];
+  });
 }
 
 function readText(path: string, what: string): string {
@@ -141,12 +147,12 @@ export function auditVerifyCommand(): Command {
         options.checkpoint === undefined ? undefined : readCheckpoints(options.checkpoint);
       const publicKey =
         options.publicKey === undefined ? undefined : readText(options.publicKey, "public key");
-      const { events, result } = await readAndVerify(options);
+      const { walker, result } = await walkTrail(options, headsNamedBy(checkpoints ?? []));
       // A trail that cannot be read whole is not checked against checkpoints: it already fails.
       const checked =
-        checkpoints === undefined || publicKey === undefined || events === undefined
+        checkpoints === undefined || publicKey === undefined || walker === undefined
           ? undefined
-          : checkpoints.map((checkpoint) => verifyAuditCheckpoint(checkpoint, publicKey, events));
+          : checkpoints.map((checkpoint) => verifyAuditCheckpoint(checkpoint, publicKey, walker));
       const intact = result.ok && (checked ?? []).every((check) => check.ok);
       if (options.json) {
         printJson({
@@ -172,7 +178,7 @@ export function auditCheckpointCommand(): Command {
     .option("--json", "print JSON")
     .action(async (options: CheckpointOptions) => {
       const privateKey = readText(options.privateKey, "private key");
-      const { result } = await readAndVerify(options);
+      const { result } = await walkTrail(options);
       if (!result.ok) {
         // Signing a broken trail would vouch for the tampering.
         printLines([`not signed: ${describeBreak(result.break)}`]);

@@ -1,7 +1,7 @@
-import { explain } from "@tessera/core";
+import { explain, type ReadableAuditSink, readAuditPages } from "@tessera/core";
 import { Command } from "commander";
 import { nonEmpty, wholeNumber } from "../options.js";
-import { printJson, printLines, printList } from "../output.js";
+import { drained, JsonArrayPrinter, printJson, printLines, printList } from "../output.js";
 import { auditQueryCommand, auditTailCommand } from "./audit-read.js";
 import {
   formatEvent,
@@ -13,6 +13,32 @@ import {
   sourceOptions,
 } from "./audit-source.js";
 import { auditCheckpointCommand, auditKeygenCommand, auditVerifyCommand } from "./audit-verify.js";
+
+/** Events per page of a listing: small enough that the first lines show at once. */
+const LIST_PAGE_SIZE = 1_000;
+
+/**
+ * The whole trail (or its first `limit` events) printed a page at a time as it is read: the
+ * listing of a trail of any length holds one page, and its first lines show at once.
+ */
+async function listWholeTrail(
+  sink: ReadableAuditSink,
+  options: { limit?: number; json?: boolean },
+): Promise<void> {
+  const limit = options.limit ?? Number.POSITIVE_INFINITY;
+  const json = options.json === true ? new JsonArrayPrinter() : undefined;
+  let printed = 0;
+  for await (const page of readAuditPages(sink, { pageSize: Math.min(limit, LIST_PAGE_SIZE) })) {
+    const shown = page.slice(0, limit - printed);
+    printed += shown.length;
+    if (json !== undefined) json.add(shown);
+    else printLines(shown.map(formatEvent));
+    if (printed === limit) break;
+    await drained();
+  }
+  if (json !== undefined) json.end();
+  else if (printed === 0) process.stderr.write(`${NO_DECISIONS}\n`);
+}
 
 export function auditCommand(): Command {
   const audit = new Command("audit").description("read the audit trail");
@@ -33,6 +59,10 @@ export function auditCommand(): Command {
       ) => {
         const { audit: sink, close } = await openAudit(options);
         try {
+          if (options.callId === undefined && options.traceId === undefined) {
+            await listWholeTrail(sink, options);
+            return;
+          }
           const events = await sink.read({
             ...(options.callId ? { callId: options.callId } : {}),
             ...(options.traceId ? { traceId: options.traceId } : {}),

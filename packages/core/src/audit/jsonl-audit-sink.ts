@@ -1,12 +1,13 @@
 import { closeSync, fsyncSync, openSync, readFileSync, writeSync } from "node:fs";
 import { TesseraError } from "../contracts/errors.js";
 import type { AuditEvent } from "../contracts/schemas.js";
-import { checkAuditFilter } from "../contracts/store-input.js";
+import { checkAuditFilter, checkPageSize } from "../contracts/store-input.js";
 import { selectEvents } from "../memory/audit-sink.js";
-import type { AuditFilter, ReadableAuditSink } from "../ports/audit-sink.js";
+import type { AuditFilter, AuditPageOptions, ReadableAuditSink } from "../ports/audit-sink.js";
 import { auditStreamOf, linkAuditEvent } from "./chain.js";
 import { FileLock } from "./file-lock.js";
 import { JsonlHeads, parseEventLine } from "./jsonl-heads.js";
+import { readLogPages } from "./jsonl-pages.js";
 import { UnreadableAuditEvent } from "./unreadable.js";
 
 export interface JsonlAuditSinkOptions {
@@ -108,6 +109,10 @@ export class JsonlAuditSink implements ReadableAuditSink {
       events.push(event);
     }
     return selectEvents(events, filter);
+  }
+
+  readPages(options?: AuditPageOptions): AsyncIterable<readonly AuditEvent[]> {
+    return readLogPages(this.#path, checkPageSize(options));
   }
 
   close(): void {

@@ -1,5 +1,5 @@
 import { isSealedGrant } from "../kernel/validated-grants.js";
-import type { AuditFilter } from "../ports/audit-sink.js";
+import type { AuditFilter, AuditPageOptions } from "../ports/audit-sink.js";
 import type { ClaimKey, ClaimReceipt, ClaimRecord, JsonValue } from "./claims.js";
 import { TesseraError } from "./errors.js";
 import { type AuditEvent, AuditEventSchema, type Grant, GrantSchema } from "./schemas.js";
@@ -141,6 +141,19 @@ export function checkAuditFilter(filter: AuditFilter | undefined): void {
       "an audit filter is { callId?: string, traceId?: string, limit?: non-negative integer, newest?: boolean }",
     );
   }
+}
+
+/** The page size a trail is read with when the reader names none. */
+export const DEFAULT_AUDIT_PAGE_SIZE = 5_000;
+
+/** A `readPages` page size: a positive whole number, or absent for the default. */
+export function checkPageSize(options: AuditPageOptions | undefined): number {
+  const size = options?.pageSize;
+  if (size === undefined) return DEFAULT_AUDIT_PAGE_SIZE;
+  if (!Number.isSafeInteger(size) || size < 1) {
+    throw new TesseraError("invalid_input", "an audit page size is a positive whole number");
+  }
+  return size;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { auditStreamOf, type ChainHead, EMPTY_HEAD, linkAuditEvent } from "../audit/chain.js";
 import type { AuditEvent } from "../contracts/schemas.js";
-import { checkAuditFilter } from "../contracts/store-input.js";
-import type { AuditFilter, ReadableAuditSink } from "../ports/audit-sink.js";
+import { checkAuditFilter, checkPageSize } from "../contracts/store-input.js";
+import type { AuditFilter, AuditPageOptions, ReadableAuditSink } from "../ports/audit-sink.js";
 
 /**
  * Keeps every event in memory, in order, linked into one hash chain per stream (see
@@ -38,6 +38,16 @@ export class InMemoryAuditSink implements ReadableAuditSink {
   async read(filter: AuditFilter = {}) {
     this.#link();
     return selectEvents(this.#events, filter);
+  }
+
+  async *readPages(options?: AuditPageOptions): AsyncGenerator<readonly AuditEvent[]> {
+    const pageSize = checkPageSize(options);
+    this.#link();
+    // The list only grows (but for `clear`), so its length now is the trail as it stands.
+    const end = this.#events.length;
+    for (let from = 0; from < end; from += pageSize) {
+      yield Object.freeze(this.#events.slice(from, Math.min(end, from + pageSize)));
+    }
   }
 
   /** Forgets everything, chains included: benchmarks use it to keep memory flat. */

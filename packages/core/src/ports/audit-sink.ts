@@ -34,8 +34,23 @@ export interface AuditFilter {
   newest?: boolean;
 }
 
+/** How a trail is read a page at a time. */
+export interface AuditPageOptions {
+  /** Events per page at most: a positive whole number; default 5,000. */
+  readonly pageSize?: number;
+}
+
 /** A sink that can also be read back (explain, CLI inspection). */
 export interface ReadableAuditSink extends AuditSink {
   /** Events in append order, oldest first. */
   read(filter?: AuditFilter): Promise<readonly AuditEvent[]>;
+  /**
+   * The whole trail in append order, a page at a time, so that a reader holds one page and
+   * not the trail (`tessera audit verify`). The pages together are the trail as it stood when
+   * the first page was read: events appended meanwhile are not in them, and none is skipped
+   * or repeated however writers interleave. A stored event that is not an event fails the
+   * iteration with `UnreadableAuditEvent`, its `position` counted over the whole trail.
+   * Optional for a sink written before it existed: `readAuditPages` reads such a sink whole.
+   */
+  readPages?(options?: AuditPageOptions): AsyncIterable<readonly AuditEvent[]>;
 }
