@@ -1,5 +1,7 @@
+import { auditStreamOf, type ChainHead, EMPTY_HEAD, linkAuditEvent } from "../src/audit/chain.js";
 import {
   type AccessContext,
+  type AuditEvent,
   type Capability,
   createKernel,
   type GrantInput,
@@ -101,3 +103,28 @@ export const brokenUsageStore: GrantUsageStore = {
     throw new Error("usage store down");
   },
 };
+
+/** An allowed event of `callId` in the stream of `namespaceId` (the gate's, without one). */
+export function auditEventOf(callId: string, namespaceId?: string): AuditEvent {
+  return {
+    at: "2026-01-01T00:00:00.000Z",
+    source: namespaceId === undefined ? "gate" : "kernel",
+    outcome: "allowed",
+    code: null,
+    reason: "allowed",
+    traceId: "t",
+    callId,
+    ...(namespaceId === undefined ? {} : { namespaceId }),
+  };
+}
+
+/** Links events as a sink does: one head per stream, in the order given. */
+export function linkedTrail(events: readonly AuditEvent[]): AuditEvent[] {
+  const heads = new Map<string, ChainHead>();
+  return events.map((event) => {
+    const stream = auditStreamOf(event);
+    const linked = linkAuditEvent(event, heads.get(stream) ?? EMPTY_HEAD);
+    heads.set(stream, { seq: linked.seq, hash: linked.hash });
+    return linked;
+  });
+}

@@ -77,39 +77,19 @@ export class Database {
     failCode: UnavailableCode,
     work: (client: pg.PoolClient) => Promise<T>,
   ): Promise<T> {
-    if (this.#closed) throw new TesseraError(failCode, "the PostgreSQL store is closed");
-    let client: pg.PoolClient;
-    try {
-      client = await this.#pool.connect();
-    } catch (error) {
-      throw unavailable(failCode, error);
-    }
-    // A checked-out client has no listener of the pool's: a backend that ends while no
-    // statement of ours is in flight (the server killed or restarted between BEGIN and
-    // COMMIT: "terminating connection due to unexpected postmaster exit") emits 'error' on
-    // the client, which unheard killed the whole process. Heard here, the connection is
-    // dropped on release and the next statement of the work fails as `failCode`.
-    let broken = false;
-    const lost = () => {
-      broken = true;
-    };
-    client.on("error", lost);
+    const held = await this.#checkOut(failCode);
+    const { client } = held;
     try {
       await client.query("BEGIN");
       const result = await work(client);
       await client.query("COMMIT");
       return result;
     } catch (error) {
-      try {
-        await client.query("ROLLBACK");
-      } catch {
-        broken = true;
-      }
+      await held.rollback();
       if (error instanceof TesseraError) throw error;
       throw unavailable(failCode, error);
     } finally {
-      client.removeListener("error", lost);
-      client.release(broken);
+      held.release();
     }
   }
 
@@ -124,6 +104,33 @@ export class Database {
       query: (text: string, values: readonly unknown[]) => Promise<pg.QueryResult>,
     ) => AsyncIterable<T>,
   ): AsyncGenerator<T> {
+    const held = await this.#checkOut(failCode);
+    const query = async (text: string, values: readonly unknown[]) => {
+      try {
+        return await held.client.query(text, values as unknown[]);
+      } catch (error) {
+        throw unavailable(failCode, error);
+      }
+    };
+    try {
+      await query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", []);
+      yield* read(query);
+    } finally {
+      // Read only: ending it either way changes nothing, so it is ended the same way always.
+      await held.rollback();
+      held.release();
+    }
+  }
+
+  /**
+   * One connection of the pool, for work of several statements. A checked-out client has no
+   * listener of the pool's: a backend that ends while no statement of ours is in flight (the
+   * server killed or restarted between BEGIN and COMMIT: "terminating connection due to
+   * unexpected postmaster exit") emits 'error' on the client, which unheard killed the whole
+   * process. Heard here, the connection is dropped on release and the next statement of the
+   * work fails.
+   */
+  async #checkOut(failCode: UnavailableCode) {
     if (this.#closed) throw new TesseraError(failCode, "the PostgreSQL store is closed");
     let client: pg.PoolClient;
     try {
@@ -136,26 +143,20 @@ export class Database {
       broken = true;
     };
     client.on("error", lost);
-    const query = async (text: string, values: readonly unknown[]) => {
-      try {
-        return await client.query(text, values as unknown[]);
-      } catch (error) {
-        throw unavailable(failCode, error);
-      }
+    return {
+      client,
+      async rollback(): Promise<void> {
+        try {
+          await client.query("ROLLBACK");
+        } catch {
+          broken = true;
+        }
+      },
+      release(): void {
+        client.removeListener("error", lost);
+        client.release(broken);
+      },
     };
-    try {
-      await query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", []);
-      yield* read(query);
-    } finally {
-      // Read only: ending it either way changes nothing, so it is ended the same way always.
-      try {
-        await client.query("ROLLBACK");
-      } catch {
-        broken = true;
-      }
-      client.removeListener("error", lost);
-      client.release(broken);
-    }
   }
 
   async close(): Promise<void> {

@@ -13,6 +13,7 @@ import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { threadId } from "node:worker_threads";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { auditEventOf as event } from "../../test/fixtures.js";
 import type { AuditEvent } from "../contracts/schemas.js";
 import { GENESIS_HASH } from "./chain.js";
 import { JsonlAuditSink } from "./jsonl-audit-sink.js";
@@ -25,17 +26,6 @@ beforeEach(() => {
   path = join(dir, "audit.jsonl");
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
-
-const event = (callId: string, namespaceId?: string): AuditEvent => ({
-  at: "2026-01-01T00:00:00.000Z",
-  source: namespaceId === undefined ? "gate" : "kernel",
-  outcome: "allowed",
-  code: null,
-  reason: "allowed",
-  traceId: "t",
-  callId,
-  ...(namespaceId === undefined ? {} : { namespaceId }),
-});
 
 const lines = () =>
   readFileSync(path, "utf8")

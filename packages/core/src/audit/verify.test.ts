@@ -1,13 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { linkedTrail as chain, auditEventOf as raw } from "../../test/fixtures.js";
 import type { AuditEvent } from "../contracts/schemas.js";
-import {
-  auditEventHash,
-  auditStreamOf,
-  type ChainHead,
-  EMPTY_HEAD,
-  GENESIS_HASH,
-  linkAuditEvent,
-} from "./chain.js";
+import { auditEventHash, GENESIS_HASH, linkAuditEvent } from "./chain.js";
 import { type AuditVerification, verifyAuditChain } from "./verify.js";
 
 /** The element at `index`, which the test put there. */
@@ -15,28 +9,6 @@ function nth<T>(list: readonly T[], index: number): T {
   const value = list[index];
   if (value === undefined) throw new Error(`no element at ${index}`);
   return value;
-}
-
-const raw = (callId: string, namespaceId?: string): AuditEvent => ({
-  at: "2026-01-01T00:00:00.000Z",
-  source: namespaceId === undefined ? "gate" : "kernel",
-  outcome: "allowed",
-  code: null,
-  reason: "allowed",
-  traceId: "t",
-  callId,
-  ...(namespaceId === undefined ? {} : { namespaceId }),
-});
-
-/** Links events as a sink does: one head per stream, in the order given. */
-function chain(events: readonly AuditEvent[]): AuditEvent[] {
-  const heads = new Map<string, ChainHead>();
-  return events.map((event) => {
-    const stream = auditStreamOf(event);
-    const linked = linkAuditEvent(event, heads.get(stream) ?? EMPTY_HEAD);
-    heads.set(stream, { seq: linked.seq, hash: linked.hash });
-    return linked;
-  });
 }
 
 /** The same event with its own hash recomputed, as a careful forger leaves it. */

@@ -1,38 +1,12 @@
 import { generateKeyPairSync } from "node:crypto";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { linkedTrail as chain, auditEventOf as raw } from "../../test/fixtures.js";
 import type { AuditEvent } from "../contracts/schemas.js";
-import {
-  auditEventHash,
-  auditStreamOf,
-  type ChainHead,
-  EMPTY_HEAD,
-  linkAuditEvent,
-} from "./chain.js";
+import { auditEventHash, auditStreamOf } from "./chain.js";
 import { signAuditCheckpoint, verifyAuditCheckpoint } from "./checkpoint.js";
 import { verifyAuditChain } from "./verify.js";
 import { AuditTrailWalker } from "./walk.js";
-
-const raw = (callId: string, namespaceId?: string): AuditEvent => ({
-  at: "2026-01-01T00:00:00.000Z",
-  source: namespaceId === undefined ? "gate" : "kernel",
-  outcome: "allowed",
-  code: null,
-  reason: "allowed",
-  traceId: "t",
-  callId,
-  ...(namespaceId === undefined ? {} : { namespaceId }),
-});
-
-function chain(events: readonly AuditEvent[]): AuditEvent[] {
-  const heads = new Map<string, ChainHead>();
-  return events.map((event) => {
-    const stream = auditStreamOf(event);
-    const linked = linkAuditEvent(event, heads.get(stream) ?? EMPTY_HEAD);
-    heads.set(stream, { seq: linked.seq, hash: linked.hash });
-    return linked;
-  });
-}
 
 function at<T>(list: readonly T[], index: number): T {
   const value = list[index];
