@@ -116,7 +116,7 @@ export class AuditTrailWalker {
         state.pending = undefined;
       }
       if (state.gap !== undefined) state.broken = judgeGap(state, state.gap);
-      const report = report_(state, state.broken?.verified ?? state.head, state.broken?.found);
+      const report = reportOf(state, state.broken?.verified ?? state.head, state.broken?.found);
       reports.push(report);
       if (report.break !== undefined && (first === undefined || report.break.index < first.index)) {
         first = report.break;
@@ -294,7 +294,7 @@ function judgeGap(state: StreamState, gap: Gap): Broken {
   return { found, verified: state.head };
 }
 
-function report_(
+function reportOf(
   state: StreamState,
   verified: ChainHead,
   found?: Omit<AuditBreak, "stream">,
