@@ -1,4 +1,11 @@
-import { openStores, type StoreBundle, storePackageFor } from "@tessera/core";
+import {
+  type Closable,
+  openAuditReader,
+  openStores,
+  type ReadableAuditSink,
+  type StoreBundle,
+  storePackageFor,
+} from "@tessera/core";
 import { explainOpenFailure } from "./open-failure.js";
 
 /**
@@ -16,8 +23,17 @@ const URL_PARSERS: Readonly<Record<string, string>> = {
  * backend's, the message gains which URL option is at fault or why the server did not answer.
  */
 export async function openStoresByUrl(url: string): Promise<StoreBundle> {
+  return explained(url, openStores);
+}
+
+/** Core's `openAuditReader(url)` (the trail to read, nothing written), failures explained. */
+export async function openAuditReaderByUrl(url: string): Promise<Closable<ReadableAuditSink>> {
+  return explained(url, openAuditReader);
+}
+
+async function explained<T>(url: string, open: (url: string) => Promise<T>): Promise<T> {
   try {
-    return await openStores(url);
+    return await open(url);
   } catch (error) {
     const parse = await urlParser(url);
     throw parse === undefined ? error : await explainOpenFailure(error, url, parse);

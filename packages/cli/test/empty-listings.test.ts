@@ -1,5 +1,6 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { openStores } from "@tessera/core";
 import { describe, expect, it } from "vitest";
 import { scratch, tessera } from "./support/cli.js";
 
@@ -43,8 +44,10 @@ describe("listings that find nothing", () => {
     expect([none.code, none.stdout, none.stderr]).toEqual([0, "[]\n", ""]);
   });
 
-  it("audit list, query and tail of an empty trail say there is nothing; --json stays []", () => {
+  it("audit list, query and tail of an empty trail say there is nothing; --json stays []", async () => {
     const { store } = emptyStore();
+    // A store with nothing in it yet: the audit commands read, and never create, a store.
+    await (await openStores(store)).close();
     const note = "no decisions found: the trail is empty, or none match\n";
     for (const args of [["list"], ["query", "--call-id", "c-1"], ["tail"]]) {
       const run = tessera("audit", ...args, "--store", store);

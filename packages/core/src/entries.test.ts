@@ -65,6 +65,7 @@ describe("the entry points", () => {
         "issueFanoutTickets",
         "messageResource",
         "messageSendCapability",
+        "openAuditReader",
         "openStores",
         "readAuditPages",
         "releaseUse",

@@ -160,4 +160,4 @@ export type {
   MessageTransport,
 } from "./ports/transport.js";
 export type { ConsumeResult, GrantUsageStore, ReleaseResult } from "./ports/usage-store.js";
-export { openStores, storePackageFor } from "./stores/open-stores.js";
+export { openAuditReader, openStores, storePackageFor } from "./stores/open-stores.js";

@@ -52,6 +52,7 @@ export {
 export { octalMode, type PrivateFileRead, readPrivateFile } from "./files/private-file.js";
 export type { AuditFilter, AuditPageOptions } from "./ports/audit-sink.js";
 export {
+  type ConnectOptions,
   type OpenFailCode,
   openFailure,
   type StoreBackend,

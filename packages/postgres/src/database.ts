@@ -22,9 +22,12 @@ export class Database {
   readonly versionSpace: object = Object.freeze({});
   #closed = false;
 
-  constructor(config: PostgresConfig) {
+  /** `readOnly`: every transaction of every connection is read-only (a reader's open). */
+  constructor(config: PostgresConfig, options: { readonly readOnly?: boolean } = {}) {
     this.schema = config.schema;
     this.#pool = new pg.Pool({
+      // Set at connection start-up, so no statement of a reader can write, whatever it is.
+      ...(options.readOnly === true ? { options: "-c default_transaction_read_only=on" } : {}),
       connectionString: config.connectionString,
       max: config.poolMax,
       connectionTimeoutMillis: config.connectTimeoutMs,

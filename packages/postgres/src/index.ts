@@ -3,6 +3,7 @@ export { parsePostgresUrl } from "./config.js";
 export { SCHEMA_VERSION } from "./migrations.js";
 export type { Closable, PostgresStores } from "./open.js";
 export {
+  openAuditReader,
   openAuditSink,
   openClaimStore,
   openGrantStore,

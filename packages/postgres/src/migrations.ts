@@ -198,3 +198,35 @@ export async function migrate(db: Database, upTo: number = SCHEMA_VERSION): Prom
     }
   });
 }
+
+/**
+ * For a reader, which writes nothing: the schema holds a Tessera store, at a version this
+ * build reads. An older version is read as it is (every version has the audit table this
+ * build reads); a newer one is refused, as `migrate` refuses it.
+ */
+export async function checkReadable(db: Database): Promise<void> {
+  let current: number | null | undefined;
+  try {
+    const { rows } = await db.query<{ version: number | null }>(
+      "store_unavailable",
+      `SELECT max(version) AS version FROM ${db.table("schema_version")}`,
+    );
+    current = rows[0]?.version;
+  } catch (error) {
+    // 42P01 undefined_table, 3F000 invalid_schema_name: nothing was ever written here.
+    const code = (error as { cause?: { code?: unknown } }).cause?.code;
+    if (code === "42P01" || code === "3F000") {
+      throw new TesseraError("schema_unavailable", `schema ${db.schema} holds no Tessera store`);
+    }
+    throw error;
+  }
+  if (current === null || current === undefined) {
+    throw new TesseraError("schema_unavailable", `schema ${db.schema} holds no Tessera store`);
+  }
+  if (current > SCHEMA_VERSION) {
+    throw new TesseraError(
+      "schema_unavailable",
+      `schema ${db.schema} is at version ${current}, newer than this build (${SCHEMA_VERSION})`,
+    );
+  }
+}

@@ -13,7 +13,7 @@ import { PostgresClaimStore } from "./claim-store.js";
 import { type PostgresConfig, parsePostgresUrl } from "./config.js";
 import { Database } from "./database.js";
 import { PostgresGrantStore } from "./grant-store.js";
-import { migrate } from "./migrations.js";
+import { checkReadable, migrate } from "./migrations.js";
 import { selfTest } from "./self-test.js";
 import { PostgresUsageStore } from "./usage-store.js";
 
@@ -29,9 +29,9 @@ interface Connected {
 
 const openers = storeOpeners<Connected>({
   name: "PostgreSQL",
-  connect(url) {
+  connect(url, options) {
     const config = parsePostgresUrl(url);
-    return { db: new Database(config), config };
+    return { db: new Database(config, options), config };
   },
   async prepare({ db, config }) {
     await migrate(db);
@@ -39,6 +39,7 @@ const openers = storeOpeners<Connected>({
       await selfTest(db, new PostgresClaimStore(db), new PostgresUsageStore(db));
     }
   },
+  inspect: ({ db }) => checkReadable(db),
   disconnect: ({ db }) => db.close(),
   usage: ({ db }) => new PostgresUsageStore(db),
   grants: ({ db }) => new PostgresGrantStore(db),
@@ -77,4 +78,14 @@ export async function openGrantStore(url: string): Promise<CoreClosable<GrantSto
 
 export async function openAuditSink(url: string): Promise<CoreClosable<ReadableAuditSink>> {
   return openers.openAuditSink(url);
+}
+
+/**
+ * The audit trail to read, writing nothing: no migration, no self-test, every transaction
+ * read-only. Needs only `USAGE` on the schema and `SELECT` on its tables, so an auditor's
+ * role, or a hot standby, serves it. A schema that is not there, or newer than this build,
+ * is `schema_unavailable`; an older one is read as it is.
+ */
+export async function openAuditReader(url: string): Promise<CoreClosable<ReadableAuditSink>> {
+  return openers.openAuditReader(url);
 }

@@ -3,6 +3,7 @@ export { parseRedisUrl } from "./config.js";
 export { LAYOUT_VERSION } from "./layout.js";
 export type { Closable, RedisStores } from "./open.js";
 export {
+  openAuditReader,
   openAuditSink,
   openClaimStore,
   openGrantStore,

@@ -60,6 +60,26 @@ export async function checkLayout(connection: Connection): Promise<void> {
   }
 }
 
+/**
+ * For a reader, which writes nothing: the prefix holds a Tessera store, at a layout this build
+ * reads. Every layout keeps the audit trail in the same stream, so an older one is read as it
+ * is; a newer one is refused, as `checkLayout` refuses it.
+ */
+export async function checkReadableLayout(connection: Connection): Promise<void> {
+  const key = connection.key("layout-version");
+  const stored = await connection.run("store_unavailable", (redis) => redis.get(key));
+  if (stored === null) {
+    throw new TesseraError("schema_unavailable", "the key prefix holds no Tessera store");
+  }
+  const version = await connection.run("store_unavailable", (redis) => readVersion(redis, key));
+  if (version > LAYOUT_VERSION) {
+    throw new TesseraError(
+      "schema_unavailable",
+      `the key prefix is at layout version ${version}, newer than this build (${LAYOUT_VERSION})`,
+    );
+  }
+}
+
 async function readVersion(redis: Client, key: string): Promise<number> {
   const version = Number(await redis.get(key));
   if (!Number.isInteger(version) || version < 1) {

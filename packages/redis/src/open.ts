@@ -13,7 +13,7 @@ import { RedisClaimStore } from "./claim-store.js";
 import { parseRedisUrl, type RedisConfig } from "./config.js";
 import { Connection } from "./connection.js";
 import { RedisGrantStore } from "./grant-store.js";
-import { checkLayout } from "./layout.js";
+import { checkLayout, checkReadableLayout } from "./layout.js";
 import { selfTest } from "./self-test.js";
 import { RedisUsageStore } from "./usage-store.js";
 
@@ -47,6 +47,7 @@ const openers = storeOpeners<Connected>({
       );
     }
   },
+  inspect: ({ connection }) => checkReadableLayout(connection),
   disconnect: ({ connection }) => connection.close(),
   usage: ({ connection }) => new RedisUsageStore(connection),
   grants: ({ connection }) => new RedisGrantStore(connection),
@@ -95,4 +96,14 @@ export async function openGrantStore(url: string): Promise<CoreClosable<GrantSto
 
 export async function openAuditSink(url: string): Promise<CoreClosable<ReadableAuditSink>> {
   return openers.openAuditSink(url);
+}
+
+/**
+ * The audit trail to read, writing nothing: no layout migration, no self-test. An ACL user
+ * with read commands on the prefix's keys serves it (docs/stores.md, "Reading the trail").
+ * A prefix that holds no store, or one newer than this build, is `schema_unavailable`; an
+ * older one is read as it is.
+ */
+export async function openAuditReader(url: string): Promise<CoreClosable<ReadableAuditSink>> {
+  return openers.openAuditReader(url);
 }

@@ -3,6 +3,7 @@ export { parseSqliteUrl } from "./config.js";
 export { SCHEMA_VERSION } from "./migrations.js";
 export type { Closable, SqliteStores } from "./open.js";
 export {
+  openAuditReader,
   openAuditSink,
   openClaimStore,
   openGrantStore,

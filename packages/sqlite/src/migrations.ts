@@ -170,3 +170,41 @@ export function migrate(
   );
   return applied;
 }
+
+/**
+ * For a reader, which writes nothing: the file holds a Tessera store, at a version this build
+ * reads. An older version is read as it is (every version has the audit table this build
+ * reads); a newer one is refused, as `migrate` refuses it.
+ */
+export function checkReadable(db: SqliteDatabase, failCode: UnavailableCode): void {
+  const found = db.run(
+    failCode,
+    () =>
+      db
+        .statement(
+          "SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = 'tessera_schema_version'",
+        )
+        .get() as { found: number } | undefined,
+  );
+  const current =
+    found === undefined
+      ? undefined
+      : db.run(
+          failCode,
+          () =>
+            (
+              db.statement("SELECT max(version) AS version FROM tessera_schema_version").get() as {
+                version: number | null;
+              }
+            ).version,
+        );
+  if (current === undefined || current === null) {
+    throw new TesseraError("schema_unavailable", "the database file holds no Tessera store");
+  }
+  if (current > SCHEMA_VERSION) {
+    throw new TesseraError(
+      "schema_unavailable",
+      `the database schema (version ${current}) is newer than this @tessera/sqlite (${SCHEMA_VERSION})`,
+    );
+  }
+}

@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import type {
   ClaimStore,
   Closable as CoreClosable,
@@ -6,6 +7,7 @@ import type {
   ReadableAuditSink,
   StoreBundle,
 } from "@tessera/core";
+import { TesseraError } from "@tessera/core";
 import { storeOpeners } from "@tessera/core/store-kit";
 import { SqliteActLedger } from "./act-ledger.js";
 import { SqliteAuditSink } from "./audit-sink.js";
@@ -13,7 +15,7 @@ import { SqliteClaimStore } from "./claim-store.js";
 import { parseSqliteUrl } from "./config.js";
 import { SqliteDatabase } from "./database.js";
 import { SqliteGrantStore } from "./grant-store.js";
-import { migrate } from "./migrations.js";
+import { checkReadable, migrate } from "./migrations.js";
 import { selfTest } from "./self-test.js";
 import { SqliteUsageStore } from "./usage-store.js";
 
@@ -25,11 +27,23 @@ export type Closable<Port> = CoreClosable<Port>;
 const openers = storeOpeners<SqliteDatabase>({
   name: "SQLite",
   // Any failure here is re-coded by the opener (`store_unavailable`, `claim_store_unavailable`…).
-  connect: (url) => SqliteDatabase.open(parseSqliteUrl(url), "store_unavailable"),
+  connect: (url, options) => {
+    const config = parseSqliteUrl(url);
+    if (options?.readOnly !== true) return SqliteDatabase.open(config, "store_unavailable");
+    // A reader never creates the file it was asked to read, whatever `create` says.
+    if (config.path !== ":memory:" && !existsSync(config.path)) {
+      throw new TesseraError(
+        "schema_unavailable",
+        `no database file at ${config.path}: it holds no Tessera store`,
+      );
+    }
+    return SqliteDatabase.open({ ...config, create: false }, "store_unavailable");
+  },
   prepare(db) {
     migrate(db, "store_unavailable");
     if (db.config.selfTest) selfTest(db, new SqliteClaimStore(db), new SqliteUsageStore(db));
   },
+  inspect: (db) => checkReadable(db, "store_unavailable"),
   disconnect: (db) => db.close(),
   usage: (db) => new SqliteUsageStore(db),
   grants: (db) => new SqliteGrantStore(db),
@@ -64,4 +78,14 @@ export async function openGrantStore(url: string): Promise<CoreClosable<GrantSto
 
 export async function openAuditSink(url: string): Promise<CoreClosable<ReadableAuditSink>> {
   return openers.openAuditSink(url);
+}
+
+/**
+ * The audit trail to read, writing nothing: no migration, no self-test, and a file that is not
+ * there is an error rather than created. The file is still opened for reading and writing (a
+ * WAL database's readers share its `-shm` index), so the reader needs write access to it.
+ * A file that holds no store, or one newer than this build, is `schema_unavailable`.
+ */
+export async function openAuditReader(url: string): Promise<CoreClosable<ReadableAuditSink>> {
+  return openers.openAuditReader(url);
 }

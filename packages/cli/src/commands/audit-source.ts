@@ -9,7 +9,7 @@ import {
 import type { Command } from "commander";
 import { dataDirStore } from "../config/load.js";
 import { nonEmpty } from "../options.js";
-import { openStoresByUrl } from "../stores.js";
+import { openAuditReaderByUrl } from "../stores.js";
 
 /**
  * What the audit commands share: where the trail is read from, whose decisions, and how one
@@ -62,9 +62,10 @@ export async function openAudit(
     throw new TesseraError("invalid_usage", "give one of --store, --file or --data, not several");
   }
   const data = given.length === 0 ? env.TESSERA_DATA || undefined : options.data;
+  // A store is opened to be read, writing nothing: an auditor's read-only role serves it.
   if (data !== undefined) {
-    const stores = await openStoresByUrl(dataDirStore(data));
-    return { audit: stores.audit, close: () => stores.close() };
+    const audit = await openAuditReaderByUrl(dataDirStore(data));
+    return { audit, close: () => audit.close() };
   }
   if (options.file) {
     // Reading must never create the log it was asked to read.
@@ -75,8 +76,8 @@ export async function openAudit(
     return { audit, close: async () => audit.close() };
   }
   if (options.store) {
-    const stores = await openStoresByUrl(options.store);
-    return { audit: stores.audit, close: () => stores.close() };
+    const audit = await openAuditReaderByUrl(options.store);
+    return { audit, close: () => audit.close() };
   }
   throw new TesseraError(
     "invalid_config",

@@ -23,10 +23,20 @@ export type OpenFailCode =
 export interface StoreBackend<Connection> {
   /** For people: `SQLite`, `PostgreSQL`, `Redis`. */
   readonly name: string;
-  /** Parses the URL (`invalid_config` when it is wrong) and connects. */
-  connect(url: string): Connection | Promise<Connection>;
+  /**
+   * Parses the URL (`invalid_config` when it is wrong) and connects. With `readOnly` (a
+   * reader's open, `openAuditReader`) the connection writes nothing where the backend can
+   * make it so (PostgreSQL: read-only transactions).
+   */
+  connect(url: string, options?: ConnectOptions): Connection | Promise<Connection>;
   /** Migrates and self-tests; the connection is closed when this throws. */
   prepare(connection: Connection): void | Promise<void>;
+  /**
+   * Makes a reader's connection fit for reading, writing nothing: the store is there, at a
+   * layout this release reads (an older one too, a newer one is refused with
+   * `schema_unavailable`). A backend without it opens readers as writers (`prepare`).
+   */
+  inspect?(connection: Connection): void | Promise<void>;
   disconnect(connection: Connection): void | Promise<void>;
   usage(connection: Connection): GrantUsageStore;
   grants(connection: Connection): GrantStore;
@@ -40,6 +50,10 @@ export interface StoreBackend<Connection> {
   acts?(connection: Connection): ActLedger;
 }
 
+export interface ConnectOptions {
+  readonly readOnly?: boolean;
+}
+
 /** The openers every backend exports, the bundle and each port alone. */
 export interface StoreOpeners {
   openStores(url: string): Promise<StoreBundle>;
@@ -48,6 +62,12 @@ export interface StoreOpeners {
   openUsageStore(url: string): Promise<Closable<GrantUsageStore>>;
   openGrantStore(url: string): Promise<Closable<GrantStore>>;
   openAuditSink(url: string): Promise<Closable<ReadableAuditSink>>;
+  /**
+   * The audit trail opened to be read, writing nothing: no migration, no self-test, and
+   * where the backend allows it a read-only connection. What an auditor's read-only role, a
+   * read replica or a store of a build not yet upgraded can serve (`tessera audit …`).
+   */
+  openAuditReader(url: string): Promise<Closable<ReadableAuditSink>>;
 }
 
 /**
@@ -55,15 +75,16 @@ export interface StoreOpeners {
  * which only the bundle's `close()` closes.
  */
 export function storeOpeners<Connection>(backend: StoreBackend<Connection>): StoreOpeners {
-  const open = async (url: string, failCode: OpenFailCode): Promise<Connection> => {
+  const open = async (url: string, failCode: OpenFailCode, reader = false): Promise<Connection> => {
     let connection: Connection;
     try {
-      connection = await backend.connect(url);
+      connection = await backend.connect(url, reader ? { readOnly: true } : {});
     } catch (error) {
       throw openFailure(error, failCode, backend.name);
     }
     try {
-      await backend.prepare(connection);
+      if (reader && backend.inspect !== undefined) await backend.inspect(connection);
+      else await backend.prepare(connection);
       return connection;
     } catch (error) {
       try {
@@ -108,6 +129,10 @@ export function storeOpeners<Connection>(backend: StoreBackend<Connection>): Sto
     },
     async openAuditSink(url: string): Promise<Closable<ReadableAuditSink>> {
       const connection = await open(url, "audit_unavailable");
+      return withClose(backend.audit(connection), closer(connection));
+    },
+    async openAuditReader(url: string): Promise<Closable<ReadableAuditSink>> {
+      const connection = await open(url, "audit_unavailable", true);
       return withClose(backend.audit(connection), closer(connection));
     },
   });

@@ -1,6 +1,7 @@
 import { createRequire } from "node:module";
 import { TesseraError } from "../contracts/errors.js";
-import type { StoreBundle } from "../ports/stores.js";
+import type { ReadableAuditSink } from "../ports/audit-sink.js";
+import type { Closable, StoreBundle } from "../ports/stores.js";
 
 /**
  * URL scheme → the backend package that serves it. Each is an optional peer dependency of
@@ -33,6 +34,8 @@ export function storePackageFor(url: string): string {
 
 interface BackendModule {
   openStores(url: string): Promise<StoreBundle>;
+  /** Absent from a backend package older than it: such a trail is opened as `openStores` opens it. */
+  openAuditReader?(url: string): Promise<Closable<ReadableAuditSink>>;
 }
 
 /**
@@ -45,6 +48,19 @@ export async function openStores(url: string): Promise<StoreBundle> {
   const name = storePackageFor(url);
   const backend = await loadBackend(name);
   return backend.openStores(url);
+}
+
+/**
+ * The audit trail of the store a URL names, opened to be read and nothing else: no migration,
+ * no self-test, a read-only connection where the backend has one (the backend's own
+ * `openAuditReader`). So an auditor's read-only role, or a read replica, can list and verify.
+ */
+export async function openAuditReader(url: string): Promise<Closable<ReadableAuditSink>> {
+  const name = storePackageFor(url);
+  const backend = await loadBackend(name);
+  if (backend.openAuditReader !== undefined) return backend.openAuditReader(url);
+  const stores = await backend.openStores(url);
+  return Object.assign(stores.audit, { close: () => stores.close() });
 }
 
 async function loadBackend(name: string): Promise<BackendModule> {
