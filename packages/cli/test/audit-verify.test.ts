@@ -150,6 +150,34 @@ describe("tessera audit checkpoint and keygen", () => {
     expect(readFileSync(join(keys, "audit-signing.key"), "utf8")).toBe(before);
   });
 
+  it("checkpoint --out never replaces a file; a path that cannot take it is invalid_usage", () => {
+    const { dir, file, keys } = signed();
+    const checkpoints = join(dir, "checkpoints.json");
+    const before = readFileSync(checkpoints, "utf8");
+    const sign = (out: string) =>
+      tessera(
+        "audit",
+        "checkpoint",
+        "--file",
+        file,
+        "--private-key",
+        join(keys, "audit-signing.key"),
+        "--out",
+        out,
+      );
+    // The signed proof of yesterday's trail is not overwritten by today's run.
+    expectRefusal(sign(checkpoints), "invalid_usage");
+    expect(readFileSync(checkpoints, "utf8")).toBe(before);
+    for (const out of [join(dir, "no-such-dir", "c.json"), dir]) {
+      expectRefusal(sign(out), "invalid_usage");
+    }
+  });
+
+  it("keygen --out naming a file is invalid_usage, not a crash", () => {
+    const { file } = log();
+    expectRefusal(tessera("audit", "keygen", "--out", file), "invalid_usage");
+  });
+
   it("a checkpoint holds on the log it signed, and on that log grown since", () => {
     const { file, check } = signed();
     const sink = JsonlAuditSink.open(file);

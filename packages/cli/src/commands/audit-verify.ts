@@ -1,5 +1,5 @@
 import { generateKeyPairSync } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   type AuditBreak,
@@ -15,6 +15,7 @@ import {
   verifyAuditCheckpoint,
 } from "@tessera/core";
 import { Command } from "commander";
+import { makePrivateDirectory, writeNewFile } from "../files.js";
 import { nonEmpty } from "../options.js";
 import { printJson, printLines } from "../output.js";
 import { openAudit, type SourceOptions, sourceOptions } from "./audit-source.js";
@@ -196,7 +197,8 @@ export function auditCheckpointCommand(): Command {
         process.stdout.write(text);
         return;
       }
-      writeFileSync(options.out, text, { mode: 0o644 });
+      // A checkpoint is the proof kept away from the trail: a second run never replaces one.
+      writeNewFile(options.out, text, "a checkpoint file");
       if (options.json) printJson({ out: options.out, checkpoints: checkpoints.length });
       else printLines([`signed ${checkpoints.length} stream heads into ${options.out}`]);
     });
@@ -211,7 +213,7 @@ export function auditKeygenCommand(): Command {
     .option("--json", "print JSON")
     .action((options: { out: string; json?: boolean }) => {
       const { publicKey, privateKey } = generateKeyPairSync("ed25519");
-      mkdirSync(options.out, { recursive: true, mode: 0o700 });
+      makePrivateDirectory(options.out, "the key directory");
       const keyPath = join(options.out, KEY_FILE);
       const publicPath = join(options.out, PUBLIC_KEY_FILE);
       // Never over an existing key (checkpoints signed with it would no longer verify), nor
@@ -219,11 +221,17 @@ export function auditKeygenCommand(): Command {
       if (existsSync(keyPath) || existsSync(publicPath)) {
         throw new TesseraError("invalid_usage", "a signing key is already there; not replaced");
       }
-      writeFileSync(keyPath, privateKey.export({ type: "pkcs8", format: "pem" }), {
-        mode: 0o600,
-        flag: "wx",
-      });
-      writeFileSync(publicPath, publicKey.export({ type: "spki", format: "pem" }), { flag: "wx" });
+      writeNewFile(
+        keyPath,
+        privateKey.export({ type: "pkcs8", format: "pem" }).toString(),
+        "a private key",
+        0o600,
+      );
+      writeNewFile(
+        publicPath,
+        publicKey.export({ type: "spki", format: "pem" }).toString(),
+        "a public key",
+      );
       if (options.json) printJson({ privateKey: keyPath, publicKey: publicPath });
       else printLines([`private key: ${keyPath} (keep it secret)`, `public key: ${publicPath}`]);
     });
