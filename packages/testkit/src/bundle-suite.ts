@@ -4,6 +4,7 @@ import {
   type Closable,
   type GrantStore,
   type GrantUsageStore,
+  openAuditReader,
   openStores,
   type ReadableAuditSink,
   type StoreBundle,
@@ -19,6 +20,7 @@ export interface BackendOpeners {
   openUsageStore(url: string): Promise<Closable<GrantUsageStore>>;
   openGrantStore(url: string): Promise<Closable<GrantStore>>;
   openAuditSink(url: string): Promise<Closable<ReadableAuditSink>>;
+  openAuditReader(url: string): Promise<Closable<ReadableAuditSink>>;
 }
 
 export interface BundleFactory {
@@ -139,6 +141,35 @@ export function describeStoreBundleConformance(name: string, factory: BundleFact
       }
     });
 
+    it("core's openAuditReader(url) reads what the bundle wrote; where no store is, it says so", async () => {
+      const { url, remove } = await factory.fresh();
+      try {
+        // Nothing there yet: the reader says so (each backend's own test checks it wrote nothing).
+        expect(errorCode(await failureOf(() => openAuditReader(url)))).toBe("schema_unavailable");
+        const stores = await openStores(url);
+        for (const callId of ["a", "b", "c"]) {
+          await stores.audit.append({
+            at: "2026-12-04T00:00:00.000Z",
+            source: "kernel",
+            outcome: "allowed",
+            code: null,
+            reason: "allowed",
+            traceId: "t",
+            callId,
+          });
+        }
+        const written = await stores.audit.read();
+        await stores.close();
+        for (const open of [openAuditReader, factory.backend.openAuditReader]) {
+          const reader = await open(url);
+          expect(await reader.read()).toEqual(written);
+          await reader.close();
+        }
+      } finally {
+        await remove();
+      }
+    });
+
     it("closing a bundle's claim store closes that port only: the bundle owns the connection", async () => {
       const { url, remove } = await factory.fresh();
       try {
@@ -197,6 +228,8 @@ export function describeStoreBundleConformance(name: string, factory: BundleFact
             expect(errorCode(error), `${opener} ${name}=${value}`).toBe("invalid_config");
           }
           expect(errorCode(await failureOf(() => openStores(bad)))).toBe("invalid_config");
+          const reading = await failureOf(() => factory.backend.openAuditReader(bad));
+          expect(errorCode(reading), `openAuditReader ${name}=${value}`).toBe("invalid_config");
         }
       } finally {
         await remove();
