@@ -72,7 +72,8 @@ export async function openAudit(
     if (!existsSync(options.file)) {
       throw new TesseraError("file_not_found", `no audit log at ${options.file}`);
     }
-    const audit = JsonlAuditSink.open(options.file);
+    // To read only: a log the operator may read but not write is listed and verified as well.
+    const audit = JsonlAuditSink.openToRead(options.file);
     return { audit, close: async () => audit.close() };
   }
   if (options.store) {

@@ -1,4 +1,4 @@
-import { appendFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -111,5 +111,38 @@ describe("JsonlAuditSink", () => {
       error = caught;
     }
     expect(isTesseraError(error, "audit_unavailable")).toBe(true);
+  });
+});
+
+describe("JsonlAuditSink.openToRead", () => {
+  it("reads and pages as the sink does, opening nothing for writing and making no lock file", async () => {
+    const path = join(dir, "audit.jsonl");
+    const sink = JsonlAuditSink.open(path);
+    for (let i = 0; i < 5; i++) sink.append(event(`c${i}`));
+    sink.close();
+    const whole = await JsonlAuditSink.open(path).read();
+    rmSync(`${path}.lock`, { force: true });
+    const bytes = readFileSync(path, "utf8");
+
+    const reader = JsonlAuditSink.openToRead(path);
+    expect(await reader.read()).toEqual(whole);
+    expect(await reader.read({ callId: "c3" })).toEqual([whole[3]]);
+    const pages: number[] = [];
+    for await (const page of reader.readPages?.({ pageSize: 2 }) ?? []) pages.push(page.length);
+    expect(pages).toEqual([2, 2, 1]);
+    expect(() => reader.append(event("late"))).toThrow(
+      expect.objectContaining({ code: "audit_unavailable" }),
+    );
+    reader.close();
+    expect(readFileSync(path, "utf8")).toBe(bytes);
+    expect(existsSync(`${path}.lock`)).toBe(false);
+  });
+
+  it("a log that is not there is audit_unavailable, and is not made", async () => {
+    const path = join(dir, "absent.jsonl");
+    await expect(JsonlAuditSink.openToRead(path).read()).rejects.toMatchObject({
+      code: "audit_unavailable",
+    });
+    expect(existsSync(path)).toBe(false);
   });
 });

@@ -1,14 +1,12 @@
-import { closeSync, fsyncSync, openSync, readFileSync, writeSync } from "node:fs";
+import { closeSync, fsyncSync, openSync, writeSync } from "node:fs";
 import { TesseraError } from "../contracts/errors.js";
 import type { AuditEvent } from "../contracts/schemas.js";
-import { checkAuditFilter, checkPageSize } from "../contracts/store-input.js";
-import { selectEvents } from "../memory/audit-sink.js";
+import { checkPageSize } from "../contracts/store-input.js";
 import type { AuditFilter, AuditPageOptions, ReadableAuditSink } from "../ports/audit-sink.js";
 import { auditStreamOf, linkAuditEvent } from "./chain.js";
 import { FileLock } from "./file-lock.js";
-import { JsonlHeads, parseEventLine } from "./jsonl-heads.js";
-import { readLogPages } from "./jsonl-pages.js";
-import { UnreadableAuditEvent } from "./unreadable.js";
+import { JsonlHeads } from "./jsonl-heads.js";
+import { readLog, readLogPages } from "./jsonl-read.js";
 
 export interface JsonlAuditSinkOptions {
   /**
@@ -93,22 +91,24 @@ export class JsonlAuditSink implements ReadableAuditSink {
    * Reads the whole log back. A line that is not a valid event (a torn last line after a
    * crash, or tampering) is refused loudly rather than skipped.
    */
-  async read(filter: AuditFilter = {}) {
-    // Checked before the file is read: a bad filter is the caller's, not the log's, fault.
-    checkAuditFilter(filter);
-    const text = readFileSync(this.#path, "utf8");
-    const events: AuditEvent[] = [];
-    let lineNumber = 0;
-    for (const line of text.split("\n")) {
-      lineNumber++;
-      if (line === "") continue;
-      const event = parseEventLine(line);
-      if (event === undefined) {
-        throw new UnreadableAuditEvent(events.length, `not an event (log line ${lineNumber})`);
-      }
-      events.push(event);
-    }
-    return selectEvents(events, filter);
+  read(filter: AuditFilter = {}) {
+    return readLog(this.#path, filter);
+  }
+
+  /**
+   * The log at `path` opened to be read only: no descriptor for appending, no lock file, so a
+   * user who may read the log but not write it (an auditor) can list and verify it. Its
+   * `append` refuses with `audit_unavailable`.
+   */
+  static openToRead(path: string): ReadableAuditSink & { close(): void } {
+    return Object.freeze({
+      append: () => {
+        throw new TesseraError("audit_unavailable", "the audit log is open to be read only");
+      },
+      read: (filter?: AuditFilter) => readLog(path, filter),
+      readPages: (options?: AuditPageOptions) => readLogPages(path, checkPageSize(options)),
+      close: () => undefined,
+    });
   }
 
   readPages(options?: AuditPageOptions): AsyncIterable<readonly AuditEvent[]> {

@@ -1,8 +1,39 @@
+import { readFileSync } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
 import { TesseraError } from "../contracts/errors.js";
 import type { AuditEvent } from "../contracts/schemas.js";
+import { checkAuditFilter } from "../contracts/store-input.js";
+import { selectEvents } from "../memory/audit-sink.js";
+import type { AuditFilter } from "../ports/audit-sink.js";
 import { parseEventLine } from "./jsonl-heads.js";
 import { UnreadableAuditEvent } from "./unreadable.js";
+
+/**
+ * The JSON-lines log at `path`, read whole and filtered. A line that is not a valid event (a
+ * torn last line after a crash, or tampering) is refused loudly rather than skipped.
+ */
+export async function readLog(path: string, filter: AuditFilter = {}) {
+  // Checked before the file is read: a bad filter is the caller's, not the log's, fault.
+  checkAuditFilter(filter);
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    throw new TesseraError("audit_unavailable", "cannot read the audit log", { cause: error });
+  }
+  const events: AuditEvent[] = [];
+  let lineNumber = 0;
+  for (const line of text.split("\n")) {
+    lineNumber++;
+    if (line === "") continue;
+    const event = parseEventLine(line);
+    if (event === undefined) {
+      throw new UnreadableAuditEvent(events.length, `not an event (log line ${lineNumber})`);
+    }
+    events.push(event);
+  }
+  return selectEvents(events, filter);
+}
 
 /** Bytes read from the log at a time. */
 const CHUNK = 1 << 20;
