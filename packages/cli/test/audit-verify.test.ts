@@ -123,21 +123,23 @@ describe("tessera audit checkpoint and keygen", () => {
     const keys = join(dir, "keys");
     expect(tessera("audit", "keygen", "--out", keys).code).toBe(0);
     const checkpoints = join(dir, "checkpoints.json");
-    const run = tessera(
-      "audit",
-      "checkpoint",
-      "--file",
-      file,
-      "--private-key",
-      join(keys, "audit-signing.key"),
-      "--out",
-      checkpoints,
-    );
+    const sign = (out: string) =>
+      tessera(
+        "audit",
+        "checkpoint",
+        "--file",
+        file,
+        "--private-key",
+        join(keys, "audit-signing.key"),
+        "--out",
+        out,
+      );
+    const run = sign(checkpoints);
     expect(run.code).toBe(0);
     expect(run.stdout).toContain("signed 2 stream heads");
     const check = (publicKey = join(keys, "audit-signing.pub")) =>
       verify(file, "--checkpoint", checkpoints, "--public-key", publicKey);
-    return { dir, file, lines, keys, check };
+    return { dir, file, lines, keys, check, sign, checkpoints };
   }
 
   it("keygen writes a private key only its owner reads, and never over an existing one", () => {
@@ -151,20 +153,8 @@ describe("tessera audit checkpoint and keygen", () => {
   });
 
   it("checkpoint --out never replaces a file; a path that cannot take it is invalid_usage", () => {
-    const { dir, file, keys } = signed();
-    const checkpoints = join(dir, "checkpoints.json");
+    const { dir, sign, checkpoints } = signed();
     const before = readFileSync(checkpoints, "utf8");
-    const sign = (out: string) =>
-      tessera(
-        "audit",
-        "checkpoint",
-        "--file",
-        file,
-        "--private-key",
-        join(keys, "audit-signing.key"),
-        "--out",
-        out,
-      );
     // The signed proof of yesterday's trail is not overwritten by today's run.
     expectRefusal(sign(checkpoints), "invalid_usage");
     expect(readFileSync(checkpoints, "utf8")).toBe(before);

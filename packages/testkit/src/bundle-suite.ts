@@ -10,6 +10,7 @@ import {
   type StoreBundle,
 } from "@tessera/core";
 import { describe, expect, it } from "vitest";
+import { auditEvent } from "./audit-suite.js";
 import { expectClosedStoresRefuse } from "./closed-stores.js";
 import { errorCode } from "./errors.js";
 
@@ -147,17 +148,7 @@ export function describeStoreBundleConformance(name: string, factory: BundleFact
         // Nothing there yet: the reader says so (each backend's own test checks it wrote nothing).
         expect(errorCode(await failureOf(() => openAuditReader(url)))).toBe("schema_unavailable");
         const stores = await openStores(url);
-        for (const callId of ["a", "b", "c"]) {
-          await stores.audit.append({
-            at: "2026-12-04T00:00:00.000Z",
-            source: "kernel",
-            outcome: "allowed",
-            code: null,
-            reason: "allowed",
-            traceId: "t",
-            callId,
-          });
-        }
+        for (let i = 0; i < 3; i++) await stores.audit.append(auditEvent(i));
         const written = await stores.audit.read();
         await stores.close();
         for (const open of [openAuditReader, factory.backend.openAuditReader]) {

@@ -1,7 +1,11 @@
 export { type ActLedgerPorts, actEvent, spendingAct } from "./act-ledger-fixtures.js";
 export { describeActLedgerConformance } from "./act-ledger-suite.js";
 export { withdrawalOf, withdrawnEvent } from "./act-ledger-withdraw.js";
-export { auditEvent, describeAuditSinkConformance } from "./audit-suite.js";
+export {
+  auditEvent,
+  describeAuditSinkConformance,
+  expectReadOnlyReader,
+} from "./audit-suite.js";
 export { describeAuditTamperCases, type TamperableTrail } from "./audit-tamper-suite.js";
 export {
   type BackendOpeners,

@@ -103,7 +103,7 @@ export class JsonlAuditSink implements ReadableAuditSink {
   static openToRead(path: string): ReadableAuditSink & { close(): void } {
     return Object.freeze({
       append: () => {
-        throw new TesseraError("audit_unavailable", "the audit log is open to be read only");
+        throw new TesseraError("audit_unavailable", "this audit trail was opened to be read only");
       },
       read: (filter?: AuditFilter) => readLog(path, filter),
       readPages: (options?: AuditPageOptions) => readLogPages(path, checkPageSize(options)),

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { auditEventOf } from "../../test/fixtures.js";
 import { InMemoryAuditSink } from "../memory/audit-sink.js";
 import { type ConnectOptions, type StoreBackend, storeOpeners } from "./backend.js";
 
@@ -39,6 +40,11 @@ describe("storeOpeners: the audit reader", () => {
   it("connects read-only and inspects, never migrating or self-testing", async () => {
     const { calls, openers } = recordingBackend(true);
     const reader = await openers.openAuditReader("recording:");
+    expect(await reader.read()).toEqual([]);
+    // Refused by the reader itself, whatever the backend's credentials would allow.
+    expect(() => reader.append(auditEventOf("c"))).toThrow(
+      expect.objectContaining({ code: "audit_unavailable" }),
+    );
     await reader.close();
     expect(calls).toEqual(["connect readOnly=true", "inspect", "disconnect"]);
   });

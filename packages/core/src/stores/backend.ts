@@ -1,7 +1,7 @@
 import type { ClaimStore } from "../contracts/claims.js";
 import { isTesseraError, TesseraError } from "../contracts/errors.js";
 import type { ActLedger } from "../ports/act-ledger.js";
-import type { ReadableAuditSink } from "../ports/audit-sink.js";
+import type { AuditFilter, ReadableAuditSink } from "../ports/audit-sink.js";
 import type { GrantStore } from "../ports/grant-source.js";
 import type { Closable, StoreBundle } from "../ports/stores.js";
 import type { GrantUsageStore } from "../ports/usage-store.js";
@@ -133,8 +133,27 @@ export function storeOpeners<Connection>(backend: StoreBackend<Connection>): Sto
     },
     async openAuditReader(url: string): Promise<Closable<ReadableAuditSink>> {
       const connection = await open(url, "audit_unavailable", true);
-      return withClose(backend.audit(connection), closer(connection));
+      return readOnly(backend.audit(connection), closer(connection));
     },
+  });
+}
+
+/**
+ * `audit` as a reader holds it: reads pass through, an append is refused here, whatever the
+ * backend's credentials would have allowed.
+ */
+function readOnly(
+  audit: ReadableAuditSink,
+  close: () => Promise<void>,
+): Closable<ReadableAuditSink> {
+  const pages = audit.readPages?.bind(audit);
+  return Object.freeze({
+    append(): never {
+      throw new TesseraError("audit_unavailable", "this audit trail was opened to be read only");
+    },
+    read: (filter?: AuditFilter) => audit.read(filter),
+    ...(pages === undefined ? {} : { readPages: pages }),
+    close,
   });
 }
 
