@@ -142,7 +142,7 @@ export function storeOpeners<Connection>(backend: StoreBackend<Connection>): Sto
  * `audit` as a reader holds it: reads pass through, an append is refused here, whatever the
  * backend's credentials would have allowed.
  */
-function readOnly(
+export function readOnly(
   audit: ReadableAuditSink,
   close: () => Promise<void>,
 ): Closable<ReadableAuditSink> {

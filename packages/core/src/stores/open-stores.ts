@@ -2,6 +2,7 @@ import { createRequire } from "node:module";
 import { TesseraError } from "../contracts/errors.js";
 import type { ReadableAuditSink } from "../ports/audit-sink.js";
 import type { Closable, StoreBundle } from "../ports/stores.js";
+import { readOnly } from "./backend.js";
 
 /**
  * URL scheme → the backend package that serves it. Each is an optional peer dependency of
@@ -60,7 +61,7 @@ export async function openAuditReader(url: string): Promise<Closable<ReadableAud
   const backend = await loadBackend(name);
   if (backend.openAuditReader !== undefined) return backend.openAuditReader(url);
   const stores = await backend.openStores(url);
-  return Object.assign(stores.audit, { close: () => stores.close() });
+  return readOnly(stores.audit, () => stores.close());
 }
 
 async function loadBackend(name: string): Promise<BackendModule> {
