@@ -2,6 +2,7 @@ import { TesseraError } from "@tessera/core";
 import { recordActsFunction, recordActsFunctionV6 } from "./act-function.js";
 import { recordActsFunctionV7 } from "./act-function-v7.js";
 import { recordActsFunctionV8 } from "./act-function-v8.js";
+import { recordActsFunctionsV9 } from "./act-function-v9.js";
 import type { Database } from "./database.js";
 import { withdrawActFunction } from "./withdraw-function.js";
 
@@ -152,6 +153,12 @@ const MIGRATIONS: readonly {
     // a new overload beside version 7's, which a process of the previous release still calls.
     version: 8,
     statements: (t) => [recordActsFunctionV8(t)],
+  },
+  {
+    // `record_acts` records a batch of one act with single-row statements
+    // (`act-function-v9.ts`): both overloads replaced, same signatures; no table changes.
+    version: 9,
+    statements: (t) => recordActsFunctionsV9(t),
   },
 ];
 

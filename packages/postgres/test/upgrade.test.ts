@@ -108,8 +108,8 @@ suite("postgres upgrade from schema version 3", () => {
       url as string,
       `SELECT version FROM "${schema}".schema_version ORDER BY version`,
     );
-    expect(versions.map((row) => row.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
-    expect(SCHEMA_VERSION).toBe(8);
+    expect(versions.map((row) => row.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(SCHEMA_VERSION).toBe(9);
     // Version 8 adds the checked overload beside version 7's, which a process of the previous
     // release still calls while the new one rolls out.
     const overloads = await admin<{ args: number }>(
@@ -212,7 +212,7 @@ suite("postgres upgrade from schema version 4", () => {
       url as string,
       `SELECT version FROM "${schema}".schema_version ORDER BY version`,
     );
-    expect(versions.map((row) => row.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(versions.map((row) => row.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
     expect(await stores.acts.withdraw?.(withdrawalOf(act))).toBe("withdrawn");
     expect(await stores.usage.getUsage("ns-acts", "ticket")).toBe(1);
     expect(await stores.claims.listInDoubt("s")).toEqual([
