@@ -77,10 +77,16 @@ export class Connection {
   readonly sent = new CommandCounter();
   #closed = false;
 
-  constructor(config: RedisConfig) {
+  /**
+   * `readOnly`: an audit reader's connection. It skips ioredis's ready check, whose `INFO` an
+   * auditor's ACL user need not be allowed (ioredis would print a warning and go on); a server
+   * still loading its data answers the reader's first read with an error, which fails closed.
+   */
+  constructor(config: RedisConfig, { readOnly = false }: { readOnly?: boolean } = {}) {
     this.prefix = config.prefix;
     const options = {
       lazyConnect: true,
+      enableReadyCheck: !readOnly,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
       commandTimeout: config.commandTimeoutMs,
@@ -104,7 +110,9 @@ export class Connection {
           // queue holds a command only until its socket is ready: the cluster asks the first
           // node for its slots that way); a command already sent when a socket drops still
           // fails (maxRetriesPerRequest 0), and the cluster reconnects.
+          enableReadyCheck: !readOnly,
           redisOptions: {
+            enableReadyCheck: !readOnly,
             maxRetriesPerRequest: 0,
             commandTimeout: config.commandTimeoutMs,
             connectTimeout: config.connectTimeoutMs,

@@ -29,9 +29,9 @@ interface Connected {
 
 const openers = storeOpeners<Connected>({
   name: "Redis",
-  async connect(url) {
+  async connect(url, options) {
     const config = parseRedisUrl(url);
-    const connection = new Connection(config);
+    const connection = new Connection(config, { readOnly: options?.readOnly === true });
     // Any failure is re-coded by the opener (`store_unavailable`, `claim_store_unavailable`…).
     await connection.connect("store_unavailable");
     return { connection, config };

@@ -82,8 +82,10 @@ export async function openAuditSink(url: string): Promise<CoreClosable<ReadableA
 
 /**
  * The audit trail to read, writing nothing: no migration, no self-test, and a file that is not
- * there is an error rather than created. The file is still opened for reading and writing (a
- * WAL database's readers share its `-shm` index), so the reader needs write access to it.
+ * there is an error rather than created. A WAL database's readers share its `-shm` index:
+ * a user who may only read the file reads it while that index is there (the service has it
+ * open), but cannot create one for a store closed cleanly in a directory it may not write
+ * (`audit_unavailable`, naming SQLITE_READONLY_DIRECTORY; docs/operations.md).
  * A file that holds no store, or one newer than this build, is `schema_unavailable`.
  */
 export async function openAuditReader(url: string): Promise<CoreClosable<ReadableAuditSink>> {
