@@ -100,6 +100,26 @@ describe("tessera init", () => {
     expect(done.stdout).toContain(`tessera serve --data ${dir}`);
   });
 
+  it("takes the directory from --data too, as serve does; two different ones are refused", () => {
+    const dir = join(scratch(), "by-flag");
+    const done = run(
+      { TESSERA_DATA: join(scratch(), "not-this") },
+      "init",
+      "--data",
+      dir,
+      "--json",
+    );
+    expect(done.code).toBe(0);
+    expect((JSON.parse(done.stdout) as Made).dataDir).toBe(dir);
+    const same = join(scratch(), "same");
+    expect(run({}, "init", same, "--data", same, "--json").code).toBe(0);
+    const other = join(scratch(), "other");
+    const both = run({}, "init", other, "--data", join(scratch(), "else"));
+    expectRefusal(both, "invalid_usage");
+    expect(both.stderr).toContain("two directories given");
+    expect(existsSync(other)).toBe(false);
+  });
+
   it("takes the directory from TESSERA_DATA when none is given", () => {
     const dir = join(scratch(), "from-env");
     expect(run({ TESSERA_DATA: dir }, "init", "--json").code).toBe(0);
