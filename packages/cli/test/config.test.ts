@@ -195,6 +195,19 @@ describe("client target: flags < environment < data directory URL", () => {
     expect(refusal(() => loadClientTarget({ data: dir }, {})).message).toContain("TESSERA_TOKEN");
   });
 
+  it("refuses a data directory whose port is chosen at start (0), naming --url", () => {
+    const dir = dataDir({ ...base, port: 0 });
+    const refused = refusal(() => loadClientTarget({ data: dir, token: "t" }, {}));
+    expect(refused.code).toBe("invalid_config");
+    expect(refused.message).toContain("port 0");
+    expect(refused.message).toContain("--url");
+    // A URL given outright is used as given.
+    expect(loadClientTarget({ data: dir, url: "http://127.0.0.1:4", token: "t" }, {})).toEqual({
+      url: "http://127.0.0.1:4",
+      token: "t",
+    });
+  });
+
   it("is undefined when nothing names a service, and refuses a bad TESSERA_URL", () => {
     expect(loadClientTarget({}, {})).toBeUndefined();
     expect(refusal(() => loadClientTarget({}, { TESSERA_URL: "ftp://x" })).message).toContain(

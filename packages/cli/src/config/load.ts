@@ -162,6 +162,13 @@ export function loadClientTarget(
   if (url === undefined && data !== undefined) {
     const file = readConfigFile(checkDataDir(data));
     const host = file.host ?? DEFAULT_HOST;
+    // Port 0 is whichever port serve was given at start: only serve's own line knows it.
+    if (file.port === 0) {
+      throw new TesseraError(
+        "invalid_config",
+        `the service of ${data} listens on a port chosen when it starts (port 0 in tessera.json): pass --url or TESSERA_URL with the address tessera serve printed`,
+      );
+    }
     url = `http://${host.includes(":") ? `[${host}]` : host}:${file.port ?? DEFAULT_PORT}`;
   }
   if (url === undefined && token === undefined) return undefined;
