@@ -69,6 +69,37 @@ describe("explain", () => {
     expect(nobody.grantId).toBeUndefined();
   });
 
+  it("names the grant in its summary: a minted UUID as it is, a hostile ID by its length", async () => {
+    const r = rig();
+    const minted = "3d451be3-557e-4db8-af19-491a2278e329";
+    await r.grants.add(
+      grant({
+        id: minted,
+        constraints: { maxUses: 1 },
+        capabilities: [messageSendCapability("a", OWNER)],
+      }),
+    );
+    await r.grants.add(
+      grant({ id: "x".repeat(70), capabilities: [messageSendCapability("b", OWNER)] }),
+    );
+    const turn = await r.kernel.openTurnAuthority(ctx());
+    for (const [callId, recipient] of [
+      ["one", "a"],
+      ["two", "a"],
+      ["long", "b"],
+    ]) {
+      await turn.sendMessage({
+        recipient: recipient as string,
+        payload: "q",
+        callId: callId as string,
+      });
+    }
+    expect((await explain(r.audit, "two")).summary).toBe(
+      `refused: the matching grant exists but its uses are spent (grant ${minted})`,
+    );
+    expect((await explain(r.audit, "long")).summary).toMatch(/\(grant <70 chars>\)$/);
+  });
+
   it("reports a failed delivery after its allowed decision, and unknown for unseen calls", async () => {
     const r = rig({ extra: { transport: new InProcessTransport() } });
     await r.grants.add(grant({ capabilities: [messageSendCapability("bob", OWNER)] }));

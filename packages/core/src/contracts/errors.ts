@@ -19,10 +19,11 @@ export function isTesseraError(value: unknown, code?: ErrorCode): value is Tesse
 }
 
 /**
- * A short, non-reversible label for an untrusted value (an ID, a path) to put in a message
- * without echoing it: hostile input never reaches logs or refusals verbatim.
+ * An untrusted value (an ID, a path) as a message may show it: as it is when it is a plain ID
+ * (word characters and `.:@-`, up to 64: a UUID, a SHA-256 in hex), else a short label that
+ * does not echo it, so hostile input never reaches logs or refusals verbatim.
  */
 export function redact(value: string): string {
-  const printable = /^[\w.:@-]{1,32}$/.test(value);
+  const printable = /^[\w.:@-]{1,64}$/.test(value);
   return printable ? value : `<${value.length} chars>`;
 }
