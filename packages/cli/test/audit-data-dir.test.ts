@@ -8,8 +8,9 @@ import { expectRefusal, scratch, tesseraWith } from "./support/cli.js";
 /**
  * The audit commands that read a trail where it is kept (list, explain, verify, checkpoint)
  * take a data directory (`tessera init`) as their source, as `serve --data` does: `--data`, or
- * `TESSERA_DATA` when no source is named. Where `--data` names the service instead (query,
- * tail), it still does.
+ * `TESSERA_DATA` when no source is named. The commands that read a service or a store (query,
+ * tail, the top-level explain) read the directory's store too while no token names a service,
+ * and its service once one does.
  */
 
 const run = tesseraWith;
@@ -106,9 +107,54 @@ describe("audit commands over a data directory", () => {
     }
   });
 
-  it("query --data still names the service the directory configures (a token is needed)", () => {
-    const asked = run({}, "audit", "query", "--data", data, "--call-id", "c0");
-    expectRefusal(asked, "invalid_config");
-    expect(asked.stderr).toContain("no bearer token");
+  it("query, tail and explain --data read the store while no token names a service", () => {
+    const asked = run({}, "audit", "query", "--data", data, "--call-id", "c0", "--json");
+    expect(asked.code).toBe(0);
+    expect((JSON.parse(asked.stdout) as AuditEvent[]).map((e) => e.callId)).toEqual(["c0"]);
+    const tailed = run({ TESSERA_DATA: data }, "audit", "tail", "-n", "2", "--json");
+    expect(tailed.code).toBe(0);
+    const lines = tailed.stdout.trim().split("\n");
+    expect(lines.map((line) => (JSON.parse(line) as AuditEvent).callId)).toEqual(["c1", "c2"]);
+    const explained = run({}, "explain", "c2", "--data", data, "--json");
+    expect(explained.code).toBe(0);
+    expect(JSON.parse(explained.stdout)).toMatchObject({ verdict: "spent" });
+    // A principal's flags go with the directory's store as with any store.
+    const foreign = run(
+      {},
+      ...["explain", "c2", "--data", data, "--namespace", "other", "--actor", "a"],
+      ...["--authority", "host", "--json"],
+    );
+    expect(JSON.parse(foreign.stdout)).toMatchObject({ verdict: "unknown" });
+  });
+
+  it("with a token, --data names the directory's service (none listens here: unreachable)", () => {
+    const asked = run(
+      { TESSERA_TOKEN: "tsk_x" },
+      "audit",
+      "query",
+      "--data",
+      data,
+      "--call-id",
+      "c0",
+    );
+    expectRefusal(asked, "service_unreachable");
+    const explained = run({}, "explain", "c2", "--data", data, "--token", "tsk_x");
+    expectRefusal(explained, "service_unreachable");
+  });
+
+  it("a named store outranks TESSERA_DATA; --data beside --store is two sources", () => {
+    const other = join(scratch(), "other.jsonl");
+    const none = run({ TESSERA_DATA: data }, "audit", "query", "--file", other, "--call-id", "c0");
+    expectRefusal(none, "file_not_found");
+    const both = run(
+      {},
+      "audit",
+      "tail",
+      "--data",
+      data,
+      "--store",
+      `sqlite:${join(data, "tessera.db")}`,
+    );
+    expectRefusal(both, "invalid_usage");
   });
 });

@@ -2,6 +2,8 @@ import type { TesseraClient } from "@tessera/client";
 import { type AuditEvent, TesseraError } from "@tessera/core";
 import { Command } from "commander";
 import {
+  DATA_READ_HELP,
+  dataDirToRead,
   oneSource,
   type RemoteOptions,
   requireRemote,
@@ -30,9 +32,9 @@ type ReadOptions = SourceOptions & RemoteOptions & FilterOptions;
  */
 async function reader(options: ReadOptions, what: string) {
   oneSource(options, [options.store, options.file]);
-  if (options.store !== undefined || options.file !== undefined) {
-    // Only the store or file: `--data` names the service here.
-    const { audit, close } = await openAudit({ store: options.store, file: options.file });
+  const data = dataDirToRead(options, [options.store, options.file]);
+  if (options.store !== undefined || options.file !== undefined || data !== undefined) {
+    const { audit, close } = await openAudit({ store: options.store, file: options.file, data });
     const read = (limit?: number, newest?: boolean) =>
       audit.read({
         ...(options.callId ? { callId: options.callId } : {}),
@@ -71,6 +73,7 @@ function filters(command: Command): Command {
       .option("--file <path>", "a JSON-lines audit log", nonEmpty)
       .option("--call-id <id>", "only this call", nonEmpty)
       .option("--trace-id <id>", "only this trace", nonEmpty),
+    DATA_READ_HELP,
   );
 }
 
@@ -83,7 +86,7 @@ export function auditQueryCommand(): Command {
     .option("--limit <n>", "at most this many", wholeNumber(1, 1000))
     .option("--json", "print JSON")
     .action(async (options: ReadOptions) => {
-      const source = await reader(options, "audit query without --store or --file");
+      const source = await reader(options, "audit query without --store, --file or --data");
       try {
         const events = await source.read(options.limit);
         if (options.json) printJson(events);
@@ -116,7 +119,7 @@ export function auditTailCommand(): Command {
     .option("--interval <ms>", "how often --follow reads again", wholeNumber(50, 600_000), 1000)
     .option("--json", "print one JSON object per line")
     .action(async (options: TailOptions) => {
-      const source = await reader(options, "audit tail without --store or --file");
+      const source = await reader(options, "audit tail without --store, --file or --data");
       const print = (events: readonly AuditEvent[]) => {
         if (options.json) printLines(events.map((event) => JSON.stringify(event)));
         else printLines(events.map(formatEvent));

@@ -1,6 +1,8 @@
 import { explain, TesseraError } from "@tessera/core";
 import { Command } from "commander";
 import {
+  DATA_READ_HELP,
+  dataDirToRead,
   oneSource,
   type RemoteOptions,
   requireRemote,
@@ -28,11 +30,16 @@ export function explainCommand(): Command {
       .argument("<callId>", "the call ID the decision was taken under")
       .option("--store <url>", "audit store, read directly", nonEmpty)
       .option("--file <path>", "a JSON-lines audit log", nonEmpty)
-      .option("--namespace <id>", "with --store/--file: only this principal's decisions", nonEmpty)
+      .option(
+        "--namespace <id>",
+        "with --store, --file or --data: only this principal's decisions",
+        nonEmpty,
+      )
       .option("--actor <id>", "… its actor", nonEmpty)
       .option("--authority <id>", "… its authority", nonEmpty)
       .option("--owner <id>", "… its owner (leave out for a principal without one)", nonEmpty)
       .option("--json", "print JSON"),
+    DATA_READ_HELP,
   ).action(async (callId: string, options: ExplainOptions) => {
     oneSource(options, [
       options.store,
@@ -42,24 +49,25 @@ export function explainCommand(): Command {
       options.authority,
       options.owner,
     ]);
-    if (options.store === undefined && options.file === undefined) {
+    const data = dataDirToRead(options, [options.store, options.file]);
+    if (options.store === undefined && options.file === undefined && data === undefined) {
       const principalFlag = [options.namespace, options.actor, options.authority, options.owner];
       if (principalFlag.some((flag) => flag !== undefined)) {
         throw new TesseraError(
           "invalid_usage",
-          "a service explains for the token's own principal: principal flags go with --store or --file",
+          "a service explains for the token's own principal: principal flags go with --store, --file or --data",
         );
       }
-      const explanation = await requireRemote(options, "explain without --store or --file").explain(
-        callId,
-      );
+      const explanation = await requireRemote(
+        options,
+        "explain without --store, --file or --data",
+      ).explain(callId);
       if (options.json) printJson(explanation);
       else printLines([`${explanation.verdict}: ${explanation.summary}`]);
       return;
     }
     const principal = principalOf(options);
-    // Only the store or file: `--data` names the service here.
-    const { audit, close } = await openAudit({ store: options.store, file: options.file });
+    const { audit, close } = await openAudit({ store: options.store, file: options.file, data });
     try {
       const explanation = await explain(audit, callId, principal);
       if (options.json) printJson(explanation);
