@@ -1,5 +1,6 @@
 import { chmodSync, existsSync } from "node:fs";
 import { join } from "node:path";
+import { DirectoryClaimStore } from "@tessera/a2ui";
 import type { AuditEvent } from "@tessera/core";
 import { openStores } from "@tessera/sqlite";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -140,6 +141,32 @@ describe("audit commands over a data directory", () => {
     expectRefusal(asked, "service_unreachable");
     const explained = run({}, "explain", "c2", "--data", data, "--token", "tsk_x");
     expectRefusal(explained, "service_unreachable");
+  });
+
+  it("claims --in-doubt --data lists the directory's claims while no token names a service", async () => {
+    // serve keeps every claim of a data directory in its private claim directory.
+    const store = await DirectoryClaimStore.open(join(data, "claims"));
+    const record = { bodyHash: "h", claimedAt: Date.now() };
+    await store.claim({ session: "s-1", functionCallId: "died-here" }, record);
+    await store.claim({ session: "s-1", functionCallId: "finished" }, record);
+    await store.settle(
+      { session: "s-1", functionCallId: "finished" },
+      { status: "dispatched", settledAt: Date.now() },
+    );
+    await store.close();
+    const listed = run({}, "claims", "--in-doubt", "--data", data, "--json");
+    expect(listed.code).toBe(0);
+    const claims = JSON.parse(listed.stdout) as { functionCallId: string }[];
+    expect(claims.map((claim) => claim.functionCallId)).toEqual(["died-here"]);
+    const bySession = run({ TESSERA_DATA: data }, "claims", "--in-doubt", "--session", "s-2");
+    expect(bySession.code).toBe(0);
+    expect(bySession.stdout).toContain("0 claim(s) in doubt");
+    expectRefusal(
+      run({}, "claims", "--in-doubt", "--data", data, "--dir", join(data, "claims")),
+      "invalid_usage",
+    );
+    const remote = run({ TESSERA_TOKEN: "tsk_x" }, "claims", "--in-doubt", "--data", data);
+    expectRefusal(remote, "service_unreachable");
   });
 
   it("a named store outranks TESSERA_DATA; --data beside --store is two sources", () => {

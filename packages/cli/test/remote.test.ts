@@ -226,8 +226,9 @@ describe("explain, audit and claims over the service", () => {
       "--in-doubt",
       "--json",
     );
-    // init wrote port 0, so the URL the directory names is not where this server listens.
-    jsonError(done, "service_unreachable");
+    // init wrote port 0: the directory names no port a client can reach, and says so.
+    jsonError(done, "invalid_config");
+    expect(done.stderr).toContain("port 0");
   });
 
   it("audit tail --follow prints each new decision as it is recorded, from the store", async () => {

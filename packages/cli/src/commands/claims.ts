@@ -1,7 +1,10 @@
 import { DirectoryClaimStore } from "@tessera/a2ui";
 import { type ClaimStore, TesseraError } from "@tessera/core";
 import { Command } from "commander";
+import { dataDirClaims } from "../config/load.js";
 import {
+  DATA_READ_HELP,
+  dataDirToRead,
   oneSource,
   type RemoteOptions,
   remoteClient,
@@ -22,17 +25,20 @@ interface ClaimsOptions extends RemoteOptions {
 async function openClaims(
   options: ClaimsOptions,
 ): Promise<{ claims: ClaimStore; close(): Promise<void> }> {
-  if (options.dir && options.store) {
-    throw new TesseraError("invalid_usage", "give either --dir or --store, not both");
+  const data = dataDirToRead(options, [options.dir, options.store]);
+  if ([options.dir, options.store, data].filter((source) => source !== undefined).length > 1) {
+    throw new TesseraError("invalid_usage", "give one of --dir, --store or --data, not several");
   }
-  if (options.dir) {
-    const claims = await DirectoryClaimStore.open(options.dir);
+  // A data directory's claims are where its service keeps them.
+  const where = data === undefined ? options : dataDirClaims(data);
+  if ("dir" in where && where.dir !== undefined) {
+    const claims = await DirectoryClaimStore.open(where.dir);
     return { claims, close: () => claims.close() };
   }
-  if (options.store) return openStoresByUrl(options.store);
+  if ("store" in where && where.store !== undefined) return openStoresByUrl(where.store);
   throw new TesseraError(
     "invalid_config",
-    "say where the claims are: a service (--url, --token), --dir DIR or --store URL",
+    "say where the claims are: a service (--url, --token), --dir DIR, --store URL or --data DIR",
   );
 }
 
@@ -47,12 +53,13 @@ interface InDoubt {
 async function remoteInDoubt(options: ClaimsOptions): Promise<readonly InDoubt[] | undefined> {
   oneSource(options, [options.dir, options.store]);
   if (options.dir !== undefined || options.store !== undefined) return undefined;
+  if (dataDirToRead(options, []) !== undefined) return undefined;
   const client = remoteClient(options);
   if (client === undefined) return undefined;
   if (options.session !== undefined) {
     throw new TesseraError(
       "invalid_usage",
-      "a service lists the token's own session: --session goes with --dir or --store",
+      "a service lists the token's own session: --session goes with --dir, --store or --data",
     );
   }
   return (await client.inDoubtClaims()).claims;
@@ -67,6 +74,7 @@ export function claimsCommand(): Command {
       .option("--store <url>", "a shared claim store (sqlite:, postgres://, redis://)", nonEmpty)
       .option("--session <session>", "only this trusted host session", nonEmpty)
       .option("--json", "print JSON"),
+    DATA_READ_HELP,
   ).action(async (options: ClaimsOptions) => {
     if (!options.inDoubt) {
       throw new TesseraError("invalid_usage", "nothing to do: pass --in-doubt");

@@ -237,6 +237,17 @@ export function dataDirStore(data: string): string {
   return store;
 }
 
+/**
+ * Where a data directory's service keeps its claims: its private claim directory when the
+ * config names one (serve then claims every call there), else its store.
+ */
+export function dataDirClaims(data: string): { readonly dir: string } | { readonly store: string } {
+  const dataDir = checkDataDir(data);
+  const file = readConfigFile(dataDir);
+  if (file.claims !== undefined) return { dir: resolve(dataDir, file.claims) };
+  return { store: dataDirStore(data) };
+}
+
 /** A `sqlite:` file named relatively in the config file is the data directory's. */
 function storeInDir(store: string | undefined, dataDir: string | undefined): string | undefined {
   if (store === undefined || dataDir === undefined || !store.startsWith("sqlite:")) return store;
