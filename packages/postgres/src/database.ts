@@ -135,17 +135,30 @@ export class Database {
    */
   async #checkOut(failCode: UnavailableCode) {
     if (this.#closed) throw new TesseraError(failCode, "the PostgreSQL store is closed");
-    let client: pg.PoolClient;
-    try {
-      client = await this.#pool.connect();
-    } catch (error) {
-      throw unavailable(failCode, error);
-    }
     let broken = false;
     const lost = () => {
       broken = true;
     };
-    client.on("error", lost);
+    let client: pg.PoolClient;
+    try {
+      // The callback form, not the promise: the listener must be on the client before the
+      // driver parses the next message. A new connection's ReadyForQuery and a FATAL sent
+      // right behind it (the server killed as the pool connected) arrive in one read and are
+      // handled in one go; a listener added after an `await` came a microtask too late, and
+      // the unheard 'error' ended the process (found by kill -9 of PostgreSQL under serve).
+      client = await new Promise<pg.PoolClient>((resolve, reject) => {
+        this.#pool.connect((error, connected) => {
+          if (error || !connected) {
+            reject(error ?? new Error("the pool handed out no connection"));
+            return;
+          }
+          connected.on("error", lost);
+          resolve(connected);
+        });
+      });
+    } catch (error) {
+      throw unavailable(failCode, error);
+    }
     return {
       client,
       async rollback(): Promise<void> {
