@@ -45,7 +45,7 @@ export function serveCommand(): Command {
     )
     .option(
       "--webhooks <file>",
-      "JSON: recipient → { url, secret }; sends are POSTed there, signed (HMAC-SHA256) (or TESSERA_WEBHOOKS, or webhooks in tessera.json)",
+      'JSON: { "recipients": { name: { url, secret } } }; sends are POSTed there, signed (HMAC-SHA256) (or TESSERA_WEBHOOKS, or webhooks in tessera.json)',
       nonEmpty,
     )
     .option(
