@@ -1,10 +1,9 @@
 import { chmodSync, existsSync } from "node:fs";
 import { join } from "node:path";
-import { DirectoryClaimStore } from "@tessera/a2ui";
 import type { AuditEvent } from "@tessera/core";
 import { openStores } from "@tessera/sqlite";
 import { beforeAll, describe, expect, it } from "vitest";
-import { expectRefusal, scratch, tesseraWith } from "./support/cli.js";
+import { claimDirWithOneInDoubt, expectRefusal, scratch, tesseraWith } from "./support/cli.js";
 
 /**
  * The audit commands that read a trail where it is kept (list, explain, verify, checkpoint)
@@ -145,15 +144,7 @@ describe("audit commands over a data directory", () => {
 
   it("claims --in-doubt --data lists the directory's claims while no token names a service", async () => {
     // serve keeps every claim of a data directory in its private claim directory.
-    const store = await DirectoryClaimStore.open(join(data, "claims"));
-    const record = { bodyHash: "h", claimedAt: Date.now() };
-    await store.claim({ session: "s-1", functionCallId: "died-here" }, record);
-    await store.claim({ session: "s-1", functionCallId: "finished" }, record);
-    await store.settle(
-      { session: "s-1", functionCallId: "finished" },
-      { status: "dispatched", settledAt: Date.now() },
-    );
-    await store.close();
+    await claimDirWithOneInDoubt(join(data, "claims"));
     const listed = run({}, "claims", "--in-doubt", "--data", data, "--json");
     expect(listed.code).toBe(0);
     const claims = JSON.parse(listed.stdout) as { functionCallId: string }[];

@@ -1,9 +1,15 @@
 import { spawnSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { DirectoryClaimStore } from "@tessera/a2ui";
 import { describe, expect, it } from "vitest";
-import { expectRefusal, rawGet, scratch, serveProcess, tessera } from "./support/cli.js";
+import {
+  claimDirWithOneInDoubt,
+  expectRefusal,
+  rawGet,
+  scratch,
+  serveProcess,
+  tessera,
+} from "./support/cli.js";
 
 const grant = {
   id: "ticket-0",
@@ -113,15 +119,7 @@ describe("tessera claims --in-doubt", () => {
   it("lists a claim whose outcome was never recorded, and not a settled one", async () => {
     const dir = join(scratch(), "claims");
     mkdirSync(dir, { mode: 0o700 });
-    const store = await DirectoryClaimStore.open(dir);
-    const record = { bodyHash: "h", claimedAt: Date.now() };
-    await store.claim({ session: "s-1", functionCallId: "died-here" }, record);
-    await store.claim({ session: "s-1", functionCallId: "finished" }, record);
-    await store.settle(
-      { session: "s-1", functionCallId: "finished" },
-      { status: "dispatched", settledAt: Date.now() },
-    );
-    await store.close();
+    await claimDirWithOneInDoubt(dir);
 
     const run = tessera("claims", "--in-doubt", "--dir", dir, "--json");
     expect(run.code).toBe(0);

@@ -3,14 +3,10 @@
  * wait on BEGIN IMMEDIATE and find the schema current; every one passes its self-test and
  * can work. Run as plain node against the built package, as a host would.
  */
-import { spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { SCHEMA_VERSION } from "@tessera/sqlite";
 import BetterSqlite3 from "better-sqlite3";
 import { afterEach, expect, it } from "vitest";
-import { freshFile } from "./helpers.js";
-
-const PACKAGE_DIR = fileURLToPath(new URL("..", import.meta.url));
+import { freshFile, runScript } from "./helpers.js";
 
 const SCRIPT = `
 import { openStores } from "@tessera/sqlite";
@@ -26,24 +22,7 @@ process.stdout.write(JSON.stringify({ claim: claim.status, consumed: used.consum
 `;
 
 function runOpener(url: string, startAt: number, index: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ["--input-type=module", "-e", SCRIPT, url, String(startAt), String(index)],
-      { cwd: PACKAGE_DIR, stdio: ["ignore", "pipe", "pipe"] },
-    );
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (chunk) => {
-      out += chunk;
-    });
-    child.stderr.on("data", (chunk) => {
-      err += chunk;
-    });
-    child.on("close", (code) =>
-      code === 0 ? resolve(out) : reject(new Error(`opener ${index} exited ${code}: ${err}`)),
-    );
-  });
+  return runScript(SCRIPT, [url, String(startAt), String(index)]);
 }
 
 const file = freshFile();

@@ -1,9 +1,40 @@
+import { spawn } from "node:child_process";
 import { mkdtempSync, renameSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openStores, type SqliteStores } from "@tessera/sqlite";
 import type { OutageControl } from "@tessera/testkit";
 import BetterSqlite3 from "better-sqlite3";
+
+const PACKAGE_DIR = new URL("..", import.meta.url);
+
+/**
+ * Runs `script` as an ES module in a child Node process (`command` before it, as `runuser -u
+ * nobody --`), from this package's folder so it imports `@tessera/sqlite` as a host would.
+ * Answers its standard output; rejects, with its standard error, when it exits otherwise than 0.
+ */
+export function runScript(
+  script: string,
+  args: readonly string[],
+  command: readonly string[] = [],
+): Promise<string> {
+  const node = [process.execPath, "--input-type=module", "-e", script, ...args];
+  const [program, ...rest] = [...command, ...node] as [string, ...string[]];
+  return new Promise((resolve, reject) => {
+    const child = spawn(program, rest, { cwd: PACKAGE_DIR, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (chunk) => {
+      out += chunk;
+    });
+    child.stderr.on("data", (chunk) => {
+      err += chunk;
+    });
+    child.on("close", (code) =>
+      code === 0 ? resolve(out) : reject(new Error(`the script exited ${code}: ${err}`)),
+    );
+  });
+}
 
 /** A fresh database file in its own private directory, removed by `dispose`. */
 export function freshFile(): { path: string; dispose(): void } {

@@ -7,16 +7,14 @@
  * named (what docs/operations.md, "An auditor's credentials", tells the operator). Either way
  * nothing of the store changes.
  */
-import { spawn } from "node:child_process";
 import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { openStores } from "@tessera/sqlite";
 import { auditEvent } from "@tessera/testkit";
 import { afterEach, describe, expect, it } from "vitest";
+import { runScript } from "./helpers.js";
 
-const PACKAGE_DIR = fileURLToPath(new URL("..", import.meta.url));
 const asRoot = userInfo().uid === 0;
 const suite = asRoot ? describe : describe.skip;
 
@@ -33,27 +31,10 @@ try {
 `;
 
 /** The reader run as `nobody`: what it read, or the code and message it was refused with. */
-function readAsNobody(
+async function readAsNobody(
   url: string,
 ): Promise<{ events?: string[]; code?: string; message?: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      "runuser",
-      ["-u", "nobody", "--", process.execPath, "--input-type=module", "-e", SCRIPT, url],
-      { cwd: PACKAGE_DIR, stdio: ["ignore", "pipe", "pipe"] },
-    );
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (chunk) => {
-      out += chunk;
-    });
-    child.stderr.on("data", (chunk) => {
-      err += chunk;
-    });
-    child.on("close", (code) =>
-      code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`reader exited ${code}: ${err}`)),
-    );
-  });
+  return JSON.parse(await runScript(SCRIPT, [url], ["runuser", "-u", "nobody", "--"]));
 }
 
 const folders: string[] = [];

@@ -4,6 +4,7 @@ import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { DirectoryClaimStore } from "@tessera/a2ui";
 import { expect } from "vitest";
 
 export const BIN = fileURLToPath(new URL("../../dist/bin.js", import.meta.url));
@@ -82,4 +83,20 @@ export function rawGet(base: string, target: string): Promise<{ status: number; 
     sent.on("error", reject);
     sent.end();
   });
+}
+
+/**
+ * Claims in the private claim directory `dir` as a worker that died would leave them: in
+ * session `s-1`, `died-here` claimed and never settled (in doubt), `finished` settled.
+ */
+export async function claimDirWithOneInDoubt(dir: string): Promise<void> {
+  const store = await DirectoryClaimStore.open(dir);
+  const record = { bodyHash: "h", claimedAt: Date.now() };
+  await store.claim({ session: "s-1", functionCallId: "died-here" }, record);
+  await store.claim({ session: "s-1", functionCallId: "finished" }, record);
+  await store.settle(
+    { session: "s-1", functionCallId: "finished" },
+    { status: "dispatched", settledAt: Date.now() },
+  );
+  await store.close();
 }
