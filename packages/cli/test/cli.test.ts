@@ -1,6 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { openStores } from "@tessera/sqlite";
 import { describe, expect, it } from "vitest";
 import {
   claimDirWithOneInDoubt,
@@ -80,6 +81,27 @@ describe("tessera grants", () => {
       tessera("grants", "list", "--store", store, "--namespace", "team", "--json").stdout,
     ) as Array<{ revokedAt?: string }>;
     expect(after[0]?.revokedAt).toEqual(expect.any(String));
+  });
+
+  it("lists a store's bounded grants with their uses, as a service does", async () => {
+    const dir = scratch();
+    const store = `sqlite:${join(dir, "g.db")}`;
+    const file = join(dir, "grant.json");
+    writeFileSync(file, JSON.stringify(grant));
+    const open = { ...grant, id: "open-0", constraints: {} };
+    writeFileSync(join(dir, "open.json"), JSON.stringify(open));
+    expect(tessera("grants", "add", "--store", store, "--file", file).code).toBe(0);
+    expect(tessera("grants", "add", "--store", store, "--file", join(dir, "open.json")).code).toBe(
+      0,
+    );
+    const before = tessera("grants", "list", "--store", store, "--namespace", "team");
+    expect(before.stdout).toContain("ticket-0  subject=asker issuer=host maxUses 1 used 0 active");
+    expect(before.stdout).toContain("open-0  subject=asker issuer=host unbounded active");
+    const stores = await openStores(`${store}?create=false`);
+    expect((await stores.usage.tryConsume("team", "ticket-0", 1)).consumed).toBe(true);
+    await stores.close();
+    const after = tessera("grants", "list", "--store", store, "--namespace", "team");
+    expect(after.stdout).toContain("ticket-0  subject=asker issuer=host maxUses 1 used 1 active");
   });
 
   it("refuses malformed grant files with a stable code and stores nothing", () => {

@@ -151,11 +151,23 @@ export function grantsCommand(): Command {
       return;
     }
     const namespace = requireNamespace(options);
-    const list = await withStores(options.store, (s) => s.grants.listNamespace(namespace));
-    if (options.json) printJson(list);
+    // A bounded grant's uses, read beside it, as a service lists them: is the ticket spent?
+    const listed = await withStores(options.store, async (s) => {
+      const all = await s.grants.listNamespace(namespace);
+      return Promise.all(
+        all.map(async (grant) => ({
+          grant,
+          uses:
+            grant.constraints.maxUses === undefined
+              ? undefined
+              : await s.usage.getUsage(namespace, grant.id),
+        })),
+      );
+    });
+    if (options.json) printJson(listed.map(({ grant }) => grant));
     else
       printList(
-        list.map((grant) => formatGrant(grant)),
+        listed.map(({ grant, uses }) => formatGrant(grant, uses)),
         `no grants in namespace ${namespace}`,
       );
   });
