@@ -30,12 +30,12 @@ async function openClaims(
     throw new TesseraError("invalid_usage", "give one of --dir, --store or --data, not several");
   }
   // A data directory's claims are where its service keeps them.
-  const where = data === undefined ? options : dataDirClaims(data);
-  if ("dir" in where && where.dir !== undefined) {
-    const claims = await DirectoryClaimStore.open(where.dir);
+  const { dir, store } = data === undefined ? options : dataDirClaims(data);
+  if (dir !== undefined) {
+    const claims = await DirectoryClaimStore.open(dir);
     return { claims, close: () => claims.close() };
   }
-  if ("store" in where && where.store !== undefined) return openStoresByUrl(where.store);
+  if (store !== undefined) return openStoresByUrl(store);
   throw new TesseraError(
     "invalid_config",
     "say where the claims are: a service (--url, --token), --dir DIR, --store URL or --data DIR",
@@ -51,9 +51,12 @@ interface InDoubt {
 
 /** From a service: the token's own session's claims; the session is never named on the wire. */
 async function remoteInDoubt(options: ClaimsOptions): Promise<readonly InDoubt[] | undefined> {
-  oneSource(options, [options.dir, options.store]);
-  if (options.dir !== undefined || options.store !== undefined) return undefined;
-  if (dataDirToRead(options, []) !== undefined) return undefined;
+  const local = [options.dir, options.store];
+  oneSource(options, local);
+  // A store, a claim directory, or a data directory read where it is kept: not the service.
+  if (local.some((given) => given !== undefined) || dataDirToRead(options, local) !== undefined) {
+    return undefined;
+  }
   const client = remoteClient(options);
   if (client === undefined) return undefined;
   if (options.session !== undefined) {

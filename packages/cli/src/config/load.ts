@@ -241,7 +241,7 @@ export function dataDirStore(data: string): string {
  * Where a data directory's service keeps its claims: its private claim directory when the
  * config names one (serve then claims every call there), else its store.
  */
-export function dataDirClaims(data: string): { readonly dir: string } | { readonly store: string } {
+export function dataDirClaims(data: string): { readonly dir?: string; readonly store?: string } {
   const dataDir = checkDataDir(data);
   const file = readConfigFile(dataDir);
   if (file.claims !== undefined) return { dir: resolve(dataDir, file.claims) };
