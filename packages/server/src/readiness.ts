@@ -14,8 +14,9 @@ export function readinessProbe(
 ): () => Promise<boolean> {
   let running: Promise<boolean> | undefined;
   return () => {
-    // A denial event written after its reply was lost: until a write lands, refusals answer
-    // 503 (the kernel fails closed), so the instance is not ready either.
+    // Denial events the sink refused after their replies are still kept: until the kernel's
+    // background retry writes them, refusals answer 503 (the kernel fails closed), so the
+    // instance is not ready either. The retry needs no request, so a drained instance recovers.
     if (auditFailing()) return Promise.resolve(false);
     running ??= probe(stores).finally(() => {
       running = undefined;

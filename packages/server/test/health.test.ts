@@ -1,8 +1,14 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openStores } from "@tessera/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { listen } from "../src/listen.js";
 import {
   authorize,
   principal,
   rawRequest,
+  replacingMethod,
   type Service,
   send,
   startService,
@@ -62,6 +68,61 @@ describe("liveness and readiness (item 11)", () => {
     expect(new Set(replies.map((r) => r.status))).toEqual(new Set([503]));
   });
 });
+
+describe("readiness after the audit sink failed a denial written after its reply", () => {
+  let dir: string;
+  let stores: Awaited<ReturnType<typeof openStores>>;
+  let server: Awaited<ReturnType<typeof listen>>;
+  let down = false;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "tessera-ready-"));
+    stores = await openStores(`sqlite:${join(dir, "t.db")}`);
+    const audit = replacingMethod(stores.audit, "append", (event, options) => {
+      if (down) return Promise.reject(new Error("disk full"));
+      return stores.audit.append(event, options);
+    });
+    server = await listen({
+      stores: { ...stores, audit },
+      principals: [alice.config],
+      port: 0,
+      log: false,
+    });
+  });
+
+  afterAll(async () => {
+    await server?.close();
+    await stores?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("is not ready while the event is kept, and ready again with no request once it is written", async () => {
+    down = true;
+    // A refusal without a call ID: answered first, its event refused by the sink afterwards.
+    const refused = await authorize(server.url, alice.token, {
+      action: "message.send",
+      resource: { namespace: "agents", path: ["stranger"] },
+    });
+    expect(refused.status).toBe(200);
+    await waitFor(async () => (await rawRequest(server.url, "/readyz")).status === 503);
+    down = false;
+    // No refusal arrives (an instance out of rotation gets none): the kernel's retry writes the
+    // kept event, and readiness turns back by itself.
+    await waitFor(async () => (await rawRequest(server.url, "/readyz")).status === 200);
+    const events = await stores.audit.read({});
+    expect(
+      events.filter((e) => e.outcome === "denied" && e.reason === "no_capability"),
+    ).toHaveLength(1);
+  });
+});
+
+async function waitFor(condition: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error("timed out waiting for readiness to change");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
 
 describe("malformed request targets never reach the store (item 11)", () => {
   let service: Service;

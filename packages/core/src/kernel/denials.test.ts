@@ -55,11 +55,11 @@ describe("DenialRecorder", () => {
     expect(seen).toEqual([{ callId: "d-1", options: undefined }]);
   });
 
-  it("while the sink fails, denials are written before the reply, without the option", async () => {
+  it("while the sink fails, denials are written before the reply, after the kept ones", async () => {
     let down = true;
     const { sink, seen } = recordingSink(() => down);
-    const recorder = new DenialRecorder(sink);
-    recorder.record(event("lost-1"));
+    const recorder = new DenialRecorder(sink, "after-reply", { firstMs: 60_000, maxMs: 60_000 });
+    recorder.record(event("kept-1"));
     await recorder.drain();
     expect(recorder.failing).toBe(true);
     await expect(recorder.record(event("refused-2"))).rejects.toMatchObject({
@@ -70,9 +70,59 @@ describe("DenialRecorder", () => {
     expect(recorder.failing).toBe(false);
     recorder.record(event("late-4"));
     await recorder.drain();
+    recorder.close();
+    // The event refused after its reply is written first, once the sink takes writes again;
+    // the one refused before its reply was answered 503 and is not kept.
     expect(seen).toEqual([
+      { callId: "kept-1", options: undefined },
       { callId: "ok-3", options: undefined },
       { callId: "late-4", options: { unflushed: true } },
     ]);
   });
+
+  it("turns back by itself once the sink writes again: no denial needs to arrive", async () => {
+    let down = true;
+    let attempts = 0;
+    const { sink, seen } = recordingSink(() => {
+      attempts++;
+      return down;
+    });
+    const recorder = new DenialRecorder(sink, "after-reply", { firstMs: 5, maxMs: 20 });
+    recorder.record(event("kept-1"));
+    recorder.record(event("kept-2"));
+    await recorder.drain();
+    expect(recorder.failing).toBe(true);
+    // Retried in the background while the sink stays down, and kept meanwhile.
+    await waitFor(() => attempts >= 6);
+    expect(recorder.failing).toBe(true);
+    expect(seen).toEqual([]);
+    down = false;
+    await waitFor(() => !recorder.failing);
+    expect(seen.map((s) => s.callId)).toEqual(["kept-1", "kept-2"]);
+    recorder.close();
+  });
+
+  it("close stops the retries: a sink down for good keeps nothing running", async () => {
+    let attempts = 0;
+    const { sink } = recordingSink(() => {
+      attempts++;
+      return true;
+    });
+    const recorder = new DenialRecorder(sink, "after-reply", { firstMs: 5, maxMs: 5 });
+    recorder.record(event("kept-1"));
+    await recorder.drain();
+    recorder.close();
+    const after = attempts;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(attempts).toBe(after);
+    expect(recorder.failing).toBe(true);
+  });
 });
+
+async function waitFor(condition: () => boolean): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error("timed out waiting for the condition");
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}

@@ -9,6 +9,17 @@ const MAX_WAITING = 256;
 /** An event answered already, which changes nothing: see `AppendOptions`. */
 const AFTER_REPLY: AppendOptions = Object.freeze({ unflushed: true });
 
+/** How soon, and at most how often, events a failing sink refused are offered to it again. */
+const RETRY_FIRST_MS = 100;
+const RETRY_MAX_MS = 2_000;
+/** Events kept for a failing sink; past this, the newest refused are lost (counted). */
+const MAX_UNWRITTEN = 4_096;
+
+export interface DenialRetry {
+  readonly firstMs: number;
+  readonly maxMs: number;
+}
+
 /**
  * Where a denial without a claim is written, for a kernel that records acts through a ledger.
  * A denial changes nothing (no claim, no use, no effect), so by default its event is handed to
@@ -19,14 +30,19 @@ const AFTER_REPLY: AppendOptions = Object.freeze({ unflushed: true });
  * without an fsync of its own, durable against a crash of the process at once and against
  * power loss within the bound it documents. Written before the reply, it is appended as any.
  *
- * A sink that fails to take such an event turns the kernel's denials back to writing before
- * they answer: while it keeps failing each denial fails with `audit_unavailable` (the kernel
- * fails closed), and the first write that lands turns it back. One per kernel, shared by its
- * turns.
+ * A sink that fails to take such an event does not lose it: the recorder keeps it and offers
+ * it again in the background (after 100 ms, then backing off to every 2 s), ahead of any event
+ * written later, until the sink takes it. Meanwhile the kernel's denials are written before
+ * they answer, each after the kept ones: while the sink keeps failing each denial fails with
+ * `audit_unavailable` (the kernel fails closed). The recorder is `failing` while it holds
+ * events the sink refused, so it turns back by itself once the sink writes again, with no
+ * request needed to find out (a host's readiness probe reads `failing`; an instance taken out
+ * of rotation gets no requests). One per kernel, shared by its turns.
  */
 export class DenialRecorder {
   readonly #sink: AuditSink | undefined;
   readonly #beforeReply: boolean;
+  readonly #retry: DenialRetry;
   readonly #pending = new Set<Promise<void>>();
   /**
    * Denials wait here (≤ 10 ms, or 256 of them) and then start together: the reply goes out
@@ -35,53 +51,115 @@ export class DenialRecorder {
    * them.
    */
   readonly #window = new WriteWindow(WINDOW_MS, MAX_WAITING);
-  #failing = false;
+  /** Events the sink refused after their reply, oldest first: written before anything else. */
+  #unwritten: AuditEvent[] = [];
+  #lost = 0;
+  /** The one write of `#unwritten` in flight, shared by whoever needs it done. */
+  #flushing: Promise<void> | undefined;
+  #retryTimer: ReturnType<typeof setTimeout> | undefined;
+  #retryDelay: number;
+  #closed = false;
 
-  constructor(sink: AuditSink | undefined, mode: "after-reply" | "before-reply" = "after-reply") {
+  constructor(
+    sink: AuditSink | undefined,
+    mode: "after-reply" | "before-reply" = "after-reply",
+    retry: DenialRetry = { firstMs: RETRY_FIRST_MS, maxMs: RETRY_MAX_MS },
+  ) {
     this.#sink = sink;
     this.#beforeReply = mode === "before-reply";
+    this.#retry = retry;
+    this.#retryDelay = retry.firstMs;
   }
 
+  /** True while events the sink refused are still unwritten. */
   get failing(): boolean {
-    return this.#failing;
+    return this.#unwritten.length > 0;
+  }
+
+  /** Events refused while `MAX_UNWRITTEN` were already kept: lost for good. */
+  get lost(): number {
+    return this.#lost;
   }
 
   /** Writes `event` now (resolving once written) or after the reply (returning at once). */
   record(event: AuditEvent): undefined | Promise<void> {
     const sink = this.#sink;
     if (sink === undefined) return undefined;
-    if (this.#beforeReply || this.#failing) {
-      return append(sink, event).then(
-        () => {
-          this.#failing = false;
-        },
-        (error: unknown) => {
-          this.#failing = true;
-          throw unavailable(error);
-        },
-      );
+    if (this.#beforeReply) return append(sink, event).catch(throwUnavailable);
+    if (this.failing) {
+      return this.#flush()
+        .then(() => append(sink, event))
+        .catch(throwUnavailable);
     }
     const written: Promise<void> = this.#window
       .join()
       .then(() => sink.append(event, AFTER_REPLY))
       .then(
         () => undefined,
-        () => {
-          this.#failing = true;
-        },
+        () => this.#keep(event),
       )
       .finally(() => this.#pending.delete(written));
     this.#pending.add(written);
     return undefined;
   }
 
-  /** Writes every event handed over so far, now, and waits for them. */
+  /**
+   * Writes every event handed over so far, now, and waits for them; offers the kept ones once
+   * more (they stay kept when the sink still refuses them).
+   */
   async drain(): Promise<void> {
     while (this.#pending.size > 0) {
       this.#window.release();
       await Promise.all(this.#pending);
     }
+    if (this.failing) await this.#flush().catch(() => undefined);
   }
+
+  /** Stops offering kept events in the background; what is still kept is lost. */
+  close(): void {
+    this.#closed = true;
+    if (this.#retryTimer !== undefined) clearTimeout(this.#retryTimer);
+    this.#retryTimer = undefined;
+  }
+
+  #keep(event: AuditEvent): void {
+    if (this.#unwritten.length >= MAX_UNWRITTEN) this.#lost++;
+    else this.#unwritten.push(event);
+    this.#scheduleRetry();
+  }
+
+  /** Writes the kept events in order; each leaves the list once the sink has taken it. */
+  #flush(): Promise<void> {
+    this.#flushing ??= (async () => {
+      const sink = this.#sink as AuditSink;
+      try {
+        while (this.#unwritten.length > 0) {
+          await append(sink, this.#unwritten[0] as AuditEvent);
+          this.#unwritten.shift();
+        }
+        this.#retryDelay = this.#retry.firstMs;
+      } finally {
+        this.#flushing = undefined;
+      }
+    })();
+    return this.#flushing;
+  }
+
+  #scheduleRetry(): void {
+    if (this.#closed || this.#retryTimer !== undefined) return;
+    const delay = this.#retryDelay;
+    this.#retryDelay = Math.min(delay * 2, this.#retry.maxMs);
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = undefined;
+      this.#flush().catch(() => this.#scheduleRetry());
+    }, delay);
+    // A sink that never comes back must not keep the host's process alive.
+    this.#retryTimer.unref();
+  }
+}
+
+function throwUnavailable(error: unknown): never {
+  throw unavailable(error);
 }
 
 async function append(sink: AuditSink, event: AuditEvent): Promise<void> {

@@ -157,7 +157,10 @@ export function createKernel(options: KernelOptions): Kernel {
       await denials.drain();
     },
     auditState: () => (denials.failing ? "failing" : "ok"),
-    close: () => withdrawals?.close(),
+    close: () => {
+      withdrawals?.close();
+      denials.close();
+    },
   };
   return Object.freeze(kernel);
 }

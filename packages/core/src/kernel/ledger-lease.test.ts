@@ -208,7 +208,7 @@ describe("the kernel over an act ledger", () => {
     expect(order).toEqual(["written", "answered"]);
   });
 
-  it("a sink that fails a late denial fails the next denials closed until it writes again", async () => {
+  it("a sink that fails a late denial fails the next denials closed until it writes again, and the late one is kept", async () => {
     let down = true;
     const inner = new InMemoryAuditSink();
     const flaky: AuditSink = {
@@ -219,7 +219,7 @@ describe("the kernel over an act ledger", () => {
     };
     const r = ledgerRig({ audit: flaky });
     const turn = await r.kernel.openTurnAuthority(ctx());
-    await turn.sendMessage({ recipient: "nobody", payload: "x", callId: "lost-1" });
+    await turn.sendMessage({ recipient: "nobody", payload: "x", callId: "kept-1" });
     await r.kernel.drain?.();
     expect(r.kernel.auditState?.()).toBe("failing");
     await expect(
@@ -231,7 +231,8 @@ describe("the kernel over an act ledger", () => {
       code: "tool_unavailable",
     });
     expect(r.kernel.auditState?.()).toBe("ok");
-    expect(inner.events.map((e) => e.callId)).toEqual(["ok-3"]);
+    expect(inner.events.map((e) => e.callId)).toEqual(["kept-1", "ok-3"]);
+    r.kernel.close?.();
   });
 
   it("a ledger that cannot record fails the call with its code: nothing spent or delivered", async () => {

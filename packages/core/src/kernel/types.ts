@@ -78,10 +78,15 @@ export interface Kernel {
   drain?(): Promise<void>;
   /**
    * Stops the background withdrawals (after their attempt in flight); what was not withdrawn
-   * stays in doubt (the claim store's `listInDoubt`). Kernels from `createKernel` have it.
+   * stays in doubt (the claim store's `listInDoubt`). Also stops offering kept denial events
+   * to a failing sink; those still kept are lost. Kernels from `createKernel` have it.
    */
   close?(): void;
-  /** `"failing"` while a denial event written after its reply could not be written. */
+  /**
+   * `"failing"` while denial events written after their replies are kept because the sink
+   * refused them; they are offered again in the background, and the state turns back to
+   * `"ok"` by itself once the sink has taken them all.
+   */
   auditState?(): "ok" | "failing";
 }
 
