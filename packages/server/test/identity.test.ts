@@ -203,6 +203,16 @@ describe("JWT access tokens from the host's identity provider", () => {
     await refusedWith(`${header}.${changed}.${signature}`, 401, "bad_signature", /signature/);
   });
 
+  it("a token of 8 KiB (a provider's large groups claim) is read whole and accepted", async () => {
+    const payload = decodeJwt(await token("asker"));
+    const groups = Array.from({ length: 400 }, (_, i) => `group-with-a-long-name-${i}`);
+    const large = await new SignJWT({ ...payload, groups })
+      .setProtectedHeader({ alg: "ES256", typ: "at+jwt", kid: k1.kid })
+      .sign(k1.privateKey);
+    expect(large.length).toBeGreaterThan(8_192);
+    expect((await call(server.url, "GET", "/v1/tools", { token: large })).status).toBe(200);
+  });
+
   it("a rotated key: the new kid is fetched, the removed one refused, even once cached", async () => {
     const before = await token("asker");
     // Verified and cached under k1 before the rotation: the reload that drops k1 drops it.

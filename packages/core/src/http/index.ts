@@ -2,7 +2,7 @@
  * `@tessera/core/http`: the service's wire contracts, shared by `@tessera/server` (request
  * validation, OpenAPI) and `@tessera/client` (response validation).
  */
-export { bearerToken } from "./bearer.js";
+export { bearerToken, MAX_BEARER_CHARS } from "./bearer.js";
 export * from "./bodies.js";
 export { ROUTES, type RouteName, type RouteSpec } from "./routes.js";
 export {

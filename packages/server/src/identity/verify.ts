@@ -1,3 +1,4 @@
+import { MAX_BEARER_CHARS } from "@tessera/core/http";
 import { type JWTPayload, errors as joseErrors, jwtVerify } from "jose";
 import type { ClaimMap, ClaimSource, JwtIdentityConfig } from "./config.js";
 import { CachedKeySet, jwksFromFile, jwksFromUrl, KeysUnavailable, UnknownKey } from "./keys.js";
@@ -45,13 +46,14 @@ export type TokenVerdict =
       readonly detail: string;
     };
 
-/** Longer than any access token a provider mints; longer input is refused unread. */
-const MAX_TOKEN_CHARS = 16_384;
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*$/;
 
-/** A compact JWS's shape: three base64url parts. Anything else is not for this verifier. */
+/**
+ * A compact JWS's shape: three base64url parts. Anything else is not for this verifier, nor is
+ * anything longer than a bearer header may carry (`MAX_BEARER_CHARS`), which is refused unread.
+ */
 export function looksLikeJwt(token: string): boolean {
-  return token.length <= MAX_TOKEN_CHARS && JWT_SHAPE.test(token);
+  return token.length <= MAX_BEARER_CHARS && JWT_SHAPE.test(token);
 }
 
 export interface JwtVerifierOptions {
