@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { AccessContext, ExplainPrincipal } from "@tessera/core";
-import { bearerToken } from "@tessera/core/http";
+import { bearerToken, MAX_BEARER_CHARS } from "@tessera/core/http";
 import { uniqueStorageDigest } from "@tessera/core/store-kit";
 import type { Principal } from "./config.js";
 
@@ -16,7 +16,8 @@ export function authenticate(
   bare = false,
 ): Principal | undefined {
   const token = bare ? presented : bearerToken(presented);
-  if (token === undefined || token.length === 0 || token.length > 4096) return undefined;
+  if (token === undefined || token.length === 0 || token.length > MAX_BEARER_CHARS)
+    return undefined;
   const digest = Buffer.from(tokenDigest(token), "hex");
   return principals.find((p) => timingSafeEqual(Buffer.from(p.tokenSha256, "hex"), digest));
 }
@@ -24,16 +25,21 @@ export function authenticate(
 /** Principals are frozen at startup, so each one's key is hashed once, not on every call. */
 const keys = new WeakMap<Principal, string>();
 
-/** What claims are scoped by: the whole turn identity, so two principals never share a key. */
+/**
+ * What claims and MCP sessions are scoped by: the whole turn identity, purpose included, so two
+ * principals never share a key (one whose purpose a grant refuses would otherwise be handed
+ * the other's recorded answers and could act in its sessions). A principal without a purpose
+ * keeps the key it had before the purpose was part of it, so its claims stay its own across
+ * an upgrade.
+ */
 export function principalKey(principal: Principal): string {
   let key = keys.get(principal);
   if (key === undefined) {
-    key = uniqueStorageDigest(
-      principal.namespaceId,
-      principal.actor,
-      principal.authority,
-      principal.owner ?? "",
-    );
+    const { namespaceId, actor, authority, owner, purpose } = principal;
+    key =
+      purpose === undefined
+        ? uniqueStorageDigest(namespaceId, actor, authority, owner ?? "")
+        : uniqueStorageDigest(namespaceId, actor, authority, owner ?? "", purpose);
     keys.set(principal, key);
   }
   return key;

@@ -4,12 +4,16 @@ import {
   ALICE_TOKEN,
   DAVE_TOKEN,
   type Harness,
+  PRINCIPALS,
+  principal,
   startHarness,
   textOf,
   toolGrant,
 } from "./support.js";
 
 const KEY = "io.tessera/idempotency-key";
+const SUPPORT_TOKEN = "alice-support-token-0123456789";
+const BILLING_TOKEN = "alice-billing-token-0123456789";
 let harness: Harness | undefined;
 afterEach(async () => {
   await harness?.close();
@@ -87,6 +91,43 @@ describe("hostile input at the MCP gateway", () => {
     expect(harness.counts()).toBe(0);
     const events = await harness.audit.read();
     expect(events.some((e) => e.reason === "invalid_request")).toBe(true);
+  });
+
+  it("principals that differ only in purpose share neither answers nor sessions", async () => {
+    const forPurpose = (purpose: string, token: string) => ({
+      ...principal("alice", token),
+      purpose,
+    });
+    const supportGrant = toolGrant("alice", ["messages", "echo"]);
+    harness = await startHarness(
+      {
+        principals: [
+          ...PRINCIPALS,
+          forPurpose("support", SUPPORT_TOKEN),
+          forPurpose("billing", BILLING_TOKEN),
+        ],
+      },
+      [{ ...supportGrant, constraints: { purposes: ["support"] } }],
+    );
+    const call = { name: "messages.echo", arguments: { text: "x" }, _meta: { [KEY]: "k-p" } };
+    const support = await harness.client(SUPPORT_TOKEN);
+    expect((await support.callTool(call)).isError).toBeFalsy();
+    // The same key from the purpose the grant refuses is that principal's own call: refused,
+    // never the other's recorded result.
+    const billing = await harness.client(BILLING_TOKEN);
+    const refused = await billing.callTool(call);
+    expect(refused.isError).toBe(true);
+    expect(textOf(refused)).toBe("tool_unavailable");
+    expect(harness.counts("echo")).toBe(1);
+    // Nor may it use the other's MCP session: answered as a session that does not exist.
+    const session = await rawSession(harness.url, SUPPORT_TOKEN);
+    const hijack = await post(
+      harness.url,
+      BILLING_TOKEN,
+      JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" }),
+      session,
+    );
+    expect(hijack.status).toBe(404);
   });
 
   it("unknown tools and names with path characters are refused like a tool never granted", async () => {

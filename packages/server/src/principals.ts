@@ -2,7 +2,7 @@ import * as crypto from "node:crypto";
 import { readFileSync } from "node:fs";
 import { type ExplainPrincipal, TesseraError } from "@tessera/core";
 import { bearerToken } from "@tessera/core/http";
-import { uniqueStorageDigest } from "@tessera/core/store-kit";
+import { octalMode, readPrivateFile, uniqueStorageDigest } from "@tessera/core/store-kit";
 import { z } from "zod";
 
 /**
@@ -41,23 +41,14 @@ export type PrincipalInput = z.input<typeof PrincipalSchema>;
 
 /**
  * Reads and checks a principals file (`-` is standard input): `{ "principals": [...] }`. A
- * missing file is `file_not_found`; anything else wrong with it is `invalid_config`.
+ * missing file is `file_not_found`; anything else wrong with it is `invalid_config`, a file
+ * that group or others may read or write included (as the webhooks and A2UI files are
+ * refused): one others may write lets them add a token of their own, and the digests of
+ * tokens a person chose are guessable offline. The mode is checked on the descriptor the file
+ * is read from, at start and on every reload.
  */
 export function loadPrincipals(path: string): readonly Principal[] {
-  let text: string;
-  try {
-    text = readFileSync(path === "-" ? 0 : path, "utf8");
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ENOTDIR") {
-      throw new TesseraError("file_not_found", `no principals file at ${path}`, { cause: error });
-    }
-    throw new TesseraError(
-      "invalid_config",
-      `the principals file at ${path} cannot be read (${code ?? "error"})`,
-      { cause: error },
-    );
-  }
+  const text = path === "-" ? readStandardInput() : readPrincipalsFile(path);
   let raw: unknown;
   try {
     raw = JSON.parse(text);
@@ -65,6 +56,43 @@ export function loadPrincipals(path: string): readonly Principal[] {
     throw new TesseraError("invalid_config", "the principals file is not JSON", { cause: error });
   }
   return checked(raw, "the principals file does not match");
+}
+
+function readPrincipalsFile(path: string): string {
+  const read = readPrivateFile(path);
+  switch (read.status) {
+    case "read":
+      return read.text;
+    case "open_to_others":
+      throw new TesseraError(
+        "invalid_config",
+        `the principals file at ${path} is mode ${octalMode(read.mode)}: it decides who may call, so others may not read or write it; chmod 600 ${path}`,
+      );
+    case "missing":
+      throw new TesseraError("file_not_found", `no principals file at ${path}`, {
+        cause: read.cause,
+      });
+    case "unreadable":
+      throw new TesseraError(
+        "invalid_config",
+        `the principals file at ${path} cannot be read (${read.code})`,
+        { cause: read.cause },
+      );
+  }
+}
+
+/** Standard input has no mode of its own to check: the operator's pipe is theirs. */
+function readStandardInput(): string {
+  try {
+    return readFileSync(0, "utf8");
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new TesseraError(
+      "invalid_config",
+      `the principals on standard input cannot be read (${code ?? "error"})`,
+      { cause: error },
+    );
+  }
 }
 
 /**
@@ -133,16 +161,16 @@ function storedDigest(principal: Principal): Buffer {
 }
 
 /**
- * The key call IDs are scoped by: the whole turn identity, so two principals never share one,
- * and a rotated token keeps its principal's calls.
+ * The key call IDs are scoped by: the whole turn identity, purpose included, so two principals
+ * never share one (one whose purpose a grant refuses would otherwise be answered the other's
+ * recorded decisions), and a rotated token keeps its principal's calls. A principal without a
+ * purpose keeps the key it had before the purpose was part of it.
  */
 export function principalKey(principal: Principal): string {
-  return uniqueStorageDigest(
-    principal.namespaceId,
-    principal.actor,
-    principal.authority,
-    principal.owner ?? "",
-  );
+  const { namespaceId, actor, authority, owner, purpose } = principal;
+  return purpose === undefined
+    ? uniqueStorageDigest(namespaceId, actor, authority, owner ?? "")
+    : uniqueStorageDigest(namespaceId, actor, authority, owner ?? "", purpose);
 }
 
 /** The trusted host session of the A2UI gate for this principal. */

@@ -3,6 +3,7 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { InProcessTransport, openStores, type StoreBundle } from "@tessera/core";
+import { uniqueStorageDigest } from "@tessera/core/store-kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listen, type RunningServer } from "../src/listen.js";
 import { principalKey } from "../src/principals.js";
@@ -22,6 +23,22 @@ const carol = principal("token-carol", {
   owner: "alice",
 });
 
+/** Alice's turn identity but for the purpose each acts for: two principals, never one. */
+const aliceSupport = principal("token-alice-support", {
+  namespaceId: "team",
+  actor: "asker",
+  authority: "host",
+  owner: "alice",
+  purpose: "support",
+});
+const aliceBilling = principal("token-alice-billing", {
+  namespaceId: "team",
+  actor: "asker",
+  authority: "host",
+  owner: "alice",
+  purpose: "billing",
+});
+
 let stores: StoreBundle;
 let server: RunningServer;
 let base: string;
@@ -39,9 +56,10 @@ beforeAll(async () => {
   stores = await openStores(`sqlite:${join(mkdtempSync(join(tmpdir(), "retry-")), "t.db")}`);
   for (let i = 0; i < 6; i++) await stores.grants.add(ticket(`t-${i}`, `colleague-${i}`));
   await stores.grants.add(ticket("t-carol", "colleague-0", { subject: "carol" }));
+  await stores.grants.add(ticket("t-support", "helpdesk", { purposes: ["support"] }));
   server = await listen({
     stores,
-    principals: [alice.config, carol.config],
+    principals: [alice.config, carol.config, aliceSupport.config, aliceBilling.config],
     transport,
     port: 0,
     log: false,
@@ -104,6 +122,20 @@ describe("a retried call ID", () => {
     });
     expect(theirs.body).toMatchObject({ status: "delivered", grantId: "t-carol" });
     expect(deliveries("colleague-0")).toBe(2);
+  });
+
+  it("is scoped by purpose too: the purpose a grant refuses is not answered the other's decision", async () => {
+    const body = { recipient: "helpdesk", payload: "help", callId: "c-purpose" };
+    const support = await sendAs(aliceSupport.token, body);
+    expect(support.body).toMatchObject({ status: "delivered", grantId: "t-support" });
+    // The same call ID and body from the purpose the ticket does not admit: decided for that
+    // principal (refused), never handed the delivered answer of the other.
+    const billing = await sendAs(aliceBilling.token, body);
+    expect(billing.body).toEqual({ status: "denied", code: "no_matching_grant" });
+    expect(deliveries("helpdesk")).toBe(1);
+    expect(principalKey(aliceBilling.config)).not.toBe(principalKey(aliceSupport.config));
+    // A principal without a purpose keeps the key it had before purposes were part of it.
+    expect(principalKey(alice.config)).toBe(uniqueStorageDigest("team", "asker", "host", "alice"));
   });
 
   it("replays a denial as the same denial, without deciding again", async () => {
