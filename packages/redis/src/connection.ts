@@ -263,6 +263,34 @@ export class Connection {
         cause: error,
       });
     }
+    await this.#checkDatabase(failCode);
+  }
+
+  /**
+   * The database a URL names (`redis://host/5`) is selected by ioredis as it connects, but a
+   * `SELECT` the server refuses (an index past its `databases`) is only emitted as an error
+   * event and the connection stays on database 0: every key would land where the URL did not
+   * say. Selected once more here, and refused at open when the server says no.
+   */
+  async #checkDatabase(failCode: UnavailableCode): Promise<void> {
+    if (this.redis instanceof Cluster) return;
+    const db = this.redis.options.db ?? 0;
+    if (db === 0) return;
+    try {
+      await this.redis.select(db);
+    } catch (error) {
+      this.redis.disconnect();
+      // A server that answered but refused the index: the URL is wrong, not the server down.
+      // Anything else (the socket lost meanwhile) is the outage it looks like.
+      const refused = error instanceof Error && error.name === "ReplyError";
+      throw new TesseraError(
+        refused ? "invalid_config" : failCode,
+        refused
+          ? `the Redis server has no database ${db}, the one the URL names (/${db}): it keeps fewer (\`databases\` in its configuration)`
+          : `could not select Redis database ${db} (${errorName(error)})`,
+        { cause: error },
+      );
+    }
   }
 
   async close(): Promise<void> {

@@ -96,6 +96,18 @@ suite("redis backend", () => {
     await (await openStores(withParams(url as string, { prefix }))).close();
   });
 
+  it("a database the server does not have is refused at open, and nothing lands in database 0", async () => {
+    const prefix = prefixToDelete();
+    const base = new URL(url as string);
+    base.pathname = "/9999";
+    await expect(openStores(withParams(base.toString(), { prefix }))).rejects.toMatchObject({
+      code: "invalid_config",
+      message: expect.stringContaining("no database 9999"),
+    });
+    // Before the check, the store opened on database 0 and wrote its layout version there.
+    expect(await admin(url as string, (redis) => redis.keys(`${prefix}*`))).toEqual([]);
+  });
+
   it("records its key layout version once, and refuses a prefix written by a newer build", async () => {
     const { prefix } = await opened();
     expect(await admin(url as string, (redis) => redis.get(`${prefix}layout-version`))).toBe(
