@@ -15,6 +15,7 @@ const RPC_CODES = {
   upstream_failed: -32012,
   claim_store_unavailable: ErrorCode.InternalError,
   audit_unavailable: ErrorCode.InternalError,
+  grant_store_unavailable: ErrorCode.InternalError,
 } as const satisfies Partial<Record<TesseraCode, number>>;
 
 /** Codes of core's error catalogue (docs/codes.md), each with its JSON-RPC error code. */

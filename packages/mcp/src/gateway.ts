@@ -26,6 +26,7 @@ import { bearerPrincipal, type ProtectedResource } from "./bearer.js";
 import { handleToolsCall } from "./call-request.js";
 import { type Caller, callTool, type PipelineParts, retire } from "./calls.js";
 import { type Limits, LimitsSchema, type Principal } from "./config.js";
+import { gatewayError } from "./errors.js";
 import { header, readJson, repeatsAnId, requestIds, rpcError } from "./http-body.js";
 import { CallLedger } from "./ledger.js";
 import { checkPrincipals, checkRules } from "./options-check.js";
@@ -139,7 +140,11 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
     try {
       material = await parts.grants.listGrants(principal.namespaceId, principal.actor);
     } catch {
-      return [];
+      // An error, not an empty list: a client must not read an outage as "nothing granted".
+      throw gatewayError(
+        "grant_store_unavailable",
+        "the grants could not be read: the tools cannot be listed",
+      );
     }
     const visible: Tool[] = [];
     for (const entry of parts.catalog.values()) {

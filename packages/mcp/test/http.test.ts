@@ -42,6 +42,25 @@ describe("the MCP gateway over Streamable HTTP (official SDK client)", () => {
     expect(await names(dave)).toEqual(["messages.slow"]);
   });
 
+  it("a grant store that does not answer is an error on tools/list, never an empty list", async () => {
+    harness = await startHarness({}, [toolGrant("alice", ["messages", "echo"])]);
+    const alice = await harness.client(ALICE_TOKEN);
+    expect(await names(alice)).toEqual(["messages.echo"]);
+    const grants = harness.grants;
+    const listGrants = grants.listGrants;
+    grants.listGrants = async () => {
+      throw new Error("connection refused");
+    };
+    try {
+      await expect(alice.listTools()).rejects.toSatisfy(
+        (e) => rpcCode(e) === "grant_store_unavailable",
+      );
+    } finally {
+      grants.listGrants = listGrants;
+    }
+    expect(await names(alice)).toEqual(["messages.echo"]);
+  });
+
   it("runs a single-use ticket once; spent, the tool vanishes and is refused like one never granted", async () => {
     harness = await startHarness({}, [
       toolGrant("alice", ["messages", "send_message", "bob"], { maxUses: 1 }),

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listen } from "../src/listen.js";
 import {
   authorize,
+  call,
   principal,
   rawRequest,
   replacingMethod,
@@ -59,6 +60,9 @@ describe("liveness and readiness (item 11)", () => {
     // And the readiness answer is the truth: decisions do fail.
     const decision = await authorize(down.server.url, alice.token, send("colleague-0", "c-down"));
     expect(decision.status).toBe(503);
+    // So does the tool list: an outage is not "nothing granted".
+    const tools = await call(down.server.url, "GET", "/v1/tools", { token: alice.token });
+    expect(tools).toMatchObject({ status: 503, body: { error: { code: "unavailable" } } });
   });
 
   it("answers concurrent readiness probes with one store probe's verdict", async () => {

@@ -103,7 +103,15 @@ export class Lease implements TurnAuthority {
 
   async listTools(): Promise<readonly string[]> {
     const scope = this.#scope;
-    if (this.#closed || scope === undefined) return Object.freeze([]);
+    if (this.#closed) return Object.freeze([]);
+    // Not an empty list: "nothing granted" and "the grants could not be read" must not look
+    // alike to a host, which would tell its model it may do nothing during an outage.
+    if (scope === undefined) {
+      throw new TesseraError(
+        "authority_unavailable",
+        "the turn's grants could not be read: its tools cannot be listed",
+      );
+    }
     const now = this.#now();
     const tools: string[] = [];
     for (const [action, entry] of scope.index) {

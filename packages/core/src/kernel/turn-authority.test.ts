@@ -62,7 +62,8 @@ describe("opening a turn", () => {
     const turn = await createKernel({ grants: source, audit }).openTurnAuthority(ctx());
     // The valid grant beside the bad one is not trusted either.
     expect(await turn.authorize(READ)).toEqual({ status: "denied", code: "authority_unavailable" });
-    expect(await turn.listTools()).toEqual([]);
+    // Not an empty list, which a host would read as "nothing granted".
+    await expect(turn.listTools()).rejects.toMatchObject({ code: "authority_unavailable" });
     expect(audit.events).toHaveLength(1);
     expect(audit.events[0]).toMatchObject({
       code: "authority_unavailable",
@@ -78,6 +79,7 @@ describe("opening a turn", () => {
     };
     const turn = await createKernel({ grants: source }).openTurnAuthority(ctx());
     expect(await turn.authorize(READ)).toEqual({ status: "denied", code: "authority_unavailable" });
+    await expect(turn.listTools()).rejects.toMatchObject({ code: "authority_unavailable" });
   });
 
   it("leaves out grants of another subject or namespace even if the source returns them", async () => {

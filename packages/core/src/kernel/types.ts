@@ -124,7 +124,10 @@ export type SendMessageResult =
 
 /** The tools a turn offers to its driver: everything except closing the lease. */
 export interface TurnTools {
-  /** Names of the actions currently discoverable (reads usage, spends nothing). */
+  /**
+   * Names of the actions currently discoverable (reads usage, spends nothing); none on a closed
+   * turn. Throws `authority_unavailable` when the turn's grants could not be read.
+   */
   listTools(): Promise<readonly string[]>;
   sendMessage(request: SendMessageRequest): Promise<SendMessageResult>;
   authorize(request: AuthorizeRequest): Promise<AuthorizeResult>;
