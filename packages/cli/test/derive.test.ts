@@ -160,6 +160,17 @@ describe("tessera grants derive", () => {
     expect(after.parentUses).toBe(4);
   });
 
+  it("refuses a child whose ID is taken, and gives back the uses it carved", async () => {
+    const { store, requestFile, derive } = setUp();
+    const file = requestFile("child", readCell("child", "a", 2));
+    expect(derive(file).code).toBe(0);
+    expectRefusal(derive(file), "invalid_grant");
+    expect((await readAsDelegate(store, "b")).parentUses).toBe(2);
+    // So the parent still has the three uses it had before the refused derive.
+    const third = derive(requestFile("third", readCell("third", "c", 3)));
+    expect(third.code, third.stderr).toBe(0);
+  });
+
   it("a revoked parent kills the derived grant from the next turn on", async () => {
     const { store, requestFile, derive } = setUp();
     const run = derive(requestFile("child", readCell("child", "a", 2)));

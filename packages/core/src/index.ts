@@ -85,6 +85,7 @@ export {
   RECEIPT_STATUSES,
 } from "./contracts/vocabulary.js";
 export {
+  addDerivedGrant,
   carveDelegatedUses,
   type DerivationOptions,
   type DerivationRequest,

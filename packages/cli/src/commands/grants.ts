@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import {
-  carveDelegatedUses,
+  addDerivedGrant,
   type DerivationRequest,
   deriveGrant,
   type Grant,
@@ -258,9 +258,9 @@ export function grantsCommand(): Command {
             throw new TesseraError("invalid_input", "no such parent grant in that namespace");
           }
           const derived = deriveGrant(parent, request, { issuer: options.issuer });
-          // Spent before the child exists: a crash in between loses uses, never gains any.
-          await carveDelegatedUses(s.usage, parent, derived);
-          return s.grants.add(derived);
+          // Spent before the child exists: a crash in between loses uses, never gains any; a
+          // child the store refuses (its ID taken) gets them given back.
+          return addDerivedGrant(s.grants, s.usage, parent, derived);
         });
         if (options.json) printJson(child);
         else {

@@ -1,13 +1,16 @@
 import { describe, expect, it } from "vitest";
 import { cap, NS, T0 } from "../../test/fixtures.js";
 import {
+  addDerivedGrant,
   carveDelegatedUses,
   type DerivationRequest,
   deriveGrant,
   type Grant,
   GrantSchema,
+  InMemoryGrantStore,
   InMemoryGrantUsageStore,
   isTesseraError,
+  TesseraError,
 } from "../index.js";
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -299,6 +302,43 @@ describe("deriveGrant", () => {
     expect(
       codeOf(() => deriveGrant(parent(), request({ capabilities: [] }), { issuer: "agent" })),
     ).toBe("invalid_grant");
+  });
+});
+
+describe("addDerivedGrant", () => {
+  const child = (p: Grant, id: string) =>
+    deriveGrant(p, request({ id, constraints: { ...constraints, maxUses: 2 } }), {
+      issuer: "agent",
+    });
+
+  it("adds the child with its uses carved; a child the store refuses gets them back", async () => {
+    const usage = new InMemoryGrantUsageStore();
+    const grants = new InMemoryGrantStore();
+    const p = parent();
+    await grants.add(p);
+    await addDerivedGrant(grants, usage, p, child(p, "kid"));
+    expect(await usage.getUsage(NS, "p")).toBe(2);
+    // The same child ID again (a second derive racing the first): refused, nothing carved.
+    await expect(addDerivedGrant(grants, usage, p, child(p, "kid"))).rejects.toMatchObject({
+      code: "invalid_grant",
+    });
+    expect(await usage.getUsage(NS, "p")).toBe(2);
+    await addDerivedGrant(grants, usage, p, child(p, "kid-2"));
+    expect(await usage.getUsage(NS, "p")).toBe(4);
+  });
+
+  it("keeps the uses spent when the store's answer is lost: the child may exist", async () => {
+    const usage = new InMemoryGrantUsageStore();
+    const p = parent();
+    const lost = {
+      add: async () => {
+        throw new TesseraError("grant_store_unavailable", "connection lost");
+      },
+    };
+    await expect(addDerivedGrant(lost, usage, p, child(p, "kid"))).rejects.toMatchObject({
+      code: "grant_store_unavailable",
+    });
+    expect(await usage.getUsage(NS, "p")).toBe(2);
   });
 });
 

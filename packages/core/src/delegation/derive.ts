@@ -1,7 +1,8 @@
-import { redact, TesseraError } from "../contracts/errors.js";
+import { isTesseraError, redact, TesseraError } from "../contracts/errors.js";
 import type { Capability, Grant, GrantConstraints } from "../contracts/schemas.js";
 import { checkMaxUses, parseGrantInput } from "../contracts/store-input.js";
 import { sealValidatedGrant } from "../kernel/validated-grants.js";
+import type { GrantStore } from "../ports/grant-source.js";
 import type { GrantUsageStore } from "../ports/usage-store.js";
 import { depthLimit, wideningOf } from "./narrower.js";
 
@@ -127,5 +128,44 @@ export async function carveDelegatedUses(
       "delegation_budget_exhausted",
       `grant ${redact(parent.id)} has fewer than ${count} unspent uses`,
     );
+  }
+}
+
+/**
+ * Carves `child`'s uses out of `parent` (`carveDelegatedUses`), then adds `child` to `grants`.
+ * When the grant store refuses the child (`invalid_grant`: its ID taken, as by a second derive
+ * racing the first), the child never existed, so the carved uses are given back, one
+ * `release` each. Any other failure of `add` leaves them spent: the child may have been
+ * stored before the answer was lost, and uses lost are the safe side (never gained).
+ */
+export async function addDerivedGrant(
+  grants: Pick<GrantStore, "add">,
+  usage: GrantUsageStore,
+  parent: Grant,
+  child: Grant,
+): Promise<Grant> {
+  await carveDelegatedUses(usage, parent, child);
+  try {
+    return await grants.add(child);
+  } catch (error) {
+    if (isTesseraError(error, "invalid_grant")) await returnCarvedUses(usage, parent, child);
+    throw error;
+  }
+}
+
+async function returnCarvedUses(
+  usage: GrantUsageStore,
+  parent: Grant,
+  child: Grant,
+): Promise<void> {
+  const carved = parent.constraints.maxUses === undefined ? 0 : (child.constraints.maxUses ?? 0);
+  if (typeof usage.release !== "function") return;
+  for (let i = 0; i < carved; i++) {
+    try {
+      await usage.release(parent.namespaceId, parent.id);
+    } catch {
+      // The refusal is what the caller must hear; a use not given back stays spent (safe).
+      return;
+    }
   }
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import {
-  carveDelegatedUses,
+  addDerivedGrant,
   deriveGrant,
   type Grant,
   isTesseraError,
@@ -57,9 +57,9 @@ export function deriveRoute(app: FastifyInstance, context: ServiceContext): void
           },
           { issuer: parent.subject },
         );
-        // Spent before the child exists: a crash in between loses uses, never gains any.
-        await carveDelegatedUses(usage, parent, child);
-        return { grant: await grants.add(child) };
+        // Spent before the child exists: a crash in between loses uses, never gains any; a
+        // child the store refuses (its ID taken by a racing derive) gets them given back.
+        return { grant: await addDerivedGrant(grants, usage, parent, child) };
       } catch (error) {
         if (isTesseraError(error) && error.code.startsWith("delegation_")) {
           throw new HttpProblem(error.code, error.message);
