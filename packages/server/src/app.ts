@@ -4,6 +4,7 @@ import { createKernel, type MessageTransport } from "@tessera/core";
 import { bearerToken, ROUTES, type RouteSpec } from "@tessera/core/http";
 import { composeActLedger } from "@tessera/core/store-kit";
 import Fastify, { type FastifyInstance, type FastifyReply, LogController } from "fastify";
+import { answerClientError } from "./client-errors.js";
 import { WriteRounds } from "./coalesce.js";
 import type { ServiceContext } from "./context.js";
 import { DecisionLog } from "./decision-log.js";
@@ -153,6 +154,9 @@ export function buildApp(options: AppOptions): FastifyInstance {
       const problem = new HttpProblem("invalid_request", "the request target is malformed");
       void (reply as FastifyReply).code(problem.status).send(problem.body());
     },
+    // A request that never parsed (headers too large, malformed, too slow) is answered in the
+    // service's shape too.
+    clientErrorHandler: answerClientError,
     forceCloseConnections: "idle",
     ...(options.onHandler === undefined
       ? {}
