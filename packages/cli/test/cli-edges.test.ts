@@ -15,6 +15,7 @@ function principalsFile(dir: string): string {
         { tokenSha256: "a".repeat(64), namespaceId: "team", actor: "asker", authority: "host" },
       ],
     }),
+    { mode: 0o600 },
   );
   return path;
 }

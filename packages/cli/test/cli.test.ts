@@ -289,6 +289,7 @@ describe("tessera serve", () => {
           },
         ],
       }),
+      { mode: 0o600 },
     );
     const served = await serveProcess([
       "--store",
@@ -311,7 +312,9 @@ describe("tessera serve", () => {
   it("refuses a principals file that does not match its schema", () => {
     const dir = scratch();
     const principals = join(dir, "principals.json");
-    writeFileSync(principals, JSON.stringify({ principals: [{ token: "plain-text" }] }));
+    writeFileSync(principals, JSON.stringify({ principals: [{ token: "plain-text" }] }), {
+      mode: 0o600,
+    });
     const run = tessera(
       "serve",
       "--store",

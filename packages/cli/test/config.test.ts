@@ -245,6 +245,7 @@ describe("the bind address", () => {
       JSON.stringify({
         principals: [{ tokenSha256: "a".repeat(64), namespaceId: "n", actor: "a", authority: "h" }],
       }),
+      { mode: 0o600 },
     );
     return path;
   };

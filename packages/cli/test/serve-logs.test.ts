@@ -24,6 +24,7 @@ async function served(...extra: string[]): Promise<{ stdout: string; stderr: str
         },
       ],
     }),
+    { mode: 0o600 },
   );
   const child = spawn(process.execPath, [
     BIN,

@@ -64,7 +64,13 @@ async function hangUp(target: ServeProcess, expected: RegExp): Promise<string> {
 beforeAll(async () => {
   key = await signingKey("serve-1");
   dir = mkdtempSync(join(tmpdir(), "serve-identity-"));
-  writeFileSync(join(dir, "principals.json"), JSON.stringify({ principals: [staticAgent.config] }));
+  writeFileSync(
+    join(dir, "principals.json"),
+    JSON.stringify({ principals: [staticAgent.config] }),
+    {
+      mode: 0o600,
+    },
+  );
   writeFileSync(join(dir, "keys.json"), JSON.stringify({ keys: [key.publicJwk] }));
   writeFileSync(join(dir, "identity.json"), JSON.stringify(identityFile(AUDIENCE)));
   store = `sqlite:${join(dir, "t.db")}`;

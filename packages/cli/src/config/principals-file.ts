@@ -1,11 +1,15 @@
 import { randomBytes } from "node:crypto";
 import {
   closeSync,
+  fchmodSync,
+  fchownSync,
+  fstatSync,
   fsyncSync,
   openSync,
   realpathSync,
   renameSync,
   rmSync,
+  type Stats,
   statSync,
   writeSync,
 } from "node:fs";
@@ -14,11 +18,13 @@ import { TesseraError } from "@tessera/core";
 import { parsePrincipals, tokenDigest } from "@tessera/server";
 import { readNamedFile } from "../files.js";
 import { checkDataDir, PRIVATE_FILE_MODE } from "./data-dir.js";
+import { withFileLock } from "./file-lock.js";
 import { readConfigFile } from "./load.js";
 
 /**
  * The principals file as `tessera tokens` edits it: found the way `tessera serve` finds it,
- * checked whole before and after every edit, and replaced atomically (a serve reading it on
+ * checked whole before and after every edit, edited by one process at a time (a lock file
+ * beside it), and replaced atomically with its owner and mode kept (a serve reading it on
  * SIGHUP sees the old file or the new one, never half of one). It only ever holds digests.
  */
 
@@ -82,28 +88,27 @@ export function removePrincipal(
   tokenSha256: string,
   mayEmpty: boolean,
 ): { principal: Omit<FilePrincipal, "tokenSha256">; remaining: number } {
-  const raw = readJson(path);
-  // The whole file must check before it is rewritten: an edit never turns a file the
-  // service refuses into one it accepts by accident, or the reverse.
-  parsePrincipals(raw);
-  const listed = (raw as { principals: FilePrincipal[] }).principals;
-  const kept = listed.filter((p) => p.tokenSha256 !== tokenSha256);
-  const removed = listed.find((p) => p.tokenSha256 === tokenSha256);
-  if (removed === undefined) {
-    throw new TesseraError(
-      "invalid_input",
-      `no principal in ${path} holds the token with SHA-256 ${tokenSha256.slice(0, 12)}…`,
-    );
-  }
-  if (kept.length === 0 && !mayEmpty) {
-    throw new TesseraError(
-      "invalid_input",
-      `that is the only principal in ${path}, and the file must name one unless the service takes an identity provider's tokens (TESSERA_IDENTITY, or identity in tessera.json): add another first, or stop the service`,
-    );
-  }
-  replaceFile(path, `${JSON.stringify({ ...(raw as object), principals: kept }, null, 2)}\n`);
-  const { tokenSha256: _digest, ...who } = removed;
-  return { principal: who, remaining: kept.length };
+  return editPrincipals(path, (raw, listed) => {
+    const kept = listed.filter((p) => p.tokenSha256 !== tokenSha256);
+    const removed = listed.find((p) => p.tokenSha256 === tokenSha256);
+    if (removed === undefined) {
+      throw new TesseraError(
+        "invalid_input",
+        `no principal in ${path} holds the token with SHA-256 ${tokenSha256.slice(0, 12)}…`,
+      );
+    }
+    if (kept.length === 0 && !mayEmpty) {
+      throw new TesseraError(
+        "invalid_input",
+        `that is the only principal in ${path}, and the file must name one unless the service takes an identity provider's tokens (TESSERA_IDENTITY, or identity in tessera.json): add another first, or stop the service`,
+      );
+    }
+    const { tokenSha256: _digest, ...who } = removed;
+    return {
+      next: { ...raw, principals: kept },
+      result: { principal: who, remaining: kept.length },
+    };
+  });
 }
 
 /** The principals the file names, checked as serve checks them, digests included. */
@@ -122,15 +127,54 @@ export function addPrincipal(
   path: string,
   who: Omit<FilePrincipal, "tokenSha256">,
 ): { token: string; principal: FilePrincipal; count: number } {
-  const raw = readJson(path);
-  parsePrincipals(raw);
-  const listed = (raw as { principals: FilePrincipal[] }).principals;
-  const token = mintToken();
-  const principal: FilePrincipal = { tokenSha256: tokenDigest(token), ...who };
-  const next = { ...(raw as object), principals: [...listed, principal] };
-  parsePrincipals(next);
-  replaceFile(path, `${JSON.stringify(next, null, 2)}\n`);
-  return { token, principal, count: listed.length + 1 };
+  return editPrincipals(path, (raw, listed) => {
+    const token = mintToken();
+    const principal: FilePrincipal = { tokenSha256: tokenDigest(token), ...who };
+    return {
+      next: { ...raw, principals: [...listed, principal] },
+      result: { token, principal, count: listed.length + 1 },
+    };
+  });
+}
+
+/**
+ * One read-modify-rename of the file, under its lock (`file-lock.ts`): without it, two
+ * `tokens` commands at once each rewrite the file from their own read, so one's edit is lost
+ * (an added token missing, a revoked one back). The file must check whole before it is
+ * rewritten (an edit never turns a file the service refuses into one it accepts by accident,
+ * or the reverse), and so must the result (a principal serve would refuse is never written).
+ * `edit` may throw to refuse: nothing is written then.
+ */
+function editPrincipals<T>(
+  path: string,
+  edit: (
+    raw: Record<string, unknown>,
+    listed: readonly FilePrincipal[],
+  ) => { next: Record<string, unknown>; result: T },
+): T {
+  const target = realPath(path);
+  return withFileLock(target, () => {
+    const raw = readJson(target);
+    parsePrincipals(raw);
+    const file = raw as { principals: FilePrincipal[] } & Record<string, unknown>;
+    const { next, result } = edit(file, file.principals);
+    parsePrincipals(next);
+    replaceFile(target, `${JSON.stringify(next, null, 2)}\n`);
+    return result;
+  });
+}
+
+/**
+ * The file's real path (a symlink is followed, not replaced), so that every name of one file
+ * shares one lock. A file that is not there is told as reading it tells it.
+ */
+function realPath(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch (error) {
+    readNamedFile(path, "principals file", "invalid_config");
+    throw error;
+  }
 }
 
 /** A bearer token: `tsk_` and 256 random bits, base64url. */
@@ -147,16 +191,25 @@ function readJson(path: string): unknown {
   }
 }
 
-function replaceFile(path: string, text: string): void {
-  // Beside the real file (a symlink is followed, not replaced), with its mode: owner-only.
-  const target = realpathSync(path);
-  const mode = statSync(target).mode & 0o777 & PRIVATE_FILE_MODE;
+/**
+ * Replaces `target` (a real path) atomically: a temporary file beside it, synced, then renamed
+ * over it, with the old file's mode (at most owner-only) and its owner and group. Run as root
+ * on the service user's file, a plain rewrite would leave it root's, and the service could
+ * no longer read it; so the copy is given the old owner first, or, where that is not allowed,
+ * nothing is replaced.
+ */
+function replaceFile(target: string, text: string): void {
+  const old = statSync(target);
+  const mode = old.mode & 0o777 & PRIVATE_FILE_MODE;
   const temporary = join(
     dirname(target),
     `.${basename(target)}.${randomBytes(6).toString("hex")}.tmp`,
   );
   const fd = openSync(temporary, "wx", mode);
   try {
+    keepOwner(fd, old, target);
+    // Exactly the old mode, whatever the umask took from the one given to open.
+    fchmodSync(fd, mode);
     writeSync(fd, text);
     fsyncSync(fd);
   } catch (error) {
@@ -171,5 +224,20 @@ function replaceFile(path: string, text: string): void {
     fsyncSync(folder);
   } finally {
     closeSync(folder);
+  }
+}
+
+function keepOwner(fd: number, old: Stats, target: string): void {
+  const made = fstatSync(fd);
+  if (made.uid === old.uid && made.gid === old.gid) return;
+  try {
+    fchownSync(fd, old.uid, old.gid);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? "error";
+    throw new TesseraError(
+      "invalid_usage",
+      `${target} belongs to uid ${old.uid} gid ${old.gid}, which this user (uid ${made.uid}) cannot give its rewritten copy (${code}): run tessera tokens as the file's owner or as root; nothing was changed`,
+      { cause: error },
+    );
   }
 }
