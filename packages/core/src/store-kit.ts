@@ -17,7 +17,7 @@ export {
   GENESIS_HASH,
   linkAuditEvent,
 } from "./audit/chain.js";
-export { parseStoredAuditEvent } from "./audit/unreadable.js";
+export { misindexedAuditEvent, parseStoredAuditEvent } from "./audit/unreadable.js";
 export {
   checkAct,
   checkVersions,

@@ -8,8 +8,10 @@ import {
   checkPageSize,
   GENESIS_HASH,
   linkAuditEvent,
+  misindexedAuditEvent,
   parseStoredAuditEvent,
   storageDigest,
+  uniqueStorageDigest,
 } from "@tessera/core/store-kit";
 import type pg from "pg";
 import type { Database } from "./database.js";
@@ -167,13 +169,28 @@ export class PostgresAuditSink implements ReadableAuditSink {
     );
     if (newest) rows.reverse();
     // A row replaced by text that is not an event is named by its position, not a crash.
-    return rows.map((row, position) => parseStoredAuditEvent(row.event, position));
+    const events = rows.map((row, position) => parseStoredAuditEvent(row.event, position));
+    // The keys only find candidates: an event is one call's or trace's by its own hashed
+    // fields, so a row whose key was edited is never shown under another call's ID.
+    // (`audit verify` reports such a row: `readPages`.)
+    return where.length === 0
+      ? events
+      : events.filter(
+          (event) =>
+            (filter.callId === undefined || event.callId === filter.callId) &&
+            (filter.traceId === undefined || event.traceId === filter.traceId),
+        );
   }
 
   /**
    * Pages along the key inside one snapshot. Numbers are taken before commit, so a writer
    * may commit a lower one after a higher one was read; outside one snapshot, paging by
    * number could pass it by for good, while the snapshot never shows it at all.
+   *
+   * Each row's `call_key` and `trace_key` are read with its event and must be the digests of
+   * the event's own IDs, as every writer computes them: the hash chain covers only the
+   * event's text, and a key edited beside it would hide the event from reads by ID
+   * (`explain`) while the chain still verified.
    */
   readPages(options?: AuditPageOptions): AsyncIterable<readonly AuditEvent[]> {
     const pageSize = checkPageSize(options);
@@ -183,16 +200,40 @@ export class PostgresAuditSink implements ReadableAuditSink {
       let position = 0;
       for (;;) {
         const { rows } = await query(
-          `SELECT seq, event FROM ${table} WHERE seq > $1 ORDER BY seq LIMIT $2`,
+          `SELECT seq, call_key, trace_key, event FROM ${table}
+           WHERE seq > $1 ORDER BY seq LIMIT $2`,
           [after, pageSize],
         );
         if (rows.length === 0) return;
         after = String((rows[rows.length - 1] as { seq: string }).seq);
-        yield rows.map((row) =>
-          parseStoredAuditEvent((row as { event: string }).event, position++),
-        );
+        yield (rows as StoredAuditRow[]).map((row) => {
+          const at = position++;
+          const event = parseStoredAuditEvent(row.event, at);
+          if (row.call_key !== idKey(event.callId, uniqueStorageDigest)) {
+            throw misindexedAuditEvent(event, at, "call ID");
+          }
+          if (row.trace_key !== idKey(event.traceId, storageDigest)) {
+            throw misindexedAuditEvent(event, at, "trace ID");
+          }
+          return event;
+        });
         if (rows.length < pageSize) return;
       }
     });
   }
+}
+
+interface StoredAuditRow {
+  readonly seq: string;
+  readonly call_key: string;
+  readonly trace_key: string;
+  readonly event: string;
+}
+
+/**
+ * The key a writer files an ID under (`storageDigest`; call IDs through the uncached form, as
+ * they never repeat), or none for a stored event whose ID is not text: no key matches it.
+ */
+function idKey(id: unknown, digest: (id: string) => string): string | undefined {
+  return typeof id === "string" ? digest(id) : undefined;
 }

@@ -13,9 +13,11 @@ import {
   checkPageSize,
   EMPTY_HEAD,
   linkAuditEvent,
+  misindexedAuditEvent,
   parseStoredAuditEvent,
   storageDigest,
 } from "@tessera/core/store-kit";
+import { firstMissingFromIndex } from "./audit-index.js";
 import { decodeHead, encodeHead } from "./chain-head.js";
 import { type Connection, script } from "./connection.js";
 import {
@@ -184,9 +186,14 @@ export class RedisAuditSink implements ReadableAuditSink {
         [],
       );
       events = (reply as string[]).map((json, position) => parseStoredAuditEvent(json, position));
-      if (callId !== undefined && traceId !== undefined) {
-        events = events.filter((event) => event.traceId === traceId);
-      }
+      // The list only finds candidates: an event is one call's or trace's by its own hashed
+      // fields, so an ID pushed onto another call's list never shows the event under that
+      // call. (`audit verify` reports an event missing from its own list: `readPages`.)
+      events = events.filter(
+        (event) =>
+          (callId === undefined || event.callId === callId) &&
+          (traceId === undefined || event.traceId === traceId),
+      );
     } else {
       const key = this.#connection.key("audit");
       const entries = await this.#connection.run("audit_unavailable", (redis) =>
@@ -208,6 +215,10 @@ export class RedisAuditSink implements ReadableAuditSink {
    * Pages along the stream's entry IDs up to the last entry when reading began. The server
    * runs one command at a time and an entry's ID is taken when it is added, so no entry can
    * appear behind one already read: the pages skip nothing.
+   *
+   * Each page's entries are looked for in their call and trace index lists
+   * (`audit-index.ts`): the hash chain covers only the events, and a list renamed or edited
+   * would hide an event from reads by ID (`explain`) while the chain still verified.
    */
   async *readPages(options?: AuditPageOptions): AsyncGenerator<readonly AuditEvent[]> {
     const pageSize = checkPageSize(options);
@@ -224,10 +235,41 @@ export class RedisAuditSink implements ReadableAuditSink {
       );
       const final = entries[entries.length - 1];
       if (final === undefined) return;
-      yield entries.map(([, fields]) => parseStoredAuditEvent(fields[1], position++));
+      const first = position;
+      position += entries.length;
+      yield await this.#checkedPage(entries, first);
       if (final[0] === last[0]) return;
       from = `(${final[0]}`;
     }
+  }
+
+  /**
+   * A page's events, each checked against the index lists it was written to. The first
+   * fault in read order is thrown: an entry that is no event, or one missing from its lists.
+   */
+  async #checkedPage(
+    entries: readonly [id: string, fields: string[]][],
+    first: number,
+  ): Promise<readonly AuditEvent[]> {
+    const events: AuditEvent[] = [];
+    let unreadable: unknown;
+    for (const [, fields] of entries) {
+      try {
+        events.push(parseStoredAuditEvent(fields[1], first + events.length));
+      } catch (error) {
+        // Thrown only if no event before it is misindexed, which is the earlier fault.
+        unreadable = error;
+        break;
+      }
+    }
+    const ids = entries.slice(0, events.length).map(([id]) => id);
+    const missing = await firstMissingFromIndex(this.#connection, ids, events);
+    if (missing !== undefined) {
+      const event = events[missing.event] as AuditEvent;
+      throw misindexedAuditEvent(event, first + missing.event, missing.index);
+    }
+    if (unreadable !== undefined) throw unreadable;
+    return events;
   }
 }
 

@@ -1,11 +1,12 @@
 /**
  * The audit hash chain against a real Redis: XADD cannot rewrite a stream entry, so an
  * attacker with server access rewrites the whole stream (reads every entry, deletes the key,
- * adds the entries back changed); the chain read back through the sink shows each edit,
+ * adds the entries back changed, rebuilds the index lists); the chain read back through the sink shows each edit,
  * deletion, insertion and reordering, at the right position. Entries written before the
  * chain read back as the unchained start of their stream.
  */
 import { verifyAuditChain } from "@tessera/core";
+import { storageDigest } from "@tessera/core/store-kit";
 import { auditEvent, describeAuditTamperCases, serviceUrl } from "@tessera/testkit";
 import { describe, expect, it } from "vitest";
 import { LAYOUT_VERSION, openStores } from "../src/index.js";
@@ -19,27 +20,53 @@ import {
 
 const url = serviceUrl("TESSERA_REDIS_URL");
 
-/** Replaces the stream's entries with `change` applied to their JSON, in order. */
-async function rewrite(key: string, change: (entries: string[]) => void): Promise<void> {
+/**
+ * Replaces the stream's entries with `change` applied to their JSON, in order. Re-added, the
+ * entries take new IDs, so the call and trace index lists are rebuilt for them too, as a
+ * thorough attacker would: left pointing at the old IDs they are a break of their own
+ * (`misindexed`, see audit-index-tamper.test.ts), found before the edit these cases look for.
+ */
+async function rewrite(prefix: string, change: (entries: string[]) => void): Promise<void> {
+  const key = `${prefix}audit`;
   await admin(url as string, async (redis) => {
     const entries = (await redis.xrange(key, "-", "+")).map(([, fields]) => fields[1] as string);
     change(entries);
     await redis.del(key);
-    for (const json of entries) await redis.xadd(key, "*", "e", json);
+    const lists = [
+      ...(await redis.keys(`${prefix}audit-call:*`)),
+      ...(await redis.keys(`${prefix}audit-trace:*`)),
+    ];
+    if (lists.length > 0) await redis.del(...lists);
+    for (const json of entries) {
+      const id = (await redis.xadd(key, "*", "e", json)) as string;
+      let event: unknown;
+      try {
+        event = JSON.parse(json);
+      } catch {
+        continue; // text that is not JSON is filed under no call
+      }
+      const { callId, traceId } = (event ?? {}) as { callId?: unknown; traceId?: unknown };
+      if (typeof callId === "string") {
+        await redis.rpush(`${prefix}audit-call:${storageDigest(callId)}`, id);
+      }
+      if (typeof traceId === "string") {
+        await redis.rpush(`${prefix}audit-trace:${storageDigest(traceId)}`, id);
+      }
+    }
   });
 }
 
 if (url) {
   describeAuditTamperCases("Redis", async () => {
     const opened = await openTestStores(url);
-    const key = `${opened.prefix}audit`;
+    const { prefix } = opened;
     return {
       store: opened.stores.audit,
-      replace: (index, json) => rewrite(key, (entries) => entries.splice(index, 1, json)),
-      remove: (index) => rewrite(key, (entries) => entries.splice(index, 1)),
-      insertBefore: (index, json) => rewrite(key, (entries) => entries.splice(index, 0, json)),
+      replace: (index, json) => rewrite(prefix, (entries) => entries.splice(index, 1, json)),
+      remove: (index) => rewrite(prefix, (entries) => entries.splice(index, 1)),
+      insertBefore: (index, json) => rewrite(prefix, (entries) => entries.splice(index, 0, json)),
       swap: (index) =>
-        rewrite(key, (entries) => {
+        rewrite(prefix, (entries) => {
           const [first, second] = entries.splice(index, 2);
           entries.splice(index, 0, second as string, first as string);
         }),

@@ -4,6 +4,7 @@ import {
   type AuditPageOptions,
   checkAuditFilter,
   checkPageSize,
+  misindexedAuditEvent,
   parseAuditEvent,
   parseStoredAuditEvent,
 } from "@tessera/core/store-kit";
@@ -81,13 +82,27 @@ export class SqliteAuditSink implements ReadableAuditSink {
     );
     if (newest) rows.reverse();
     // A row replaced by text that is not an event is named by its position, not a crash.
-    return rows.map((row, position) => parseStoredAuditEvent(row.event, position));
+    const events = rows.map((row, position) => parseStoredAuditEvent(row.event, position));
+    // The columns only find candidates: an event is one call's or trace's by its own hashed
+    // fields, so a row whose column was edited is never shown under another call's ID.
+    // (`audit verify` reports such a row: `readPages`.)
+    return where.length === 0
+      ? events
+      : events.filter(
+          (event) =>
+            (filter.callId === undefined || event.callId === filter.callId) &&
+            (filter.traceId === undefined || event.traceId === filter.traceId),
+        );
   }
 
   /**
    * Pages along the key up to the last row when reading began. A row is numbered when its
    * writer holds the database's one write lock and visible only once committed, so no row
    * with a lower number can appear after a higher one was read: the pages skip nothing.
+   *
+   * Each row's `call_id` and `trace_id` are read with its event and must be the event's own:
+   * the hash chain covers only the event's text, and a column edited beside it would hide the
+   * event from reads by ID (`explain`) while the chain still verified.
    */
   async *readPages(options?: AuditPageOptions): AsyncGenerator<readonly AuditEvent[]> {
     const pageSize = checkPageSize(options);
@@ -98,15 +113,22 @@ export class SqliteAuditSink implements ReadableAuditSink {
     let after = 0;
     let position = 0;
     while (last !== null && last !== undefined && after < last) {
-      const rows = read<{ seq: number; event: string }>(
-        "SELECT seq, event FROM tessera_audit WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
+      const rows = read<{ seq: number; call_id: string; trace_id: string; event: string }>(
+        `SELECT seq, call_id, trace_id, event FROM tessera_audit
+         WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?`,
         after,
         last,
         pageSize,
       );
       if (rows.length === 0) return;
       after = (rows[rows.length - 1] as { seq: number }).seq;
-      yield rows.map((row) => parseStoredAuditEvent(row.event, position++));
+      yield rows.map((row) => {
+        const at = position++;
+        const event = parseStoredAuditEvent(row.event, at);
+        if (row.call_id !== event.callId) throw misindexedAuditEvent(event, at, "call ID");
+        if (row.trace_id !== event.traceId) throw misindexedAuditEvent(event, at, "trace ID");
+        return event;
+      });
     }
   }
 }

@@ -46,7 +46,9 @@ interface CheckpointOptions extends SourceOptions {
  * stream, however long the trail) and gives the walk and its verdict. A stored event that is
  * not an event at all (a row replaced by JSON `null` or by text that is not JSON) is a break
  * too, `unreadable` at its position: tampering, reported as such (exit 3), not a crash with a
- * stack. `watch` names the positions whose hashes signed checkpoints will be checked against.
+ * stack. So is an event a store files under a call or trace ID not its own (`misindexed`): the
+ * store's paged read checks its index beside the event. `watch` names the positions whose
+ * hashes signed checkpoints will be checked against.
  */
 async function walkTrail(
   options: SourceOptions,
@@ -59,7 +61,7 @@ async function walkTrail(
     return { walker, result: walker.result() };
   } catch (error) {
     if (!(error instanceof UnreadableAuditEvent)) throw error;
-    return { walker: undefined, result: unreadableTrail(error.position) };
+    return { walker: undefined, result: unreadableTrail(error.position, error.misindexed) };
   } finally {
     await close();
   }
@@ -100,6 +102,8 @@ const streamName = (stream: string) => (stream === "" ? "(gate)" : JSON.stringif
 export function describeBreak(found: AuditBreak): string {
   if (found.kind === "unreadable")
     return `unreadable event at index ${found.index}: ${found.detail}`;
+  if (found.kind === "misindexed")
+    return `misindexed event in stream ${streamName(found.stream)} at index ${found.index}: ${found.detail}`;
   const seq = found.seq === undefined ? "no seq" : `seq ${found.seq}`;
   return `${found.kind} event in stream ${streamName(found.stream)} at index ${found.index} (${seq}, expected seq ${found.expectedSeq}): ${found.detail}`;
 }

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { AuditEvent } from "../contracts/schemas.js";
-import { parseStoredAuditEvent, UnreadableAuditEvent } from "./unreadable.js";
+import { misindexedAuditEvent, parseStoredAuditEvent, UnreadableAuditEvent } from "./unreadable.js";
 import { verifyAuditChain } from "./verify.js";
+import { unreadableTrail } from "./walk.js";
 
 describe("an unreadable stored audit event", () => {
   it.each([
@@ -31,5 +32,21 @@ describe("an unreadable stored audit event", () => {
     expect(verdict.ok).toBe(false);
     if (verdict.ok) return;
     expect(verdict.break).toMatchObject({ kind: "unreadable", index: 1 });
+  });
+
+  it("an event its store filed under another call ID is a misindexed break at its seq", () => {
+    const event = { callId: "call-2", namespaceId: "ns", seq: 3 } as unknown as AuditEvent;
+    const thrown = misindexedAuditEvent(event, 4, "call ID");
+    expect(thrown).toBeInstanceOf(UnreadableAuditEvent);
+    expect(thrown).toMatchObject({
+      code: "audit_unavailable",
+      position: 4,
+      misindexed: { stream: "ns", seq: 3, index: "call ID" },
+    });
+    // Names positions only, never the IDs themselves.
+    expect(thrown.message).not.toContain("call-2");
+    const verdict = unreadableTrail(thrown.position, thrown.misindexed);
+    expect(verdict.break).toMatchObject({ kind: "misindexed", stream: "ns", index: 4, seq: 3 });
+    expect(verdict.break.detail).toContain("call ID index disagrees with the event at seq 3");
   });
 });

@@ -11,8 +11,18 @@ import type { ChainHead } from "./chain.js";
  * - `unreadable`: the stored event is not an event at all (not JSON, or JSON `null`): the
  *   trail cannot be walked past it. Its stream is unknown and reported as `""`; see
  *   `unreadableTrail`.
+ * - `misindexed`: the event reads, but the store files it under a call or trace ID that is
+ *   not its own (an index column or list edited beside the hashed event), so a read by its
+ *   own ID misses it (reads check each event's own IDs, so none shows it under another).
+ *   Found by the store's paged read; the trail is not walked past it either.
  */
-export type AuditBreakKind = "edited" | "deleted" | "inserted" | "reordered" | "unreadable";
+export type AuditBreakKind =
+  | "edited"
+  | "deleted"
+  | "inserted"
+  | "reordered"
+  | "unreadable"
+  | "misindexed";
 
 /** The first break found in a stream, and where. */
 export interface AuditBreak {

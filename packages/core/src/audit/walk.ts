@@ -1,6 +1,7 @@
 import { TesseraError } from "../contracts/errors.js";
 import type { AuditEvent } from "../contracts/schemas.js";
 import { auditHashMatches, auditStreamOf, type ChainHead, EMPTY_HEAD } from "./chain.js";
+import type { MisindexedAt } from "./unreadable.js";
 import type {
   AuditBreak,
   AuditBreakKind,
@@ -258,19 +259,37 @@ export class AuditTrailWalker {
 /**
  * The verdict on a trail whose event at `position` (read order) is unreadable: broken there,
  * nothing after it walked. What a sink's `UnreadableAuditEvent` becomes in `tessera audit verify`.
+ * With `misindexed` (the error's own field), the event read but a store index disagrees with it:
+ * the break is `misindexed`, in the event's stream and at its `seq`.
  */
-export function unreadableTrail(position: number): AuditVerification & { readonly ok: false } {
+export function unreadableTrail(
+  position: number,
+  misindexed?: MisindexedAt,
+): AuditVerification & { readonly ok: false } {
+  const found: AuditBreak =
+    misindexed === undefined
+      ? {
+          kind: "unreadable",
+          stream: "",
+          index: position,
+          expectedSeq: 0,
+          detail: "the stored event is not a JSON event object: the trail cannot be read past it",
+        }
+      : {
+          kind: "misindexed",
+          stream: misindexed.stream,
+          index: position,
+          ...(misindexed.seq === undefined ? {} : { seq: misindexed.seq }),
+          expectedSeq: misindexed.seq ?? 0,
+          detail: `the ${misindexed.index} index disagrees with the ${
+            misindexed.seq === undefined ? "unchained event" : `event at seq ${misindexed.seq}`
+          }: a read by its ${misindexed.index} misses it`,
+        };
   return Object.freeze({
     ok: false as const,
     events: position,
     streams: Object.freeze([]),
-    break: Object.freeze({
-      kind: "unreadable" as const,
-      stream: "",
-      index: position,
-      expectedSeq: 0,
-      detail: "the stored event is not a JSON event object: the trail cannot be read past it",
-    }),
+    break: Object.freeze(found),
   });
 }
 
