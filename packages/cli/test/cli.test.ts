@@ -101,7 +101,37 @@ describe("tessera grants", () => {
     expect((await stores.usage.tryConsume("team", "ticket-0", 1)).consumed).toBe(true);
     await stores.close();
     const after = tessera("grants", "list", "--store", store, "--namespace", "team");
-    expect(after.stdout).toContain("ticket-0  subject=asker issuer=host maxUses 1 used 1 active");
+    expect(after.stdout).toContain("ticket-0  subject=asker issuer=host maxUses 1 used 1 spent");
+  });
+
+  it("lists an expired and a not yet valid grant as such, never as active", () => {
+    const dir = scratch();
+    const store = `sqlite:${join(dir, "g.db")}`;
+    const windows = [
+      { id: "old", constraints: { expiresAt: "2020-06-01T00:00:00.000Z" } },
+      { id: "later", constraints: { notBefore: "2099-01-01T00:00:00.000Z" } },
+      { id: "future", issuedAt: "2099-02-01T00:00:00.000Z", constraints: {} },
+    ];
+    for (const window of windows) {
+      const file = join(dir, `${window.id}.json`);
+      writeFileSync(
+        file,
+        JSON.stringify({ ...grant, issuedAt: "2020-01-01T00:00:00.000Z", ...window }),
+      );
+      const added = tessera("grants", "add", "--store", store, "--file", file);
+      expect(added.code, added.stderr).toBe(0);
+    }
+    const listed = tessera("grants", "list", "--store", store, "--namespace", "team").stdout;
+    expect(listed).toContain(
+      "old  subject=asker issuer=host unbounded expired 2020-06-01T00:00:00.000Z",
+    );
+    expect(listed).toContain(
+      "later  subject=asker issuer=host unbounded not valid before 2099-01-01T00:00:00.000Z",
+    );
+    expect(listed).toContain(
+      "future  subject=asker issuer=host unbounded not valid before 2099-02-01T00:00:00.000Z",
+    );
+    expect(listed).not.toContain("active");
   });
 
   it("refuses malformed grant files with a stable code and stores nothing", () => {

@@ -107,10 +107,16 @@ describe("grants over the service", () => {
     ).toContain("capabilities");
   });
 
+  it("a --namespace beside the service is told it goes with --store", () => {
+    const refused = asIssuer("grants", "revoke", "--id", "g-x", "--namespace", "team");
+    textError(refused, "invalid_usage");
+    expect(refused.stderr).toContain("--namespace goes with --store");
+  });
+
   it("lists with usage counts, in text and JSON", async () => {
     await agent.sendMessage({ recipient: "bob", payload: "hi", callId: "send-1" });
     const text = ok(asIssuer("grants", "list"));
-    expect(text).toMatch(/^g-bob {2}subject=asker issuer=host maxUses 1 used \d+ active$/m);
+    expect(text).toMatch(/^g-bob {2}subject=asker issuer=host maxUses 1 used (0 active|1 spent)$/m);
     const listed = JSON.parse(ok(asIssuer("grants", "list", "--json"))) as {
       grant: { id: string };
       uses: number;

@@ -34,13 +34,14 @@ interface LocalOptions {
  * be silently ignored: refuse it, as a service and a store named together are refused.
  */
 function localOrRemote(options: LocalOptions & RemoteOptions): void {
-  oneSource(options, [options.store, options.namespace]);
+  // Before the general rule, which would call a lone --namespace "a local store".
   if (options.store === undefined && options.namespace !== undefined) {
     throw new TesseraError(
       "invalid_usage",
       "--namespace goes with --store: a service answers for the issuer token's own namespace",
     );
   }
+  oneSource(options, [options.store, options.namespace]);
 }
 
 function requireNamespace(options: LocalOptions): string {
@@ -50,12 +51,30 @@ function requireNamespace(options: LocalOptions): string {
   return options.namespace;
 }
 
-function formatGrant(grant: Grant, uses?: number): string {
+function formatGrant(grant: Grant, uses?: number, now = Date.now()): string {
   const bound =
     grant.constraints.maxUses === undefined ? "unbounded" : `maxUses ${grant.constraints.maxUses}`;
   const used = uses === undefined ? "" : ` used ${uses}`;
-  const state = grant.revokedAt ? `revoked ${grant.revokedAt}` : "active";
-  return `${grant.id}  subject=${grant.subject} issuer=${grant.issuer} ${bound}${used} ${state}`;
+  return `${grant.id}  subject=${grant.subject} issuer=${grant.issuer} ${bound}${used} ${stateOf(grant, uses, now)}`;
+}
+
+/**
+ * Whether the grant counts now, by the kernel's rules for the grant alone (its window as the
+ * kernel reads it: from its issue time or `notBefore`, whichever is later, until `expiresAt`),
+ * so an operator never reads "active" on a grant every decision would refuse. A derived grant
+ * also answers to its chain, which this line does not walk.
+ */
+function stateOf(grant: Grant, uses: number | undefined, now: number): string {
+  if (grant.revokedAt) return `revoked ${grant.revokedAt}`;
+  const { expiresAt, notBefore, maxUses } = grant.constraints;
+  if (expiresAt !== undefined && now >= Date.parse(expiresAt)) return `expired ${expiresAt}`;
+  const from =
+    notBefore !== undefined && Date.parse(notBefore) > Date.parse(grant.issuedAt)
+      ? notBefore
+      : grant.issuedAt;
+  if (now < Date.parse(from)) return `not valid before ${from}`;
+  if (maxUses !== undefined && uses !== undefined && uses >= maxUses) return "spent";
+  return "active";
 }
 
 function describe(issues: readonly { path: readonly PropertyKey[]; message: string }[]): string {
