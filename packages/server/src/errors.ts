@@ -81,9 +81,14 @@ function toProblem(error: FastifyError): HttpProblem {
       return new HttpProblem("unsupported_media_type", "send the body as application/json");
     case "FST_ERR_CTP_BODY_TOO_LARGE":
       return new HttpProblem("body_too_large", "the body is larger than the limit");
-    case "FST_ERR_CTP_INVALID_JSON_BODY":
     case "FST_ERR_CTP_EMPTY_JSON_BODY":
-      return new HttpProblem("invalid_request", "the body is not valid JSON");
+      return new HttpProblem("invalid_request", "the body is empty: send a JSON object");
+    // Fastify's parser raises one error for both, so the message names both.
+    case "FST_ERR_CTP_INVALID_JSON_BODY":
+      return new HttpProblem(
+        "invalid_request",
+        "the body is not valid JSON, or holds a __proto__ or constructor.prototype key, which is refused",
+      );
   }
   const status = error.statusCode ?? 500;
   if (status >= 400 && status < 500) {

@@ -134,6 +134,35 @@ describe("the A2UI gate: claim, then settle", () => {
     expect(settled.body.reply.rendererFunctionResponse.error.code).toBe("EXECUTION_FAILED");
   });
 
+  it("a settle of the wrong shape is told what is wrong, and the handle stays open", async () => {
+    const claim = await call(base, "POST", "/v1/a2ui/claim", {
+      token: alice.token,
+      body: { message: a2uiCall("fc-shape") },
+    });
+    const handle = claim.body.handle;
+    for (const [body, said] of [
+      [
+        { handle, value: 1, error: { message: "x" } },
+        "body: give the call's value or its error, not both",
+      ],
+      [{ handle, error: "boom" }, "body: error must be { message, code? }"],
+      [{ handle }, "body: give the call's value or its error"],
+      [{ handle, value: 1, extra: "<b>x</b>" }, "extra: Unrecognized key"],
+      [{ handle: 7, value: 1 }, "body: handle must be the dispatch handle"],
+    ] as const) {
+      const refused = await call(base, "POST", "/v1/a2ui/settle", { token: alice.token, body });
+      expect(refused.status).toBe(400);
+      expect(refused.body.error.code).toBe("invalid_request");
+      expect(refused.body.error.message).toContain(said);
+      expect(refused.body.error.message).not.toContain("<b>");
+    }
+    const settled = await call(base, "POST", "/v1/a2ui/settle", {
+      token: alice.token,
+      body: { handle, value: 3 },
+    });
+    expect(settled.body.receipt).toBe("dispatched");
+  });
+
   it("answers another principal's handle like an unknown one (404), and it stays open", async () => {
     const claim = await call(base, "POST", "/v1/a2ui/claim", {
       token: alice.token,

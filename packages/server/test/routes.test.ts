@@ -352,6 +352,9 @@ describe("requests that get no decision (4xx)", () => {
       expect(answer.status, raw).toBe(400);
       expect(answer.body.error.code).toBe("invalid_request");
     }
+    // The poisoned key is named as a possible cause, not only "not valid JSON".
+    const poisoned = await post('{"__proto__":{"admin":true},"recipient":"c"}');
+    expect(poisoned.body.error.message).toContain("__proto__");
   });
 
   it("answers hostile strings with 400 and never echoes them", async () => {

@@ -115,13 +115,42 @@ export const A2uiClaimResponseSchema = z.discriminatedUnion("status", [
 ]);
 export type A2uiClaimResponse = z.infer<typeof A2uiClaimResponseSchema>;
 
-export const A2uiSettleRequestSchema = z.union([
-  z.strictObject({ handle: z.string().min(1).max(1024), value: z.unknown() }),
-  z.strictObject({
-    handle: z.string().min(1).max(1024),
-    error: z.strictObject({ code: z.string().max(128).optional(), message: z.string().max(4096) }),
-  }),
-]);
+export const A2uiSettleRequestSchema = z.union(
+  [
+    z.strictObject({ handle: z.string().min(1).max(1024), value: z.unknown() }),
+    z.strictObject({
+      handle: z.string().min(1).max(1024),
+      error: z.strictObject({
+        code: z.string().max(128).optional(),
+        message: z.string().max(4096),
+      }),
+    }),
+  ],
+  // A union that fails says only "Invalid input": name what is wrong with the settle instead.
+  { error: (issue) => settleProblem(issue.input) },
+);
+
+const SETTLE_FIELDS = new Set(["handle", "value", "error"]);
+
+/** Why a body is not a settle, in one sentence a host's developer can act on. */
+function settleProblem(body: unknown): string {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    return "a settle is an object: { handle, value } or { handle, error }";
+  }
+  const has = (key: string) => Object.hasOwn(body, key);
+  const fields = body as Record<string, unknown>;
+  const handle = fields.handle;
+  if (typeof handle !== "string" || handle.length === 0 || handle.length > 1024) {
+    return "handle must be the dispatch handle the claim answered (1 to 1024 characters)";
+  }
+  // The unknown key itself is not echoed: a response never repeats what a caller made up.
+  if (Object.keys(body).some((key) => !SETTLE_FIELDS.has(key))) {
+    return "a settle has no fields but handle, and value or error";
+  }
+  if (has("value") && has("error")) return "give the call's value or its error, not both";
+  if (!has("value") && !has("error")) return "give the call's value or its error";
+  return "error must be { message, code? }: message a string of at most 4096 characters, code of at most 128";
+}
 export type A2uiSettleRequest = z.infer<typeof A2uiSettleRequestSchema>;
 
 /** The A2UI reply to send to the agent, and the receipt recorded for the call. */
