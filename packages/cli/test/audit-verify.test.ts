@@ -189,6 +189,10 @@ describe("tessera audit checkpoint and keygen", () => {
     const cut = check();
     expect(cut.code).toBe(3);
     expect(cut.stdout).toContain('checkpoint of stream "team" at seq 4: FAILS (truncated)');
+    // The first line is the verdict, and a failing checkpoint makes it "not intact".
+    expect(cut.stdout).toMatch(
+      /^not intact: the chains hold \(\d+ events in 2 streams\), but 1 checkpoint fails/,
+    );
 
     // Every "team" event rewritten (one denied now) and relinked from genesis.
     let head = EMPTY_HEAD;
@@ -204,6 +208,21 @@ describe("tessera audit checkpoint and keygen", () => {
     const forged = check();
     expect(forged.code).toBe(3);
     expect(forged.stdout).toContain('checkpoint of stream "team" at seq 4: FAILS (mismatch)');
+  });
+
+  it("refuses, exit 2, a checkpoint file that is missing or holds no checkpoint", () => {
+    const { dir, file, check } = signed();
+    const keys = join(dir, "keys", "audit-signing.pub");
+    const missing = join(dir, "nope.json");
+    const absent = verify(file, "--checkpoint", missing, "--public-key", keys);
+    expectRefusal(absent, "file_not_found");
+    expect(absent.stderr).toContain(missing);
+    const notOne = join(dir, "object.json");
+    writeFileSync(notOne, "{}");
+    const empty = verify(file, "--checkpoint", notOne, "--public-key", keys);
+    expectRefusal(empty, "invalid_input");
+    expect(empty.stderr).toContain("holds no checkpoint");
+    expect(check().code).toBe(0);
   });
 
   it("fails under another key, and refuses to sign a broken trail", () => {

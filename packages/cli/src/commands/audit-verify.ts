@@ -1,5 +1,5 @@
 import { generateKeyPairSync } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import {
   type AuditBreak,
@@ -15,7 +15,7 @@ import {
   verifyAuditCheckpoint,
 } from "@tessera/core";
 import { Command } from "commander";
-import { makePrivateDirectory, writeNewFile } from "../files.js";
+import { makePrivateDirectory, readNamedFile, writeNewFile } from "../files.js";
 import { nonEmpty } from "../options.js";
 import { printJson, printLines } from "../output.js";
 import { openAudit, type SourceOptions, sourceOptions } from "./audit-source.js";
@@ -76,11 +76,7 @@ function headsNamedBy(checkpoints: readonly unknown[]): { stream: string; seq: n
 }
 
 function readText(path: string, what: string): string {
-  try {
-    return readFileSync(path, "utf8");
-  } catch (error) {
-    throw new TesseraError("invalid_input", `cannot read the ${what} file`, { cause: error });
-  }
+  return readNamedFile(path, `${what} file`, "invalid_input");
 }
 
 /** A checkpoint file holds one checkpoint or a list of them, as `audit checkpoint` writes. */
@@ -94,6 +90,14 @@ function readCheckpoints(path: string): unknown[] {
   }
   const list = Array.isArray(parsed) ? parsed : [parsed];
   if (list.length === 0) throw new TesseraError("invalid_input", "the checkpoint file is empty");
+  // A file that holds no checkpoint at all is the caller's slip (another JSON file named), not
+  // a checkpoint that fails; one that names its stream and seq is checked, signature and all.
+  if (!list.some((entry) => headsNamedBy([entry]).length > 0)) {
+    throw new TesseraError(
+      "invalid_input",
+      "the checkpoint file holds no checkpoint (each names a stream and a seq): write one with `tessera audit checkpoint`",
+    );
+  }
   return list;
 }
 
@@ -110,11 +114,14 @@ export function describeBreak(found: AuditBreak): string {
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
-function describe(result: AuditVerification): string[] {
+function describe(result: AuditVerification, failedCheckpoints: number): string[] {
+  const counted = `${plural(result.events, "event")} in ${plural(result.streams.length, "stream")}`;
   const lines = [
-    result.ok
-      ? `intact: ${plural(result.events, "event")} in ${plural(result.streams.length, "stream")}`
-      : `broken: ${describeBreak(result.break)}`,
+    !result.ok
+      ? `broken: ${describeBreak(result.break)}`
+      : failedCheckpoints > 0
+        ? `not intact: the chains hold (${counted}), but ${plural(failedCheckpoints, "checkpoint")} ${failedCheckpoints === 1 ? "fails" : "fail"} (below)`
+        : `intact: ${counted}`,
   ];
   for (const stream of result.streams) {
     const unchained = stream.unchained > 0 ? `, ${stream.unchained} unchained before it` : "";
@@ -166,7 +173,8 @@ export function auditVerifyCommand(): Command {
           intact,
         });
       } else {
-        printLines([...describe(result), ...(checked ?? []).map(describeCheckpoint)]);
+        const failed = (checked ?? []).filter((check) => !check.ok).length;
+        printLines([...describe(result, failed), ...(checked ?? []).map(describeCheckpoint)]);
       }
       if (!intact) process.exitCode = EXIT_NOT_INTACT;
     });
