@@ -3,6 +3,7 @@ import {
   type GrantInput,
   GrantSchema,
   type GrantStore,
+  redact,
   TesseraError,
 } from "@tessera/core";
 import { checkId, checkRevocationInstant, parseGrantInput } from "@tessera/core/store-kit";
@@ -148,14 +149,20 @@ export class SqliteGrantStore implements GrantStore {
       () =>
         this.#db
           .statement(
-            "SELECT body, revoked_at FROM tessera_grants WHERE namespace_id = ? ORDER BY rowid",
+            "SELECT id, body, revoked_at FROM tessera_grants WHERE namespace_id = ? ORDER BY rowid",
           )
-          .all(namespaceId) as GrantRow[],
+          .all(namespaceId) as (GrantRow & { id: string })[],
     );
     return rows.map((row) => {
       const parsed = GrantSchema.safeParse(toGrantMaterial(row));
-      if (!parsed.success)
-        throw new TesseraError("invalid_grant", "a stored grant does not validate");
+      if (!parsed.success) {
+        // Named, so an operator can find the row; the ID is stored text, so labelled if odd.
+        const where = parsed.error.issues[0]?.path.join(".") || "(root)";
+        throw new TesseraError(
+          "invalid_grant",
+          `the stored grant ${redact(row.id)} does not validate (${where}): the store was edited outside Tessera`,
+        );
+      }
       return parsed.data;
     });
   }

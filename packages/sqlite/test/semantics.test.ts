@@ -45,6 +45,18 @@ describe("grants", () => {
     ]);
   });
 
+  it("a stored grant edited into an invalid one is refused naming the grant", async () => {
+    const { grants } = opened.stores;
+    await grants.add(grant);
+    const raw = new BetterSqlite3(opened.url.slice("sqlite:".length));
+    raw.exec("UPDATE tessera_grants SET body = '{}' WHERE id = 'g'");
+    raw.close();
+    await expect(grants.listNamespace("ns")).rejects.toMatchObject({
+      code: "invalid_grant",
+      message: expect.stringContaining("the stored grant g does not validate"),
+    });
+  });
+
   it("a second revocation keeps the first instant and still reports the grant exists", async () => {
     const { grants } = opened.stores;
     await grants.add(grant);
