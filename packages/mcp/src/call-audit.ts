@@ -46,6 +46,29 @@ export async function audit(
 }
 
 /**
+ * `audit` for a call that has already failed for another reason (the store refused its act):
+ * that failure is the caller's answer, so an event the sink refuses too is reported to the
+ * host's observer, never thrown in its place.
+ */
+export async function auditBestEffort(
+  parts: PipelineParts,
+  trail: Trail,
+  base: AuditEvent,
+  notes: readonly string[],
+): Promise<void> {
+  try {
+    await audit(parts, trail, base, notes);
+  } catch {
+    parts.onStoreFailure({
+      write: "audit_event",
+      callId: trail.callId,
+      code: "audit_unavailable",
+      detail: `the event of a call that failed ${base.reason} was not written`,
+    });
+  }
+}
+
+/**
  * The call's event, not written: `base` (the kernel's decision, or the gateway's own) with the
  * call's principal, session, tool, argument digest, notes and latency. An act's event is
  * stamped this way before the act ledger records it.

@@ -12,7 +12,7 @@ import {
   type Kernel,
 } from "@tessera/core";
 import { boundedCanonicalJson, MAX_JSON_DEPTH, redact } from "@tessera/core/store-kit";
-import { audit, gateEvent, stamp } from "./call-audit.js";
+import { audit, auditBestEffort, gateEvent, stamp } from "./call-audit.js";
 import { gatewayError } from "./errors.js";
 import { forward } from "./forward.js";
 import { CALL_ID_KEY, IDEMPOTENCY_KEY } from "./keys.js";
@@ -155,7 +155,7 @@ export async function callTool(
     caller,
     started,
     argsDigest: argsText === undefined ? "(too deep to hash)" : sha256Hex(argsText),
-    callId: `${caller.session ?? "stateless"}:${String(caller.requestId)}`,
+    callId: rpcCallId(caller),
     traceId: caller.trace.traceId,
     tool: undefined,
   };
@@ -234,7 +234,9 @@ export async function callTool(
   } catch (error) {
     endSpan(decide, { outcome: "error", code: "claim_store_unavailable", failed: true });
     // Nothing of the act was written (the ledger's all or nothing): a retry gets a decision.
-    await audit(parts, trail, gateEvent(null, "claim_store_unavailable"), [
+    // That is the caller's answer even when the sink (most often the same store) refuses this
+    // event too: "audit unavailable" would hide that nothing ran.
+    await auditBestEffort(parts, trail, gateEvent(null, "claim_store_unavailable"), [
       `act ledger: ${codeOf(error)}`,
     ]);
     throw gatewayError("claim_store_unavailable", "the store did not record the call: nothing ran");
@@ -263,6 +265,7 @@ export async function callTool(
     // The act's event said the call was allowed; its receipt and answer go into the claim.
     parts.ledger.settleLater(
       keys,
+      trail.callId,
       keptAnswer(result, parts.limits, trail.callId),
       "dispatched",
       parts.clock.now(),
@@ -287,6 +290,7 @@ export async function callTool(
     );
     await keep(
       parts,
+      trail,
       keys,
       { kind: "error", code: "upstream_failed", message },
       "failed",
@@ -297,12 +301,25 @@ export async function callTool(
   const message = `the upstream did not answer (${outcome.why}): the call is in doubt and is not retried`;
   await keep(
     parts,
+    trail,
     keys,
     { kind: "in_doubt", message },
     undefined,
     audit(parts, trail, failedEvent, [`upstream in doubt: ${outcome.why}`], "in_doubt", latency),
   );
   throw gatewayError("call_in_doubt", message);
+}
+
+/**
+ * A call's ID before its idempotency key is read: `<session>:<JSON-RPC id as JSON>`, so `7` and
+ * `"7"` (two requests, two claims: see keyOf) keep IDs of their own — `s:7` and `s:"7"`.
+ */
+function rpcCallId(caller: Caller): string {
+  const id =
+    typeof caller.requestId === "number"
+      ? String(caller.requestId)
+      : JSON.stringify(caller.requestId);
+  return `${caller.session ?? "stateless"}:${id}`;
 }
 
 /** (principal + MCP session, key): the client's idempotency key, else the JSON-RPC id in a live session. */

@@ -64,6 +64,31 @@ describe("the gateway config", () => {
     expect(refusal({ ...valid, extra: 1 })).toMatch(/invalid_config/);
   });
 
+  it("names every problem in one refusal, the schema's and the cross-field ones, ; -separated", () => {
+    const both = refusal({
+      ...valid,
+      tools: { mail: { send_email: { bind: ["x", "x"] } }, zz: { a: {} } },
+    });
+    expect(both).toMatch(/^invalid_config: /);
+    expect(both).toContain("tools.mail.send_email.bind: an argument is bound twice");
+    expect(both).toContain("tools.zz: no upstream of that name");
+    expect(both.split("; ")).toHaveLength(2);
+    const all = refusal({
+      ...valid,
+      principals: [],
+      tools: { zz: { a: { bind: ["x", "x"] } } },
+      limits: { maxArgumentBytes: 0 },
+    });
+    for (const field of [
+      "limits.maxArgumentBytes",
+      "principals:",
+      "tools.zz:",
+      "tools.zz.a.bind",
+    ]) {
+      expect(all).toContain(field);
+    }
+  });
+
   it("reads a file: missing is file_not_found, not JSON is invalid_config", () => {
     const dir = mkdtempSync(join(tmpdir(), "mcp-config-"));
     expect(() => loadGatewayConfig(join(dir, "none.json"))).toThrow(

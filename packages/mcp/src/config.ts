@@ -147,38 +147,57 @@ export const GatewayConfigSchema = z.strictObject({
 export type GatewayConfig = z.infer<typeof GatewayConfigSchema>;
 export type GatewayConfigInput = z.input<typeof GatewayConfigSchema>;
 
-/** Checks a configuration given as data; `invalid_config` names every wrong field. */
+/** Checks a configuration given as data; `invalid_config` names every wrong field, all at once. */
 export function parseGatewayConfig(value: unknown, source = "the gateway config"): GatewayConfig {
   const parsed = GatewayConfigSchema.safeParse(value);
-  if (!parsed.success) {
-    const where = parsed.error.issues
-      .map((issue) => `${issue.path.join(".") || "(top)"}: ${issue.message}`)
-      .join("; ");
-    throw new TesseraError("invalid_config", `${source} does not match: ${where}`);
+  const problems = [
+    ...(parsed.success
+      ? []
+      : parsed.error.issues.map((issue) => `${issue.path.join(".") || "(top)"}: ${issue.message}`)),
+    ...crossFieldProblems(value),
+  ];
+  if (!parsed.success || problems.length > 0) {
+    throw new TesseraError("invalid_config", `${source} does not match: ${problems.join("; ")}`);
   }
-  if (parsed.data.principals.length === 0 && parsed.data.identity === undefined) {
-    throw new TesseraError(
-      "invalid_config",
-      `${source} does not match: principals: name at least one principal (static tokens), or an identity provider (identity) whose JWTs callers bring`,
+  return parsed.data;
+}
+
+/**
+ * What the schema cannot see field by field: a caller for the gateway, a binding's server, an
+ * argument bound twice. Read from the raw value (each check only where its part has the right
+ * shape; the schema names the rest), so they come in the same refusal as the schema's.
+ */
+function crossFieldProblems(value: unknown): string[] {
+  if (!isRecord(value)) return [];
+  const problems: string[] = [];
+  const { principals, identity, upstreams, tools } = value;
+  if ((principals === undefined || isEmptyArray(principals)) && identity === undefined) {
+    problems.push(
+      "principals: name at least one principal (static tokens), or an identity provider (identity) whose JWTs callers bring",
     );
   }
-  for (const [server, tools] of Object.entries(parsed.data.tools)) {
-    if (parsed.data.upstreams[server] === undefined) {
-      throw new TesseraError(
-        "invalid_config",
-        `${source} does not match: tools.${server}: no upstream of that name`,
-      );
+  if (!isRecord(tools)) return problems;
+  for (const [server, rules] of Object.entries(tools)) {
+    if (isRecord(upstreams) && !Object.hasOwn(upstreams, server)) {
+      problems.push(`tools.${server}: no upstream of that name`);
     }
-    for (const [tool, rule] of Object.entries(tools)) {
-      if (new Set(rule.bind).size !== rule.bind.length) {
-        throw new TesseraError(
-          "invalid_config",
-          `${source} does not match: tools.${server}.${tool}.bind: an argument is bound twice`,
-        );
+    if (!isRecord(rules)) continue;
+    for (const [tool, rule] of Object.entries(rules)) {
+      const bind = isRecord(rule) ? rule.bind : undefined;
+      if (Array.isArray(bind) && new Set(bind).size !== bind.length) {
+        problems.push(`tools.${server}.${tool}.bind: an argument is bound twice`);
       }
     }
   }
-  return parsed.data;
+  return problems;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function isEmptyArray(value: unknown): boolean {
+  return Array.isArray(value) && value.length === 0;
 }
 
 /**

@@ -31,6 +31,7 @@ import { header, readJson, repeatsAnId, requestIds, rpcError } from "./http-body
 import { CallLedger } from "./ledger.js";
 import { checkPrincipals, checkRules } from "./options-check.js";
 import { accessContext, authenticate, principalKey } from "./principals.js";
+import { logStoreFailure, type StoreFailureObserver } from "./store-failures.js";
 import { fixedSource, TOOLS_CALL, toolGrants } from "./tool-grants.js";
 import { endCall, incomingTrace, startCall } from "./tracing.js";
 import type { McpTransport, UpstreamInput } from "./types.js";
@@ -65,6 +66,12 @@ export interface McpGatewayOptions {
    * Protected Resource Metadata `listenMcpGateway` serves.
    */
   readonly protectedResource?: ProtectedResource;
+  /**
+   * Told of each store write the gateway answered without: a failed call's own audit event, a
+   * forwarded call's answer whose settle failed (retried for a while). One JSON line on
+   * standard error when absent.
+   */
+  readonly onStoreFailure?: StoreFailureObserver;
 }
 
 export interface McpGateway {
@@ -120,6 +127,7 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
     () => clock.now(),
   );
   const { acts, claims } = gatewayActs(options);
+  const onStoreFailure = options.onStoreFailure ?? logStoreFailure;
   const parts: PipelineParts = {
     catalog: upstreams.catalog,
     grants: options.grants,
@@ -127,8 +135,9 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
     audit: options.audit,
     acts,
     clock,
-    ledger: new CallLedger(claims),
+    ledger: new CallLedger(claims, { onStoreFailure }),
     limits,
+    onStoreFailure,
     kernels: new Map(),
     deciding: new Map(),
   };
@@ -319,7 +328,8 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
     }
     const principal = authenticate(principals, token, true);
     if (principal === undefined) {
-      throw new TesseraError("invalid_config", "the token names no principal of this gateway");
+      // The config is fine; the caller's credential is not (docs/codes.md).
+      throw new TesseraError("unauthenticated", "the token names no principal of this gateway");
     }
     // One connection is one live MCP session: its JSON-RPC ids are keys within it.
     await serverFor(principal, `stdio-${randomUUID()}`).connect(transport as unknown as Transport);

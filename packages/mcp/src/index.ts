@@ -31,5 +31,6 @@ export {
   serveMcpStdio,
 } from "./listen.js";
 export { explainPrincipal, tokenDigest } from "./principals.js";
+export type { StoreFailure, StoreFailureObserver } from "./store-failures.js";
 export { MCP_NAMESPACE, TOOLS_CALL } from "./tool-grants.js";
 export type { McpTransport, UpstreamInput } from "./types.js";

@@ -1,7 +1,8 @@
 import { hostname } from "node:os";
-import { type ClaimStore, InMemoryClaimStore, type StoredClaim } from "@tessera/core";
+import { type ClaimStore, InMemoryClaimStore, type StoredClaim, TesseraError } from "@tessera/core";
 import { describe, expect, it } from "vitest";
 import { type CallKeys, CallLedger, callKeys, type Duplicate, digest } from "./ledger.js";
+import type { StoreFailure } from "./store-failures.js";
 
 const NOW = 1_000_000;
 const BODY = digest({ name: "t", arguments: {} });
@@ -81,7 +82,7 @@ describe("the answer, written after the reply", () => {
     const ledger = new CallLedger(store);
     const keys = callKeys("p", "key:k");
     expect((await act(ledger, store, keys, "t")).kind).toBe("claimed");
-    ledger.settleLater(keys, { kind: "result", result }, "dispatched", NOW);
+    ledger.settleLater(keys, "call-1", { kind: "result", result }, "dispatched", NOW);
     const again = await act(ledger, store, keys, "t2");
     expect(again).toMatchObject({ kind: "recorded", recorded: { kind: "result", result } });
   });
@@ -94,7 +95,7 @@ describe("the answer, written after the reply", () => {
     // The duplicate's act read the claim unsettled (a durable store's act then waits for its
     // fsync); the answer was written, and left the ledger's pending set, in between.
     const readByTheAct = await store.get(keys.claim);
-    ledger.settleLater(keys, { kind: "result", result }, "dispatched", NOW);
+    ledger.settleLater(keys, "call-1", { kind: "result", result }, "dispatched", NOW);
     await ledger.drain();
     const again = await ledger.duplicateOf(keys, BODY, readByTheAct as StoredClaim, NOW);
     expect(again).toMatchObject({ kind: "recorded", recorded: { kind: "result", result } });
@@ -105,7 +106,7 @@ describe("the answer, written after the reply", () => {
     const keys = callKeys("p", "key:k");
     const first = new CallLedger(store);
     await act(first, store, keys, "t");
-    first.settleLater(keys, { kind: "result", result }, "dispatched", NOW);
+    first.settleLater(keys, "call-1", { kind: "result", result }, "dispatched", NOW);
     // A second ledger over the same store stands for another gateway process on this host.
     expect((await act(new CallLedger(store), store, keys, "t2")).kind).toBe("in_progress");
     await first.drain();
@@ -122,7 +123,7 @@ describe("where the answer lives", () => {
     const ledger = new CallLedger(store);
     const keys = callKeys("p", "key:k");
     await act(ledger, store, keys, "t");
-    ledger.settleLater(keys, { kind: "result", result }, "dispatched", NOW);
+    ledger.settleLater(keys, "call-1", { kind: "result", result }, "dispatched", NOW);
     await ledger.drain();
     const stored = await store.get(keys.claim);
     expect(stored?.receipt?.status).toBe("dispatched");
@@ -167,7 +168,7 @@ describe("where the answer lives", () => {
     const ledger = new CallLedger(store);
     const keys = callKeys("p", "key:k");
     await act(ledger, store, keys, "t");
-    ledger.settleLater(keys, { kind: "in_doubt", message: "no answer" }, undefined, NOW);
+    ledger.settleLater(keys, "call-1", { kind: "in_doubt", message: "no answer" }, undefined, NOW);
     await ledger.drain();
     expect(await store.listInDoubt()).toHaveLength(1);
     expect((await act(ledger, store, keys, "t2")).kind).toBe("in_doubt");
@@ -194,17 +195,117 @@ describe("answers written after their replies share a window", () => {
       await new Promise((resolve) => setImmediate(resolve));
       turn++;
     };
-    ledger.settleLater(a, { kind: "result", result }, "dispatched", NOW);
+    ledger.settleLater(a, "call-1", { kind: "result", result }, "dispatched", NOW);
     await nextTurn();
     await nextTurn();
     // Written a turn after its reply, the first answer would be in the store by now.
     expect(written).toEqual([]);
-    ledger.settleLater(b, { kind: "result", result }, "dispatched", NOW);
+    ledger.settleLater(b, "call-1", { kind: "result", result }, "dispatched", NOW);
     await nextTurn();
     await ledger.drain();
     expect(written).toHaveLength(2);
     expect(written[0]).toBe(written[1]);
     expect((await store.get(a.claim))?.receipt?.status).toBe("dispatched");
     expect((await store.get(b.claim))?.receipt?.status).toBe("dispatched");
+  });
+});
+
+describe("an answer whose settle the store refused (a blip)", () => {
+  const result = { content: [{ type: "text" as const, text: "done" }] };
+  const retry = { firstDelayMs: 20, maxDelayMs: 40, giveUpAfterMs: 200 };
+
+  /** A claim store whose settles fail while `down` says so. */
+  function blipping(): {
+    store: InMemoryClaimStore;
+    down: { value: boolean };
+    tries: () => number;
+  } {
+    const store = new InMemoryClaimStore();
+    const down = { value: true };
+    let tries = 0;
+    const settle = store.settle.bind(store);
+    store.settle = async (key, receipt, answer) => {
+      tries++;
+      if (down.value) throw new TesseraError("claim_store_unavailable", "the store blipped");
+      return settle(key, receipt, answer);
+    };
+    return { store, down, tries: () => tries };
+  }
+
+  async function until(done: () => Promise<boolean> | boolean): Promise<void> {
+    for (let i = 0; i < 200 && !(await done()); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
+  it("is tried again until the store takes it; its own duplicates get the answer meanwhile, never in progress", async () => {
+    const { store, down } = blipping();
+    const failures: StoreFailure[] = [];
+    const ledger = new CallLedger(store, {
+      settleRetry: retry,
+      onStoreFailure: (f) => failures.push(f),
+    });
+    const keys = callKeys("p", "key:k");
+    await act(ledger, store, keys, "t");
+    ledger.settleLater(keys, "call-1", { kind: "result", result }, "dispatched", NOW);
+    await until(() => failures.length > 0);
+    expect(failures[0]).toMatchObject({
+      write: "answer",
+      callId: "call-1",
+      code: "claim_store_unavailable",
+    });
+    expect(await act(ledger, store, keys, "t2")).toMatchObject({
+      kind: "recorded",
+      recorded: { kind: "result", result },
+    });
+    down.value = false;
+    await until(async () => (await store.get(keys.claim))?.receipt !== undefined);
+    const stored = await store.get(keys.claim);
+    expect(stored?.receipt?.status).toBe("dispatched");
+    expect(stored?.answer).toEqual({ kind: "result", result });
+    // Kept: another process reads the answer from the store.
+    expect(await act(new CallLedger(store), store, keys, "t3")).toMatchObject({
+      kind: "recorded",
+      recorded: { kind: "result", result },
+    });
+    expect(failures).toHaveLength(1);
+    await ledger.drain();
+  });
+
+  it("is given up after a while: the claim stays unsettled (listed) and its own duplicates read it in doubt", async () => {
+    const { store, tries } = blipping();
+    const failures: StoreFailure[] = [];
+    const ledger = new CallLedger(store, {
+      settleRetry: retry,
+      onStoreFailure: (f) => failures.push(f),
+    });
+    const keys = callKeys("p", "key:k");
+    await act(ledger, store, keys, "t");
+    ledger.settleLater(keys, "call-1", { kind: "result", result }, "dispatched", NOW);
+    await until(() => failures.length >= 2);
+    expect(failures[1]?.detail).toContain("no longer tried");
+    const triesWhenGivenUp = tries();
+    expect(triesWhenGivenUp).toBeGreaterThan(2);
+    expect((await act(ledger, store, keys, "t2")).kind).toBe("in_doubt");
+    expect(await store.listInDoubt()).toHaveLength(1);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(tries()).toBe(triesWhenGivenUp);
+  });
+
+  it("gets one last try at close, then is not retried", async () => {
+    const { store, down, tries } = blipping();
+    const ledger = new CallLedger(store, {
+      settleRetry: { firstDelayMs: 60_000, maxDelayMs: 60_000, giveUpAfterMs: 600_000 },
+      onStoreFailure: () => undefined,
+    });
+    const keys = callKeys("p", "key:k");
+    await act(ledger, store, keys, "t");
+    ledger.settleLater(keys, "call-1", { kind: "result", result }, "dispatched", NOW);
+    await until(() => tries() === 1);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    down.value = false;
+    await ledger.drain();
+    expect(tries()).toBe(2);
+    expect((await store.get(keys.claim))?.answer).toEqual({ kind: "result", result });
   });
 });

@@ -1,8 +1,16 @@
 import * as crypto from "node:crypto";
 import { hostname } from "node:os";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import type { ActOptions, ClaimKey, ClaimStore, JsonValue, StoredClaim } from "@tessera/core";
+import {
+  type ActOptions,
+  type ClaimKey,
+  type ClaimStore,
+  isTesseraError,
+  type JsonValue,
+  type StoredClaim,
+} from "@tessera/core";
 import { WriteWindow } from "@tessera/core/store-kit";
+import { logStoreFailure, type StoreFailureObserver } from "./store-failures.js";
 
 /**
  * Replay protection for `tools/call` over the claim of the call's act. The call's key is
@@ -15,7 +23,9 @@ import { WriteWindow } from "@tessera/core/store-kit";
  * between leaves the call unsettled with no answer, which every later duplicate reads as in
  * doubt — the truth, since the call did run. Duplicates arriving in this process meanwhile wait
  * for the write; those reaching another process read the call in progress. Never forwarded
- * either way.
+ * either way. A settle the store refuses (a blip) is tried again in the background for a while,
+ * and this process answers its own duplicates from the answer it holds meanwhile; given up (or
+ * at close), the claim stays unsettled and this process answers them in doubt.
  *
  * The release before the act ledger kept the answer under a second key (session prefix
  * `mcp.result:`, JSON in `worker`): a settled claim without an answer is looked up there, so
@@ -101,6 +111,36 @@ const MAX_WAITING = 256;
 /** In-doubt calls this process remembers, so its own duplicates read them in doubt at once. */
 const MAX_REMEMBERED = 4096;
 
+/**
+ * How a settle the store refused is tried again: after `firstDelayMs`, then twice as long each
+ * time up to `maxDelayMs`, until `giveUpAfterMs` has passed since it first failed.
+ */
+export interface SettleRetry {
+  readonly firstDelayMs: number;
+  readonly maxDelayMs: number;
+  readonly giveUpAfterMs: number;
+}
+/** About twelve tries over two minutes: a store restart, not an outage of hours. */
+const SETTLE_RETRY: SettleRetry = { firstDelayMs: 250, maxDelayMs: 15_000, giveUpAfterMs: 120_000 };
+/**
+ * Answers held in memory while their settle is retried: each may be up to the claim store's
+ * bound on an answer (1 MiB), so past this many a failed settle is given up at once.
+ */
+const MAX_RETRYING = 256;
+
+/** A forwarded call's answer whose settle failed, held while it is tried again. */
+interface Unsettled {
+  readonly keys: CallKeys;
+  readonly callId: string;
+  readonly answer: Recorded;
+  readonly status: "dispatched" | "failed";
+  readonly settledAt: number;
+  /** performance.now() of the first failure. */
+  readonly since: number;
+  delayMs: number;
+  timer: ReturnType<typeof setTimeout> | undefined;
+}
+
 export class CallLedger {
   readonly #claims: ClaimStore;
   /** Answers being written after their reply, by call key: duplicates here wait for them. */
@@ -112,9 +152,23 @@ export class CallLedger {
    * (listed in doubt); another process reads them in progress until their deadline passes.
    */
   readonly #inDoubt = new Set<string>();
+  /** Answers whose settle failed, by call key, tried again in the background (`#retry`). */
+  readonly #unsettled = new Map<string, Unsettled>();
+  readonly #retry: SettleRetry;
+  readonly #onStoreFailure: StoreFailureObserver;
+  /** Set by `drain`: a settle failing from then on is not retried. */
+  #closing = false;
 
-  constructor(claims: ClaimStore) {
+  constructor(
+    claims: ClaimStore,
+    options: {
+      readonly onStoreFailure?: StoreFailureObserver;
+      readonly settleRetry?: SettleRetry;
+    } = {},
+  ) {
     this.#claims = claims;
+    this.#onStoreFailure = options.onStoreFailure ?? logStoreFailure;
+    this.#retry = options.settleRetry ?? SETTLE_RETRY;
   }
 
   /** The claim a call's act records with its decision. */
@@ -146,6 +200,13 @@ export class CallLedger {
       // A duplicate waiting here has no reason to wait for the window as well.
       this.#window.release();
       await pending;
+    }
+    // This process's own call: its answer held while its settle is retried, or in doubt. Never
+    // "in progress" for a call that has finished here, whatever the store says.
+    const held = this.#unsettled.get(id);
+    if (held !== undefined) return { kind: "recorded", recorded: held.answer, trace: t };
+    if (this.#inDoubt.has(id)) return { kind: "in_doubt", trace: t };
+    if (pending !== undefined) {
       stored = await this.#claims.get(keys.claim);
     } else if (existing.receipt === undefined) {
       // The act read the claim unsettled, but its answer may have landed since: the act's
@@ -154,7 +215,6 @@ export class CallLedger {
       // "in progress" for a call that has finished.
       stored = (await this.#claims.get(keys.claim)) ?? existing;
     }
-    if (this.#inDoubt.has(id)) return { kind: "in_doubt", trace: t };
     const recorded = await this.#recorded(keys, stored);
     if (recorded !== undefined) {
       if (recorded.kind === "in_doubt") return { kind: "in_doubt", trace: t };
@@ -169,11 +229,12 @@ export class CallLedger {
    * `after` (the call's audit events) has landed and the reply has gone out, in a write window
    * shared by the answers in flight (one commit for all of them). A call in doubt (`status`
    * undefined) is not settled: its claim stays listed by `listInDoubt`. A failed write is
-   * swallowed (the call then reads in doubt, never forwarded again): the caller already has the
-   * answer of what did happen.
+   * reported and tried again in the background (`#retryLater`), never the caller's error: the
+   * caller already has the answer of what did happen.
    */
   settleLater(
     keys: CallKeys,
+    callId: string,
     answer: Recorded,
     status: "dispatched" | "failed" | undefined,
     now: number,
@@ -181,8 +242,7 @@ export class CallLedger {
   ): void {
     const id = pendingKey(keys);
     if (status === undefined) {
-      if (this.#inDoubt.size >= MAX_REMEMBERED) this.#inDoubt.clear();
-      this.#inDoubt.add(id);
+      this.#rememberInDoubt(id);
       return;
     }
     // Started once `after` has landed and the reply has gone out: on a durable store its commit
@@ -190,22 +250,110 @@ export class CallLedger {
     const start = after === undefined ? nextTurn() : after.then(nextTurn, nextTurn);
     const write = start
       .then(() => this.#window.join())
-      .then(() =>
-        this.#claims.settle(keys.claim, { status, settledAt: now }, answer as unknown as JsonValue),
+      .then(() => this.#settle(keys, answer, status, now))
+      .catch((error: unknown) =>
+        this.#retryLater(id, { keys, callId, answer, status, settledAt: now }, error),
       )
-      .catch(() => undefined)
       .finally(() => {
         if (this.#pending.get(id) === write) this.#pending.delete(id);
       });
     this.#pending.set(id, write);
   }
 
-  /** Resolves once every answer written after its reply has landed (before closing the store). */
+  /**
+   * Resolves once every answer written after its reply has landed or failed (before closing the
+   * store); each answer still being retried gets one last try, then retrying stops.
+   */
   async drain(): Promise<void> {
+    this.#closing = true;
     while (this.#pending.size > 0) {
       this.#window.release();
       await Promise.race([Promise.all(this.#pending.values()), nextTurn()]);
     }
+    const held = [...this.#unsettled.entries()];
+    for (const [, unsettled] of held) clearTimeout(unsettled.timer);
+    await Promise.all(held.map(([id, unsettled]) => this.#tryAgain(id, unsettled)));
+  }
+
+  #settle(
+    keys: CallKeys,
+    answer: Recorded,
+    status: "dispatched" | "failed",
+    settledAt: number,
+  ): Promise<void> {
+    return this.#claims.settle(keys.claim, { status, settledAt }, answer as unknown as JsonValue);
+  }
+
+  /** A settle that failed: held and tried again later, or given up (see `SettleRetry`). */
+  #retryLater(
+    id: string,
+    failed: Omit<Unsettled, "since" | "delayMs" | "timer">,
+    error: unknown,
+  ): void {
+    const code = codeOf(error);
+    // A store that refused the answer itself (`invalid_input`) will refuse it again.
+    if (this.#closing || code === "invalid_input" || this.#unsettled.size >= MAX_RETRYING) {
+      this.#giveUp(id, failed.callId, code);
+      return;
+    }
+    const unsettled: Unsettled = {
+      ...failed,
+      since: performance.now(),
+      delayMs: this.#retry.firstDelayMs,
+      timer: undefined,
+    };
+    this.#unsettled.set(id, unsettled);
+    this.#schedule(id, unsettled);
+    this.#onStoreFailure({
+      write: "answer",
+      callId: failed.callId,
+      code,
+      detail:
+        "the answer was not kept: tried again in the background, this process answers duplicates meanwhile",
+    });
+  }
+
+  #schedule(id: string, unsettled: Unsettled): void {
+    unsettled.timer = setTimeout(() => {
+      unsettled.timer = undefined;
+      if (!this.#closing) void this.#tryAgain(id, unsettled);
+    }, unsettled.delayMs);
+    // A host may exit with answers still being retried: they are then in doubt, as on a crash.
+    unsettled.timer.unref?.();
+  }
+
+  async #tryAgain(id: string, unsettled: Unsettled): Promise<void> {
+    try {
+      await this.#settle(unsettled.keys, unsettled.answer, unsettled.status, unsettled.settledAt);
+      this.#unsettled.delete(id);
+    } catch (error) {
+      // Close's last try may overlap a timer's: the one that settled it has the last word.
+      if (this.#unsettled.get(id) !== unsettled) return;
+      const elapsed = performance.now() - unsettled.since;
+      if (this.#closing || elapsed + unsettled.delayMs >= this.#retry.giveUpAfterMs) {
+        this.#giveUp(id, unsettled.callId, codeOf(error));
+        return;
+      }
+      unsettled.delayMs = Math.min(unsettled.delayMs * 2, this.#retry.maxDelayMs);
+      this.#schedule(id, unsettled);
+    }
+  }
+
+  /** The claim stays unsettled: listed in doubt, and this process answers duplicates so. */
+  #giveUp(id: string, callId: string, code: string): void {
+    this.#unsettled.delete(id);
+    this.#rememberInDoubt(id);
+    this.#onStoreFailure({
+      write: "answer",
+      callId,
+      code,
+      detail: "the answer was not kept and is no longer tried: the call is in doubt",
+    });
+  }
+
+  #rememberInDoubt(id: string): void {
+    if (this.#inDoubt.size >= MAX_REMEMBERED) this.#inDoubt.clear();
+    this.#inDoubt.add(id);
   }
 
   /** The claim's own answer; for a claim settled by the previous release, its second key's. */
@@ -238,6 +386,10 @@ function answerOf(answer: JsonValue): Recorded | DeniedRecord {
     }
   }
   return { kind: "in_doubt", message: "the recorded answer is unreadable" };
+}
+
+function codeOf(error: unknown): string {
+  return isTesseraError(error) ? error.code : "error";
 }
 
 /** Resolves after the I/O of this turn of the event loop (the reply's write among it). */

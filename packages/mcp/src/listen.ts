@@ -1,6 +1,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { ErrorCode, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { ClaimStore } from "@tessera/core";
 import {
   type GrantStore,
@@ -13,6 +14,7 @@ import {
   type ReadableAuditSink,
   TesseraError,
 } from "@tessera/core";
+import { z } from "zod";
 import { type ProtectedResource, resourceMetadata, resourceMetadataUrl } from "./bearer.js";
 import type { GatewayConfig } from "./config.js";
 import { existingStore } from "./config-paths.js";
@@ -156,10 +158,35 @@ export async function serveMcpStdio(
   token: string,
 ): Promise<{ readonly closed: Promise<void> }> {
   const transport = new StdioServerTransport();
+  // The SDK's transport drops a line it cannot read (reporting it to `onerror` only): the
+  // client then waits for an answer that never comes. JSON-RPC answers it, with a null id.
+  transport.onerror = (error) => {
+    const answer = unreadableLineAnswer(error);
+    if (answer !== undefined) void transport.send(answer).catch(() => undefined);
+  };
   const closed = new Promise<void>((resolve) => {
     transport.onclose = () => resolve();
     process.stdin.once("end", () => resolve());
   });
   await gateway.serve(transport, token);
   return { closed };
+}
+
+/**
+ * The JSON-RPC error for a stdio line the SDK could not read: not JSON is a parse error
+ * (-32700); JSON that is no JSON-RPC message (`[]`, `null`, no method) an invalid request
+ * (-32600). Its id is null (JSON-RPC 2.0 §5: the request's id could not be read). Any other
+ * transport error (stdin failing, a line over the buffer's limit, which closes the transport)
+ * is not a line's, and gets no answer.
+ */
+function unreadableLineAnswer(error: unknown): JSONRPCMessage | undefined {
+  const rpcError =
+    error instanceof SyntaxError
+      ? { code: ErrorCode.ParseError, message: "the line is not JSON" }
+      : error instanceof z.ZodError
+        ? { code: ErrorCode.InvalidRequest, message: "the line is not a JSON-RPC 2.0 message" }
+        : undefined;
+  if (rpcError === undefined) return undefined;
+  // The SDK's message type has no null id; the wire form is what JSON-RPC asks for.
+  return { jsonrpc: "2.0", id: null, error: rpcError } as unknown as JSONRPCMessage;
 }

@@ -10,6 +10,7 @@ import type {
 } from "@tessera/core";
 import type { Limits, Principal } from "./config.js";
 import type { CallLedger } from "./ledger.js";
+import type { StoreFailureObserver } from "./store-failures.js";
 import type { CallTrace } from "./tracing.js";
 import type { CatalogEntry } from "./upstreams.js";
 
@@ -31,6 +32,8 @@ export interface PipelineParts {
   readonly clock: Clock;
   readonly ledger: CallLedger;
   readonly limits: Limits;
+  /** Told of a write the gateway answered without (see store-failures.ts). */
+  readonly onStoreFailure: StoreFailureObserver;
   /**
    * One kernel per exposed tool, made for its current catalog entry: an entry replaced by a
    * tools refresh gets a new kernel, and the old one is drained and closed. The gateway's

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { type CallToolResult, McpError } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { CallerCode } from "@tessera/core";
 import { MAX_ANSWER_BYTES, redact } from "@tessera/core/store-kit";
 import { audit, gateEvent, stamp } from "./call-audit.js";
@@ -46,8 +46,8 @@ export async function duplicate(
       if (recorded.kind === "result") return recorded.result;
       // Refused in its act: the claim was settled with the code; the refusal is rebuilt.
       if (recorded.kind === "denied") return refusal(recorded.code as CallerCode, original);
-      if (recorded.kind === "error")
-        throw new McpError(-32012, recorded.message, { code: recorded.code });
+      // The first call's error as it went out: one SDK prefix, added by the client.
+      if (recorded.kind === "error") throw gatewayError("upstream_failed", recorded.message);
       throw gatewayError("call_in_doubt", recorded.message);
     }
   }
@@ -126,11 +126,12 @@ export function keptAnswer(result: CallToolResult, limits: Limits, callId: strin
  */
 export function keep(
   parts: PipelineParts,
+  trail: Trail,
   keys: CallKeys,
   recorded: Recorded,
   status: "dispatched" | "failed" | undefined,
   audited: Promise<void>,
 ): Promise<void> {
-  parts.ledger.settleLater(keys, recorded, status, parts.clock.now(), audited);
+  parts.ledger.settleLater(keys, trail.callId, recorded, status, parts.clock.now(), audited);
   return audited;
 }

@@ -25,4 +25,27 @@ describe("a gateway error as the client reads it", () => {
     expect(message).toMatch(/^MCP error -32602: /);
     expect(message.match(/MCP error/g)).toHaveLength(1);
   });
+
+  it("a replayed upstream_failed reads exactly as the first call's error", async () => {
+    harness = await startHarness({}, [toolGrant("alice", ["messages", "malformed"])]);
+    const alice = await harness.client(ALICE_TOKEN);
+    const call = {
+      name: "messages.malformed",
+      arguments: {},
+      _meta: { "io.tessera/idempotency-key": "failed-once" },
+    };
+    const failure = () =>
+      alice.callTool(call).then(
+        () => undefined,
+        (e: unknown) => e as McpError,
+      );
+    const first = await failure();
+    const replay = await failure();
+    expect(first?.data).toEqual({ code: "upstream_failed" });
+    expect(replay?.data).toEqual({ code: "upstream_failed" });
+    expect(replay?.code).toBe(-32012);
+    expect(replay?.message).toBe(first?.message);
+    expect(replay?.message.match(/MCP error/g)).toHaveLength(1);
+    expect(harness.counts("malformed")).toBe(1);
+  });
 });

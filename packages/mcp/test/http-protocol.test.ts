@@ -175,4 +175,31 @@ describe("the gateway's Streamable HTTP", () => {
     expect(((await replay.json()) as typeof body).result.content[0]?.text).toBe("slept 1500");
     expect(harness.counts("slow")).toBe(1);
   });
+
+  it('gives the JSON-RPC ids 7 and "7" of one session call IDs of their own, in the answer and in audit', async () => {
+    harness = await startHarness({}, [toolGrant("alice", ["messages", "echo"])]);
+    const session = await open(harness.url);
+    const callIds: unknown[] = [];
+    for (const id of [7, "7"]) {
+      const answer = await send(harness.url, {
+        body: {
+          jsonrpc: "2.0",
+          id,
+          method: "tools/call",
+          params: { name: "messages.echo", arguments: { text: typeof id } },
+        },
+        session,
+      });
+      const body = (await answer.json()) as {
+        id: unknown;
+        result?: { _meta?: Record<string, unknown> };
+      };
+      expect(body.id).toBe(id);
+      callIds.push(body.result?._meta?.["io.tessera/call-id"]);
+    }
+    expect(callIds).toEqual([`${session}:7`, `${session}:"7"`]);
+    const audited = (await harness.audit.read()).map((event) => event.callId);
+    expect(audited).toEqual(callIds);
+    expect(harness.counts("echo")).toBe(2);
+  });
 });

@@ -1,3 +1,4 @@
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -5,7 +6,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { openStores, type StoreBundle } from "@tessera/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { stdioClient, writeConfig } from "./processes.js";
+import { CLI, stdioClient, writeConfig } from "./processes.js";
 import { ALICE_TOKEN, DAVE_TOKEN, readCounts, textOf, toolGrant } from "./support.js";
 
 const KEY = "io.tessera/idempotency-key";
@@ -91,5 +92,68 @@ describe("tessera mcp --stdio with the official SDK client", () => {
 
   it("refuses to start without a token", async () => {
     await expect(stdioClient(config, "")).rejects.toThrow();
+  });
+
+  it("answers a line it cannot read with a JSON-RPC error (id null), and goes on serving", async () => {
+    const child = spawn(process.execPath, [CLI, "mcp", "--config", config, "--stdio"], {
+      env: { ...process.env, TESSERA_MCP_TOKEN: ALICE_TOKEN },
+      stdio: ["pipe", "pipe", "ignore"],
+    });
+    const answers: { id?: unknown; error?: { code: number }; result?: unknown }[] = [];
+    let buffered = "";
+    const listed = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error("no answer to tools/list")), 30_000);
+      child.stdout.on("data", (chunk: Buffer) => {
+        buffered += chunk.toString("utf8");
+        const lines = buffered.split("\n");
+        buffered = lines.pop() ?? "";
+        for (const line of lines) answers.push(JSON.parse(line));
+        if (answers.some((a) => a.id === 1)) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+    });
+    const lines = [
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id: 0,
+        method: "initialize",
+        params: {
+          protocolVersion: "2025-06-18",
+          capabilities: {},
+          clientInfo: { name: "raw", version: "1" },
+        },
+      }),
+      JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }),
+      "{not json",
+      "[]",
+      "null",
+      JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    ];
+    child.stdin.write(`${lines.join("\n")}\n`);
+    try {
+      await listed;
+    } finally {
+      child.stdin.end();
+      child.kill();
+    }
+    const unreadable = answers.filter((a) => a.id === null).map((a) => a.error?.code);
+    expect(unreadable).toEqual([-32700, -32600, -32600]);
+    expect(answers.find((a) => a.id === 1)?.result).toBeDefined();
+  });
+
+  it("refuses a token no principal holds as unauthenticated (exit 2), not as a config problem", () => {
+    const run = spawnSync(process.execPath, [CLI, "mcp", "--config", config, "--stdio"], {
+      encoding: "utf8",
+      timeout: 60_000,
+      input: "",
+      env: { ...process.env, TESSERA_MCP_TOKEN: "not-a-principals-token" },
+    });
+    expect(run.status).toBe(2);
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toContain("unauthenticated: the token names no principal of this gateway");
+    expect(run.stderr).not.toContain("invalid_config");
+    expect(run.stderr).not.toContain("not-a-principals-token");
   });
 });
