@@ -13,10 +13,10 @@ import {
 } from "@tessera/core";
 import { boundedCanonicalJson, MAX_JSON_DEPTH, redact } from "@tessera/core/store-kit";
 import { audit, auditBestEffort, gateEvent, stamp } from "./call-audit.js";
+import { type CallKeys, callKeys, canonical, sha256Hex } from "./call-keys.js";
 import { gatewayError } from "./errors.js";
 import { forward } from "./forward.js";
 import { CALL_ID_KEY, IDEMPOTENCY_KEY } from "./keys.js";
-import { type CallKeys, callKeys, canonical, sha256Hex } from "./ledger.js";
 import type { Caller, PipelineParts, Trail } from "./pipeline.js";
 import { accessContext, principalKey } from "./principals.js";
 import { duplicate, keep, keptAnswer, refusal, refuse } from "./replies.js";

@@ -1,7 +1,8 @@
 import { hostname } from "node:os";
 import { type ClaimStore, InMemoryClaimStore, type StoredClaim, TesseraError } from "@tessera/core";
 import { describe, expect, it } from "vitest";
-import { type CallKeys, CallLedger, callKeys, type Duplicate, digest } from "./ledger.js";
+import { type CallKeys, callKeys, digest } from "./call-keys.js";
+import { CallLedger, type Duplicate } from "./ledger.js";
 import type { StoreFailure } from "./store-failures.js";
 
 const NOW = 1_000_000;

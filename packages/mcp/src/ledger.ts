@@ -3,13 +3,13 @@ import { hostname } from "node:os";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import {
   type ActOptions,
-  type ClaimKey,
   type ClaimStore,
   isTesseraError,
   type JsonValue,
   type StoredClaim,
 } from "@tessera/core";
 import { WriteWindow } from "@tessera/core/store-kit";
+import type { CallKeys } from "./call-keys.js";
 import { logStoreFailure, type StoreFailureObserver } from "./store-failures.js";
 
 /**
@@ -54,42 +54,6 @@ export type Duplicate =
     }
   | { readonly kind: "in_progress"; readonly trace: string | undefined }
   | { readonly kind: "in_doubt"; readonly trace: string | undefined };
-
-export interface CallKeys {
-  readonly claim: ClaimKey;
-  /** Where the release before the act ledger kept the answer: read for replays, never written. */
-  readonly legacy: ClaimKey;
-}
-
-export function callKeys(scope: string, id: string): CallKeys {
-  return {
-    claim: { session: `mcp:${scope}`, functionCallId: id },
-    legacy: { session: `mcp.result:${scope}`, functionCallId: id },
-  };
-}
-
-/** SHA-256 of canonical JSON (keys sorted): key order does not make a new call. */
-export function digest(value: unknown): string {
-  return sha256Hex(canonical(value));
-}
-
-/** SHA-256 hex of a string: one-shot `crypto.hash` (Node 20.12+) where there is one. */
-export const sha256Hex: (text: string) => string =
-  typeof crypto.hash === "function"
-    ? (text) => crypto.hash("sha256", text, "hex")
-    : (text) => crypto.createHash("sha256").update(text).digest("hex");
-
-/** JSON with every object's keys sorted: the text `digest` hashes. */
-export function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
-  if (typeof value === "object" && value !== null) {
-    const entries = Object.keys(value)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`);
-    return `{${entries.join(",")}}`;
-  }
-  return JSON.stringify(value) ?? "null";
-}
 
 interface ClaimMeta {
   /** host:pid of the gateway that claimed. */

@@ -3,10 +3,11 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { CallerCode } from "@tessera/core";
 import { MAX_ANSWER_BYTES, redact } from "@tessera/core/store-kit";
 import { audit, gateEvent, stamp } from "./call-audit.js";
+import type { CallKeys } from "./call-keys.js";
 import type { Limits } from "./config.js";
 import { gatewayError } from "./errors.js";
 import { CALL_ID_KEY, CODE_KEY } from "./keys.js";
-import type { CallKeys, Duplicate, Recorded } from "./ledger.js";
+import type { Duplicate, Recorded } from "./ledger.js";
 import type { PipelineParts, Trail } from "./pipeline.js";
 import { childSpan, endSpan } from "./tracing.js";
 
