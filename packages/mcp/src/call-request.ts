@@ -1,12 +1,8 @@
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { Protocol } from "@modelcontextprotocol/sdk/shared/protocol.js";
-import {
-  type CallToolRequest,
-  CallToolRequestSchema,
-  ErrorCode,
-  McpError,
-} from "@modelcontextprotocol/sdk/types.js";
+import { type CallToolRequest, CallToolRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
+import { gatewayError } from "./errors.js";
 
 /**
  * `tools/call` as the gateway registers it with the SDK: the method only, so the SDK's own parse
@@ -54,8 +50,5 @@ export function readCallRequest(raw: unknown): CallToolRequest {
     return `${path === "" ? "request" : path}: ${issue.message}`;
   });
   const more = issues.length > MAX_ISSUES ? ` (and ${issues.length - MAX_ISSUES} more)` : "";
-  throw new McpError(
-    ErrorCode.InvalidParams,
-    `invalid tools/call request: ${named.join("; ")}${more}`,
-  );
+  throw gatewayError("invalid_request", `invalid tools/call request: ${named.join("; ")}${more}`);
 }

@@ -16,6 +16,7 @@ const RPC_CODES = {
   claim_store_unavailable: ErrorCode.InternalError,
   audit_unavailable: ErrorCode.InternalError,
   grant_store_unavailable: ErrorCode.InternalError,
+  internal_error: ErrorCode.InternalError,
 } as const satisfies Partial<Record<TesseraCode, number>>;
 
 /** Codes of core's error catalogue (docs/codes.md), each with its JSON-RPC error code. */

@@ -198,9 +198,7 @@ export async function createMcpGateway(options: McpGatewayOptions): Promise<McpG
         endCall(trace, { error });
         if (error instanceof McpError) throw error;
         // Nothing internal reaches the caller.
-        throw new McpError(ErrorCode.InternalError, "the gateway failed this call", {
-          code: "internal",
-        });
+        throw gatewayError("internal_error", "the gateway failed this call");
       }
     });
     servers.add(server);

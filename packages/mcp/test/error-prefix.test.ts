@@ -1,4 +1,4 @@
-import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { ALICE_TOKEN, type Harness, startHarness, toolGrant } from "./support.js";
 
@@ -24,6 +24,26 @@ describe("a gateway error as the client reads it", () => {
     const message = (error as McpError).message;
     expect(message).toMatch(/^MCP error -32602: /);
     expect(message.match(/MCP error/g)).toHaveLength(1);
+  });
+
+  it("a malformed tools/call carries the prefix once, and its code in data", async () => {
+    harness = await startHarness({}, [toolGrant("alice", ["messages", "echo"])]);
+    const alice = await harness.client(ALICE_TOKEN);
+    const error = await alice
+      .request(
+        { method: "tools/call", params: { name: "messages.echo", arguments: "x" } },
+        CallToolResultSchema,
+      )
+      .then(
+        () => undefined,
+        (e: unknown) => e as McpError,
+      );
+    expect(error?.code).toBe(-32602);
+    expect(error?.data).toEqual({ code: "invalid_request" });
+    expect(error?.message).toMatch(
+      /^MCP error -32602: invalid tools\/call request: params\.arguments: /,
+    );
+    expect(error?.message.match(/MCP error/g)).toHaveLength(1);
   });
 
   it("a replayed upstream_failed reads exactly as the first call's error", async () => {
