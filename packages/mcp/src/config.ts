@@ -1,6 +1,7 @@
-import { readFileSync } from "node:fs";
+import { closeSync, fstatSync, openSync, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { TesseraError } from "@tessera/core";
+import { octalMode } from "@tessera/core/store-kit";
 import { z } from "zod";
 import { storeInFolder } from "./config-paths.js";
 
@@ -208,8 +209,9 @@ function isEmptyArray(value: unknown): boolean {
 export function loadGatewayConfig(path: string): GatewayConfig {
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    text = readConfigText(path);
   } catch (error) {
+    if (error instanceof TesseraError) throw error;
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT" || code === "ENOTDIR") {
       throw new TesseraError("file_not_found", `no gateway config at ${path}`, { cause: error });
@@ -228,6 +230,29 @@ export function loadGatewayConfig(path: string): GatewayConfig {
   }
   const config = parseGatewayConfig(raw, `the gateway config at ${path}`);
   return resolveConfigPaths(config, dirname(resolve(path)));
+}
+
+/**
+ * The file's text, read through one descriptor with its mode: a config that group or others
+ * may write is refused, since it names the principals the gateway lets in (a token digest
+ * added there is a caller) and the commands it runs. Readable by others stays allowed, as a
+ * desktop app's config often is: secrets belong in files of their own (mode 0600) or the
+ * environment, as docs/mcp.md says.
+ */
+function readConfigText(path: string): string {
+  const fd = openSync(path, "r");
+  try {
+    const mode = fstatSync(fd).mode & 0o777;
+    if ((mode & 0o022) !== 0) {
+      throw new TesseraError(
+        "invalid_config",
+        `the gateway config at ${path} is mode ${octalMode(mode)}: others may change who it lets in and what it runs; chmod 644 ${path} (or 600)`,
+      );
+    }
+    return readFileSync(fd, "utf8");
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**

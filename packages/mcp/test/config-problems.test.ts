@@ -1,9 +1,10 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { loadGatewayConfig } from "../src/config.js";
 import { CLI } from "./processes.js";
 import { PRINCIPALS, UPSTREAM } from "./support.js";
 
@@ -49,5 +50,31 @@ describe("tessera mcp at start", () => {
     );
     expect(run.stderr).not.toContain("secret");
     expect(run.stderr).not.toContain("pw@");
+  });
+
+  it("refuses a config that group or others may write: it names who is let in", () => {
+    const dir = mkdtempSync(join(tmpdir(), "tessera-mcp-mode-"));
+    const config = join(dir, "gateway.json");
+    writeFileSync(
+      config,
+      JSON.stringify({
+        upstreams: { messages: { command: process.execPath, args: [UPSTREAM] } },
+        principals: PRINCIPALS,
+        stores: "memory:",
+      }),
+    );
+    for (const mode of [0o666, 0o620, 0o602]) {
+      chmodSync(config, mode);
+      expect(() => loadGatewayConfig(config)).toThrowError(
+        expect.objectContaining({
+          code: "invalid_config",
+          message: expect.stringContaining(`is mode 0${mode.toString(8)}: others may change`),
+        }),
+      );
+    }
+    for (const mode of [0o644, 0o600, 0o400]) {
+      chmodSync(config, mode);
+      expect(loadGatewayConfig(config).principals).toHaveLength(PRINCIPALS.length);
+    }
   });
 });
