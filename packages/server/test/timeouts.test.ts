@@ -116,7 +116,7 @@ describe("request timeouts", () => {
     const results = await Promise.all(clients.map((c) => c.closed));
     // With no body, as docs/service.md says.
     for (const { answer } of results) {
-      expect(answer).toMatch(/^HTTP\/1\.1 408 [^]*\r\nContent-Length: 0\r\n\r\n$/);
+      expect(answer).toMatch(/^HTTP\/1\.1 408 [\s\S]*\r\nContent-Length: 0\r\n\r\n$/);
     }
     const slowBodies = results.slice(0, 200).map((r) => r.afterMs);
     const slowHeaders = results.slice(200).map((r) => r.afterMs);
