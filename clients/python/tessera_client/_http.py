@@ -114,7 +114,7 @@ class Transport:
         pairs = [(k, str(v)) for k, v in (query or {}).items() if v is not None]
         if pairs:
             url += "?" + urllib.parse.urlencode(pairs)
-        data = None if body is None else json.dumps(body, separators=(",", ":")).encode("utf-8")
+        data = None if body is None else _json_body(body)
         attempts = self.retry.attempts if retry_safe else 1
         last: _Attempt | None = None
         for attempt in range(1, attempts + 1):
@@ -201,6 +201,21 @@ class Transport:
             message, field = f"{method} {path} answered {status} without a Tessera error body", None
         error = error_class(code, status)(code, message, field=field, **meta)
         raise _Attempt(error, retryable, _retry_after_s(retry_after))
+
+
+def _json_body(body: Mapping[str, Any]) -> bytes:
+    """The body as strict JSON, or a ``TypeError`` before anything is sent.
+
+    ``json.dumps`` writes NaN and Infinity as bare words no JSON parser takes (the service would
+    answer ``invalid_request``, "the body is not valid JSON"), so they are refused here, as a set
+    or bytes are: a ``TypeError`` saying what cannot be written.
+    """
+    try:
+        return json.dumps(body, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    except ValueError as error:
+        # allow_nan=False raises ValueError for NaN and Infinity (so does a cycle), where a set
+        # raises TypeError: one exception type for "this value has no JSON form".
+        raise TypeError(f"the request body is not JSON serializable: {error} (NaN, Infinity, a cycle)") from error
 
 
 def _error_body(value: Any) -> tuple[str, str, str | None] | None:

@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { statSync } from "node:fs";
 import { connect } from "node:net";
 import { dirname } from "node:path";
 import { isTesseraError, TesseraError } from "@tessera/core";
@@ -59,11 +59,36 @@ function faultyOptions(url: string, parse: (url: string) => unknown): string[] {
 function fileCause(config: { path: string; create: boolean }): string | undefined {
   if (config.path === ":memory:") return undefined;
   const directory = dirname(config.path);
-  if (!existsSync(directory)) return `the directory ${directory} does not exist`;
-  if (!config.create && !existsSync(config.path)) {
+  const inDirectory = reach(directory);
+  if (inDirectory === "missing") return `the directory ${directory} does not exist`;
+  if (inDirectory === "denied") {
+    return `permission denied: this user cannot reach the directory ${directory} (a directory on its path is not searchable by this user)`;
+  }
+  const file = reach(config.path);
+  if (file === "denied") {
+    return `permission denied: this user cannot reach ${config.path} (its directory is not searchable by this user)`;
+  }
+  if (!config.create && file === "missing") {
     return `no database file at ${config.path}, and the URL says create=false`;
   }
   return undefined;
+}
+
+/**
+ * What a stat of the path says. `existsSync` is false both for a path that is not there and
+ * for one this user may not reach (EACCES), which sent an operator looking for a missing file
+ * when the cause was a permission.
+ */
+function reach(path: string): "there" | "missing" | "denied" | "unknown" {
+  try {
+    statSync(path);
+    return "there";
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return "missing";
+    if (code === "EACCES" || code === "EPERM") return "denied";
+    return "unknown";
+  }
 }
 
 const SYSTEM_CAUSES: Record<string, string> = {

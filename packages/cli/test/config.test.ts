@@ -215,6 +215,21 @@ describe("client target: flags < environment < data directory URL", () => {
     );
     expect(refusal(() => loadClientTarget({}, { TESSERA_TOKEN: "t" })).message).toContain("--url");
   });
+
+  it("holds --url to TESSERA_URL's rule: the same invalid_config, naming the flag", () => {
+    for (const url of ["127.0.0.1:18301", "ftp://x", "localhost:8787"]) {
+      const fromFlag = refusal(() => loadClientTarget({ url, token: "t" }, {}));
+      const fromEnv = refusal(() => loadClientTarget({}, { TESSERA_URL: url, TESSERA_TOKEN: "t" }));
+      expect(fromFlag).toEqual({
+        code: "invalid_config",
+        message: "--url: expected an http:// or https:// URL",
+      });
+      expect(fromEnv).toEqual({
+        code: "invalid_config",
+        message: "environment: TESSERA_URL: expected an http:// or https:// URL",
+      });
+    }
+  });
 });
 
 /** Starts serve, collects stderr until it listens, then stops it. */

@@ -7,6 +7,7 @@ import {
   type DeriveGrantRequest,
   ErrorBodySchema,
   type IssueGrantRequest,
+  MAX_BEARER_CHARS,
   ROUTES,
   type RouteName,
   type SendMessageRequestBody,
@@ -69,18 +70,13 @@ export class TesseraClient {
   readonly #retry: ResolvedRetry;
   readonly #fetch: typeof fetch;
 
+  /**
+   * Checks the options here, once: a URL or token fetch cannot send would otherwise surface on
+   * the first call, after its retries, as if the service were down.
+   */
   constructor(options: TesseraClientOptions) {
-    let base: URL;
-    try {
-      base = new URL(options.url);
-    } catch {
-      throw new TypeError("url must be an absolute http:// or https:// URL");
-    }
-    if (base.protocol !== "http:" && base.protocol !== "https:") {
-      throw new TypeError("url must be an absolute http:// or https:// URL");
-    }
-    this.#base = base.href.replace(/\/+$/, "");
-    this.#token = options.token;
+    this.#base = checkedBaseUrl(options.url);
+    this.#token = checkedToken(options.token);
     this.#timeoutMs = options.timeoutMs ?? 10_000;
     this.#retry = resolveRetry(options.retry);
     this.#fetch = options.fetch ?? globalThis.fetch;
@@ -168,8 +164,24 @@ export class TesseraClient {
     return this.#call("listGrants", { ...options });
   }
 
-  /** Issuer tokens only. Turns already open keep their lease; the next turn sees it. */
+  /**
+   * Issuer tokens only. Turns already open keep their lease; the next turn sees it.
+   *
+   * A grant whose ID is `.` or `..` cannot be named in a URL path: every URL parser (fetch's
+   * included, and `%2e` is a dot to it too) resolves it to the parent path, so the request
+   * would reach another route. It is refused here with `invalid_input` rather than answered
+   * `revoked: false` for a grant that stays active.
+   */
   revokeGrant(grantId: string, options?: CallOptions): Promise<RouteResponse<"revokeGrant">> {
+    if (grantId === "." || grantId === "..") {
+      return Promise.reject(
+        new TesseraClientError(
+          "invalid_input",
+          `a grant ID of "${grantId}" cannot be named in a URL path (it resolves to the parent path), so the service cannot revoke it over HTTP: revoke it on the store's machine with \`tessera grants revoke --id ${grantId} --store <url> --namespace <ns>\`, which opens the store directly`,
+          { field: "grantId" },
+        ),
+      );
+    }
     return this.#call("revokeGrant", { params: { grantId }, ...options });
   }
 
@@ -242,6 +254,17 @@ export class TesseraClient {
       // The caller's own abort is theirs to handle, never turned into a retry.
       if (input.signal?.aborted) throw input.signal.reason;
       const timedOut = timeout.aborted;
+      if (!timedOut && isRefusedBeforeSending(error)) {
+        return {
+          ok: false,
+          retryable: false,
+          error: new AttemptError(
+            "invalid_input",
+            `${route.method} ${route.path} could not be sent: ${(error as Error).message}`,
+            { attempts: attempt, cause: error },
+          ),
+        };
+      }
       return {
         ok: false,
         retryable: true,
@@ -313,6 +336,52 @@ class AttemptError extends TesseraClientError {
 
 export function createTesseraClient(options: TesseraClientOptions): TesseraClient {
   return new TesseraClient(options);
+}
+
+function checkedBaseUrl(raw: string): string {
+  let base: URL | undefined;
+  try {
+    base = new URL(raw);
+  } catch {
+    base = undefined;
+  }
+  if (base === undefined || (base.protocol !== "http:" && base.protocol !== "https:")) {
+    throw new TesseraClientError(
+      "invalid_config",
+      "url must be an absolute http:// or https:// URL",
+      { field: "url" },
+    );
+  }
+  return base.href.replace(/\/+$/, "");
+}
+
+/**
+ * What the service reads as a bearer token (`bearerToken`: no whitespace, at most
+ * MAX_BEARER_CHARS) and a header can carry (no control characters, nothing above U+00FF). A
+ * token pasted with its newline is the usual slip. The message never shows the token: it is a
+ * secret.
+ */
+const SENDABLE_TOKEN = new RegExp(`^[\\x21-\\x7e\\xa1-\\xff]{1,${MAX_BEARER_CHARS}}$`);
+
+function checkedToken(token: string | undefined): string | undefined {
+  if (token === undefined || SENDABLE_TOKEN.test(token)) return token;
+  const why =
+    token === ""
+      ? "is empty"
+      : token.length > MAX_BEARER_CHARS
+        ? `is longer than ${MAX_BEARER_CHARS} characters`
+        : "holds whitespace, a control character (a newline?) or a character a header cannot carry";
+  throw new TesseraClientError("invalid_config", `token ${why}`, { field: "token" });
+}
+
+/**
+ * fetch reports every network failure as a TypeError with the failure as its `cause`
+ * ("fetch failed"). A TypeError without one was raised before anything was sent: a header
+ * value, URL or body fetch (or JSON.stringify: a BigInt, a cycle) will not take. The same
+ * request would fail the same way, so it is the caller's to fix, never retried.
+ */
+function isRefusedBeforeSending(error: unknown): boolean {
+  return error instanceof TypeError && error.cause === undefined;
 }
 
 function parseJson(text: string): { ok: boolean; value: unknown } {

@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { statSync } from "node:fs";
 import type {
   ClaimStore,
   Closable as CoreClosable,
@@ -31,7 +31,7 @@ const openers = storeOpeners<SqliteDatabase>({
     const config = parseSqliteUrl(url);
     if (options?.readOnly !== true) return SqliteDatabase.open(config, "store_unavailable");
     // A reader never creates the file it was asked to read, whatever `create` says.
-    if (config.path !== ":memory:" && !existsSync(config.path)) {
+    if (config.path !== ":memory:" && !fileIsThere(config.path)) {
       throw new TesseraError(
         "schema_unavailable",
         `no database file at ${config.path}: it holds no Tessera store`,
@@ -51,6 +51,23 @@ const openers = storeOpeners<SqliteDatabase>({
   claims: (db, release) => new SqliteClaimStore(db, release),
   acts: (db) => new SqliteActLedger(db),
 });
+
+/**
+ * Whether the file is there, told apart from whether this user may reach it: `existsSync` says
+ * false for both, so a file in a directory the user may not search read as "no database file",
+ * `schema_unavailable`. Only a path that is not there is false; any other failure (EACCES)
+ * is thrown, and the opener reports it as the store it could not open, with its code.
+ */
+function fileIsThere(path: string): boolean {
+  try {
+    statSync(path);
+    return true;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return false;
+    throw error;
+  }
+}
 
 /**
  * Opens the stores in the SQLite file named by `sqlite:./tessera.db` (created if absent),

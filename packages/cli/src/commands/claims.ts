@@ -1,5 +1,7 @@
-import { DirectoryClaimStore } from "@tessera/a2ui";
-import { type ClaimStore, TesseraError } from "@tessera/core";
+import { lstat } from "node:fs/promises";
+import { join } from "node:path";
+import { DirectoryClaimStore, type SkippedMarker } from "@tessera/a2ui";
+import { isTesseraError, TesseraError } from "@tessera/core";
 import { Command } from "commander";
 import { dataDirClaims } from "../config/load.js";
 import {
@@ -12,7 +14,7 @@ import {
 } from "../config/remote.js";
 import { nonEmpty } from "../options.js";
 import { printJson, printLines } from "../output.js";
-import { openStoresByUrl } from "../stores.js";
+import { openAuditReaderByUrl, openStoresByUrl } from "../stores.js";
 
 interface ClaimsOptions extends RemoteOptions {
   inDoubt?: boolean;
@@ -22,9 +24,34 @@ interface ClaimsOptions extends RemoteOptions {
   json?: boolean;
 }
 
-async function openClaims(
-  options: ClaimsOptions,
-): Promise<{ claims: ClaimStore; close(): Promise<void> }> {
+interface InDoubt {
+  readonly session?: string;
+  readonly functionCallId: string;
+  readonly claimedAt: number;
+  readonly worker?: string | undefined;
+}
+
+/**
+ * A claim directory entry that names no claim (`DirectoryClaimStore.inDoubtReport`'s
+ * `skipped`). A `no_record` marker still blocks its call ID, so a listing that left it out
+ * would say "0 in doubt" while a call is stuck.
+ */
+interface Unreadable extends SkippedMarker {
+  /** When the entry last changed: what to look for in the audit trail around. */
+  readonly modifiedAt?: string;
+}
+
+interface InDoubtReport {
+  readonly inDoubt: readonly InDoubt[];
+  readonly unreadable: readonly Unreadable[];
+}
+
+interface LocalClaims {
+  report(session: string | undefined): Promise<InDoubtReport>;
+  close(): Promise<void>;
+}
+
+async function openClaims(options: ClaimsOptions): Promise<LocalClaims> {
   const data = dataDirToRead(options, [options.dir, options.store]);
   if ([options.dir, options.store, data].filter((source) => source !== undefined).length > 1) {
     throw new TesseraError("invalid_usage", "give one of --dir, --store or --data, not several");
@@ -33,21 +60,68 @@ async function openClaims(
   const { dir, store } = data === undefined ? options : dataDirClaims(data);
   if (dir !== undefined) {
     const claims = await DirectoryClaimStore.open(dir);
-    return { claims, close: () => claims.close() };
+    return {
+      async report(session) {
+        const { inDoubt, skipped } = await claims.inDoubtReport(session);
+        return { inDoubt, unreadable: await Promise.all(skipped.map((s) => dated(dir, s))) };
+      },
+      close: () => claims.close(),
+    };
   }
-  if (store !== undefined) return openStoresByUrl(store);
+  if (store !== undefined) {
+    const stores = await openStoreToRead(store);
+    return {
+      report: async (session) => ({
+        inDoubt: await stores.claims.listInDoubt(session),
+        unreadable: [],
+      }),
+      close: () => stores.close(),
+    };
+  }
   throw new TesseraError(
     "invalid_config",
     "say where the claims are: a service (--url, --token), --dir DIR, --store URL or --data DIR",
   );
 }
 
-interface InDoubt {
-  readonly session?: string;
-  readonly functionCallId: string;
-  readonly claimedAt: number;
-  readonly worker?: string | undefined;
+/**
+ * Opens a store whose claims are only to be listed. It is first opened as the audit readers
+ * open it (`audit verify --store`), which writes nothing: a store that is not there (a mistyped
+ * SQLite path, a database or prefix with no Tessera tables or keys) is `schema_unavailable`,
+ * and a newer one too, rather than created, migrated and listed as "0 claim(s) in doubt". Only
+ * a store found there is then opened with its claim port (no backend has a claim reader).
+ */
+async function openStoreToRead(url: string) {
+  try {
+    const reader = await openAuditReaderByUrl(url);
+    await reader.close();
+  } catch (error) {
+    // The reader's port code would name the audit trail; this command opens the store.
+    if (isTesseraError(error, "audit_unavailable")) {
+      throw new TesseraError("store_unavailable", error.message, { cause: error });
+    }
+    throw error;
+  }
+  return openStoresByUrl(url);
 }
+
+async function dated(dir: string, skipped: SkippedMarker): Promise<Unreadable> {
+  try {
+    const { mtime } = await lstat(join(dir, skipped.marker));
+    return { ...skipped, modifiedAt: mtime.toISOString() };
+  } catch {
+    // Removed since the listing: still worth showing as it was found.
+    return skipped;
+  }
+}
+
+/** What an operator does about an entry that names no claim. */
+const UNREADABLE_ADVICE: Record<SkippedMarker["why"], string> = {
+  no_record:
+    "a claim marker whose record was never written or is torn (its worker died while claiming, or the disk was full): its call ID stays claimed, and a retry of it is refused, but the ID cannot be read. Find the call in the audit trail around the marker's time and decide it by hand like any call in doubt; remove the file only if that call must be allowed to run again",
+  not_a_file:
+    "not a file (a directory, FIFO, symlink or socket under a marker's name): no claim of this store, but a claim of the key it stands for fails closed. Remove it",
+};
 
 /** From a service: the token's own session's claims; the session is never named on the wire. */
 async function remoteInDoubt(options: ClaimsOptions): Promise<readonly InDoubt[] | undefined> {
@@ -85,13 +159,14 @@ export function claimsCommand(): Command {
     const remote = await remoteInDoubt(options);
     const local = remote === undefined ? await openClaims(options) : undefined;
     try {
-      const inDoubt: readonly InDoubt[] =
-        remote ??
-        (await (local as Awaited<ReturnType<typeof openClaims>>).claims.listInDoubt(
-          options.session,
-        ));
+      const { inDoubt, unreadable }: InDoubtReport =
+        remote === undefined
+          ? await (local as LocalClaims).report(options.session)
+          : { inDoubt: remote, unreadable: [] };
       if (options.json) {
-        printJson(inDoubt);
+        // One array, as before: an unreadable marker is an entry with `marker` and `why`
+        // instead of a key, so a script counting entries counts every blocked call.
+        printJson([...inDoubt, ...unreadable]);
         return;
       }
       printLines([
@@ -100,6 +175,15 @@ export function claimsCommand(): Command {
           (claim) =>
             `  ${claim.session === undefined ? "" : `session=${JSON.stringify(claim.session)} `}functionCallId=${JSON.stringify(claim.functionCallId)} claimedAt=${new Date(claim.claimedAt).toISOString()}${claim.worker ? ` worker=${claim.worker}` : ""}`,
         ),
+        ...(unreadable.length === 0
+          ? []
+          : [
+              `${unreadable.length} marker(s) that name no claim (of any session):`,
+              ...unreadable.map(
+                (entry) =>
+                  `  marker=${entry.marker} why=${entry.why}${entry.modifiedAt === undefined ? "" : ` modifiedAt=${entry.modifiedAt}`}: ${UNREADABLE_ADVICE[entry.why]}`,
+              ),
+            ]),
       ]);
     } finally {
       await local?.close();

@@ -156,7 +156,7 @@ export function loadClientTarget(
   env: Env = process.env,
 ): ClientTarget | undefined {
   const fromEnv = parseEnv(ClientEnvSchema, env);
-  let url = flags.url ?? fromEnv.TESSERA_URL;
+  let url = flags.url === undefined ? fromEnv.TESSERA_URL : checkServiceUrl(flags.url, "--url");
   const token = flags.token ?? fromEnv.TESSERA_TOKEN;
   const data = flags.data ?? fromEnv.TESSERA_DATA;
   if (url === undefined && data !== undefined) {
@@ -182,6 +182,16 @@ export function loadClientTarget(
     );
   }
   return Object.freeze({ url, token });
+}
+
+/**
+ * A service URL from a flag, held to the rule `TESSERA_URL` is (the same schema field), so
+ * `--url 127.0.0.1:8787` is the same `invalid_config` as the variable, not a crash in the client.
+ */
+export function checkServiceUrl(url: string, from: string): string {
+  const parsed = ClientEnvSchema.shape.TESSERA_URL.safeParse(url);
+  if (!parsed.success) throw new TesseraError("invalid_config", describeIssues(from, parsed.error));
+  return url;
 }
 
 function parseEnv<S extends z.ZodType>(schema: S, env: Env): z.output<S> {

@@ -5,7 +5,7 @@ export type WorkerStore =
   | { readonly kind: "memory" }
   /** One private claim directory shared by every worker: the "after". */
   | { readonly kind: "directory"; readonly dir: string }
-  /** A shared database store, opened in each worker with core's `openStores(url)`. */
+  /** A shared database store, opened in each worker with the CLI's `openStoresByUrl(url)`. */
   | { readonly kind: "url"; readonly url: string };
 
 export interface WorkerConfig {

@@ -2,7 +2,8 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { openStores, storePackageFor, TesseraError } from "@tessera/core";
+import { storePackageFor, TesseraError } from "@tessera/core";
+import { openStoresByUrl } from "../../stores.js";
 import { CALL_ID, CASES, type CaseDefinition, type CaseKey, type CaseMode } from "./cases.js";
 import type { WorkerOutcome, WorkerStore } from "./protocol.js";
 import { DemoWorker } from "./spawn.js";
@@ -49,8 +50,9 @@ export async function runTwoWorkersDemo(
   if (options.store !== undefined) {
     storePackageFor(options.store); // an unknown scheme is refused before anything opens
     // The host provisions its store: open it once up front, so workers never race to create
-    // it, and a bad URL or an unreachable server fails here with the backend's own error.
-    await (await openStores(options.store)).close();
+    // it, and a bad URL or an unreachable server fails here with the backend's own code and
+    // the CLI's words for its cause (connection refused, authentication failed, …).
+    await (await openStoresByUrl(options.store)).close();
   }
   const report: Partial<Record<CaseKey, CaseReport>> = {};
   for (const definition of CASES) {
@@ -163,7 +165,7 @@ async function countMarkers(shared: {
   sessions: string[];
 }): Promise<number> {
   if (!shared.storeUrl) return readdirSync(shared.dir).length;
-  const opened = await openStores(shared.storeUrl);
+  const opened = await openStoresByUrl(shared.storeUrl);
   try {
     let found = 0;
     for (const session of shared.sessions) {

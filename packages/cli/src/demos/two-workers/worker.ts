@@ -5,7 +5,8 @@
 import { appendFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { DirectoryClaimStore, FunctionCallGate, InMemoryClaimStore } from "@tessera/a2ui";
-import { type ClaimStore, openStores } from "@tessera/core";
+import type { ClaimStore } from "@tessera/core";
+import { openStoresByUrl } from "../../stores.js";
 import { DEMO_CATALOG } from "./catalog.js";
 import type { WorkerConfig, WorkerOutcome } from "./protocol.js";
 
@@ -22,7 +23,8 @@ if (config.store.kind === "memory") {
   store = await DirectoryClaimStore.open(config.store.dir);
   close = () => store.close();
 } else {
-  const opened = await openStores(config.store.url);
+  // The CLI's opener: a worker that cannot reach the store says why, as the CLI does.
+  const opened = await openStoresByUrl(config.store.url);
   store = opened.claims;
   close = () => opened.close();
 }
