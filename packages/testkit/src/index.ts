@@ -2,6 +2,11 @@ export { type ActLedgerPorts, actEvent, spendingAct } from "./act-ledger-fixture
 export { describeActLedgerConformance } from "./act-ledger-suite.js";
 export { withdrawalOf, withdrawnEvent } from "./act-ledger-withdraw.js";
 export {
+  describeAuditIndexCases,
+  type IndexTamperableTrail,
+  verifyAuditByPages,
+} from "./audit-index-suite.js";
+export {
   auditEvent,
   describeAuditSinkConformance,
   expectReadOnlyReader,
