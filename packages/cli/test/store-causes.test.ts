@@ -4,7 +4,13 @@ import { createServer } from "node:net";
 import { join } from "node:path";
 import { openStores } from "@tessera/sqlite";
 import { describe, expect, it } from "vitest";
-import { BIN, expectRefusal, scratch, tessera } from "./support/cli.js";
+import {
+  CAN_RUN_AS_NOBODY,
+  expectRefusal,
+  scratch,
+  tessera,
+  tesseraAsNobody,
+} from "./support/cli.js";
 
 /** Why a store or file could not be used, said the same way by every command. */
 
@@ -42,21 +48,7 @@ describe("a store that is down, named to demo two-workers and report", () => {
   });
 });
 
-const asRoot = process.getuid?.() === 0;
-const canSwitchUser =
-  asRoot &&
-  spawnSync("id", ["-u", "nobody"]).status === 0 &&
-  spawnSync("runuser", ["--help"]).status === 0;
-
-function asNobody(...args: string[]) {
-  const run = spawnSync("runuser", ["-u", "nobody", "--", process.execPath, BIN, ...args], {
-    encoding: "utf8",
-    timeout: 60_000,
-  });
-  return { code: run.status, stdout: run.stdout, stderr: run.stderr };
-}
-
-describe.skipIf(!canSwitchUser)(
+describe.skipIf(!CAN_RUN_AS_NOBODY)(
   "a SQLite store in a directory this user may not search (root: runs as nobody)",
   () => {
     async function storeInPrivateDirectory(): Promise<string> {
@@ -73,7 +65,7 @@ describe.skipIf(!canSwitchUser)(
     // false on EACCES, so a permission problem read as a missing store.
     it("audit verify says permission denied, not that no store is there", async () => {
       const path = await storeInPrivateDirectory();
-      const run = asNobody("audit", "verify", "--store", `sqlite:${path}`);
+      const run = tesseraAsNobody("audit", "verify", "--store", `sqlite:${path}`);
       expectRefusal(run, "audit_unavailable");
       expect(run.stderr).toContain(`(EACCES): permission denied: this user cannot reach ${path}`);
       expect(run.stderr).not.toContain("no database file");
@@ -81,7 +73,14 @@ describe.skipIf(!canSwitchUser)(
 
     it("a writer's open (grants list) says permission denied too", async () => {
       const path = await storeInPrivateDirectory();
-      const run = asNobody("grants", "list", "--store", `sqlite:${path}`, "--namespace", "team");
+      const run = tesseraAsNobody(
+        "grants",
+        "list",
+        "--store",
+        `sqlite:${path}`,
+        "--namespace",
+        "team",
+      );
       expectRefusal(run, "store_unavailable");
       expect(run.stderr).toContain(`permission denied: this user cannot reach ${path}`);
     });

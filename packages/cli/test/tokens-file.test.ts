@@ -14,7 +14,14 @@ import { join } from "node:path";
 import { isTesseraError } from "@tessera/core";
 import { describe, expect, it } from "vitest";
 import { lockPathFor, withFileLock } from "../src/config/file-lock.js";
-import { BIN, scratch, tessera } from "./support/cli.js";
+import {
+  BIN,
+  CAN_RUN_AS_NOBODY,
+  NOBODY_UID,
+  scratch,
+  tessera,
+  tesseraAsNobody,
+} from "./support/cli.js";
 
 /**
  * `tessera tokens add` and `revoke` edit the principals file one process at a time (a lock file
@@ -179,12 +186,6 @@ describe("the principals file's lock", () => {
   });
 });
 
-const asRoot = process.getuid?.() === 0;
-const nobody = asRoot ? spawnSync("id", ["-u", "nobody"], { encoding: "utf8" }) : undefined;
-const NOBODY_UID = Number(nobody?.stdout.trim());
-const canSwitchUser =
-  asRoot && nobody?.status === 0 && spawnSync("runuser", ["--help"]).status === 0;
-
 /** A directory and principals file of the service user `nobody`, as a package would install them. */
 function serviceUsersFile(group: number): string {
   const top = scratch();
@@ -197,15 +198,7 @@ function serviceUsersFile(group: number): string {
   return path;
 }
 
-function asNobody(...args: string[]) {
-  const run = spawnSync("runuser", ["-u", "nobody", "--", process.execPath, BIN, ...args], {
-    encoding: "utf8",
-    timeout: 60_000,
-  });
-  return { code: run.status, stdout: run.stdout, stderr: run.stderr };
-}
-
-describe.skipIf(!canSwitchUser)(
+describe.skipIf(!CAN_RUN_AS_NOBODY)(
   "the principals file's owner (needs root, the nobody user and runuser)",
   () => {
     it("stays the service user's when root adds and revokes, so the service still reads it", () => {
@@ -215,12 +208,12 @@ describe.skipIf(!canSwitchUser)(
       expect(added.stderr).toBe("");
       const { tokenSha256 } = (JSON.parse(added.stdout) as { principal: FilePrincipal }).principal;
       expect(owner(path)).toEqual({ uid: NOBODY_UID, gid: nogroup, mode: 0o600 });
-      expect(asNobody("tokens", "list", "--principals", path).code).toBe(0);
+      expect(tesseraAsNobody("tokens", "list", "--principals", path).code).toBe(0);
 
       const revoked = tessera("tokens", "revoke", tokenSha256, "--principals", path);
       expect(revoked.stderr).toBe("");
       expect(owner(path)).toEqual({ uid: NOBODY_UID, gid: nogroup, mode: 0o600 });
-      const read = asNobody("tokens", "list", "--principals", path);
+      const read = tesseraAsNobody("tokens", "list", "--principals", path);
       expect(read.stdout).toMatch(/^1 principal\(s\)/);
     });
 
@@ -228,7 +221,7 @@ describe.skipIf(!canSwitchUser)(
       // nobody may write the file, but cannot hand a file to group root: no silent regroup.
       const path = serviceUsersFile(0);
       const before = readFileSync(path, "utf8");
-      const run = asNobody("tokens", "add", "--actor", "second", "--principals", path);
+      const run = tesseraAsNobody("tokens", "add", "--actor", "second", "--principals", path);
       expect(run.code).toBe(2);
       expect(run.stderr).toMatch(
         /^tessera: invalid_usage: .* belongs to uid \d+ gid 0, which this user/,

@@ -100,3 +100,23 @@ export async function claimDirWithOneInDoubt(dir: string): Promise<void> {
   );
   await store.close();
 }
+
+/**
+ * Whether a test may run the CLI as the unprivileged `nobody` user: as root, with that user
+ * and `runuser` on the machine. Permission tests skip with this as their reason otherwise.
+ */
+const nobodyId =
+  process.getuid?.() === 0 ? spawnSync("id", ["-u", "nobody"], { encoding: "utf8" }) : undefined;
+export const CAN_RUN_AS_NOBODY =
+  nobodyId?.status === 0 && spawnSync("runuser", ["--help"]).status === 0;
+/** `nobody`'s uid, when `CAN_RUN_AS_NOBODY`. */
+export const NOBODY_UID = Number(nobodyId?.stdout.trim());
+
+/** The built CLI run as `nobody` (see `CAN_RUN_AS_NOBODY`). */
+export function tesseraAsNobody(...args: string[]) {
+  const run = spawnSync("runuser", ["-u", "nobody", "--", process.execPath, BIN, ...args], {
+    encoding: "utf8",
+    timeout: 60_000,
+  });
+  return { code: run.status, stdout: run.stdout, stderr: run.stderr };
+}
