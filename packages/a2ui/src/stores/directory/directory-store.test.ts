@@ -255,3 +255,29 @@ describe("DirectoryClaimStore and hostile keys", () => {
     await store.close();
   });
 });
+
+describe("DirectoryClaimStore.close with work under way", () => {
+  it("lets claims and settles already started finish, and refuses what comes after", async () => {
+    const store = await DirectoryClaimStore.open(dir);
+    const keys = Array.from({ length: 50 }, (_, i) => ({ session: "s", functionCallId: `c-${i}` }));
+    const claimed = keys.map((key) => store.claim(key, record(key.functionCallId)));
+    // Closed while every claim is between its create and its fsync: before, each failed on the
+    // closed descriptor and left its marker behind, blocking an ID whose call never ran.
+    await new Promise((resolve) => setImmediate(resolve));
+    const closed = store.close();
+    expect(await Promise.all(claimed)).toEqual(keys.map(() => ({ status: "claimed" })));
+    await closed;
+    expect(
+      await codeOf(() => store.claim({ session: "s", functionCallId: "late" }, record("l"))),
+    ).toBe("claim_store_unavailable");
+    expect(listing(dir)).toHaveLength(keys.length);
+    // Each marker is a whole claim the reopened store reads (in doubt: none was settled).
+    const reopened = await DirectoryClaimStore.open(dir);
+    const report = await reopened.inDoubtReport();
+    expect(report.skipped).toEqual([]);
+    expect(report.inDoubt.map((claim) => claim.functionCallId).sort()).toEqual(
+      keys.map((key) => key.functionCallId).sort(),
+    );
+    await reopened.close();
+  });
+});

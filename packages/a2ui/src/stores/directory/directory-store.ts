@@ -62,6 +62,13 @@ export class DirectoryClaimStore implements ClaimStore {
   readonly #syncContent: boolean;
   #closed = false;
   readonly #held = new Map<string, FileHandle>();
+  /**
+   * Claims and settles under way: `close` waits for them before it closes the directory. A
+   * claim cut off by the close would find its fsync failing on a closed descriptor and then
+   * fail to remove its marker through that descriptor's path too, leaving the ID blocked,
+   * in doubt, for a call that never ran.
+   */
+  readonly #working = new Set<Promise<unknown>>();
 
   private constructor(
     dir: string,
@@ -127,8 +134,11 @@ export class DirectoryClaimStore implements ClaimStore {
     return this.#dir;
   }
 
-  async claim(key: ClaimKey, record: ClaimRecord): Promise<ClaimResult> {
-    this.#checkOpen();
+  claim(key: ClaimKey, record: ClaimRecord): Promise<ClaimResult> {
+    return this.#whileOpen(() => this.#claim(key, record));
+  }
+
+  async #claim(key: ClaimKey, record: ClaimRecord): Promise<ClaimResult> {
     checkClaimKey(key);
     checkRecord(record);
     checkSameDirectory(this.#dir, this.#identity);
@@ -183,8 +193,11 @@ export class DirectoryClaimStore implements ClaimStore {
    * fsynced: if the outcome is lost in a crash the claim reads in doubt, and is still never
    * claimable.
    */
-  async settle(key: ClaimKey, receipt: ClaimReceipt, answer?: JsonValue): Promise<void> {
-    this.#checkOpen();
+  settle(key: ClaimKey, receipt: ClaimReceipt, answer?: JsonValue): Promise<void> {
+    return this.#whileOpen(() => this.#settle(key, receipt, answer));
+  }
+
+  async #settle(key: ClaimKey, receipt: ClaimReceipt, answer?: JsonValue): Promise<void> {
     checkClaimKey(key);
     checkReceipt(receipt);
     const answerText = serializeAnswer(answer);
@@ -284,9 +297,25 @@ export class DirectoryClaimStore implements ClaimStore {
     }
   }
 
+  /** Runs `work` once the store is known open, and lets `close` wait for it. */
+  #whileOpen<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      this.#checkOpen();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const running = work();
+    this.#working.add(running);
+    const done = () => this.#working.delete(running);
+    running.then(done, done);
+    return running;
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    // Refused from now on (#checkOpen); those already started finish on an open directory.
+    await Promise.allSettled([...this.#working]);
     const held = [...this.#held.values()];
     this.#held.clear();
     await Promise.all(held.map((marker) => marker.close().catch(() => undefined)));
