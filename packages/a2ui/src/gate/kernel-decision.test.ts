@@ -21,6 +21,7 @@ import { describe, expect, it } from "vitest";
 import { CATALOG_ID, callMessage } from "../../test/fixtures/catalog.js";
 import { correlatedId, errorCode, setup } from "../../test/fixtures/gate-setup.js";
 import { kernelApproval, kernelDecision } from "./kernel-approval.js";
+import type { FunctionCallGateOptions } from "./types.js";
 
 /**
  * The gate's `decide`: claim and kernel decision as ONE act of the kernel's act ledger, instead
@@ -72,7 +73,13 @@ function watchedClaims() {
   return { claims: watched, ledger: ledger as ClaimStore, gateClaims, settles };
 }
 
-async function rig(options: { ledger?: boolean; outage?: { down: boolean } } = {}) {
+async function rig(
+  options: {
+    ledger?: boolean;
+    outage?: { down: boolean };
+    invoke?: FunctionCallGateOptions["invoke"];
+  } = {},
+) {
   const grants = new InMemoryGrantStore();
   const usage = new InMemoryGrantUsageStore();
   const audit = new InMemoryAuditSink();
@@ -99,7 +106,16 @@ async function rig(options: { ledger?: boolean; outage?: { down: boolean } } = {
     session === "nobody" ? undefined : ctx(session),
   );
   // The gate's own `claims` over setup's: the store the ledger writes is the one to read.
-  return { ...setup({ claims, decide, audit }), usage, claims, gateClaims, settles, audit, kernel };
+  const invoke = options.invoke === undefined ? {} : { invoke: options.invoke };
+  return {
+    ...setup({ claims, decide, audit, ...invoke }),
+    usage,
+    claims,
+    gateClaims,
+    settles,
+    audit,
+    kernel,
+  };
 }
 
 describe("the gate's decide (kernelDecision)", () => {
@@ -117,6 +133,18 @@ describe("the gate's decide (kernelDecision)", () => {
       ["kernel", "allowed"],
       ["gate", "dispatched"],
     ]);
+  });
+
+  it("a reply too large to keep as the answer: the receipt is still written, without it", async () => {
+    const { gate, claims, settles } = await rig({ invoke: () => "x".repeat(1_100_000) });
+    const result = await gate.handle("asker", callMessage("c-big"));
+    expect(result.receipt.status).toBe("dispatched");
+    await gate.drain();
+    const stored = await claims.get({ session: "asker", functionCallId: "c-big" });
+    // Before, the store's refusal of the answer was final: no receipt, the call in doubt.
+    expect(stored?.receipt?.status).toBe("dispatched");
+    expect(stored?.answer).toBeUndefined();
+    expect(settles.map((s) => s.answer === undefined)).toEqual([false, true]);
   });
 
   it("denied: the act settles the claim denied with the refusal; the gate writes no second settle, nothing runs", async () => {

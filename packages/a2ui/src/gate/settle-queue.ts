@@ -156,17 +156,26 @@ export class SettleQueue {
     }
   }
 
-  /** Attempts 2..ATTEMPTS, after the first failed with `first`. */
+  /**
+   * Attempts 2..ATTEMPTS, after the first failed with `first`. A store that refuses the answer
+   * itself (`invalid_input`: not JSON, or over the answer limit) is sent the receipt alone at
+   * once: the call's outcome is kept without the reply a duplicate would have read back, rather
+   * than lost with it and the call left in doubt.
+   */
   async #attempts(settle: Settle, first: unknown): Promise<SettleOutcome> {
     let code = codeOf(first);
+    let current = settle;
     for (let attempt = 1; ; attempt++) {
-      if (FINAL_CODES.has(code) || attempt === ATTEMPTS) {
+      if (FINAL_CODES.has(code) && current.answer !== undefined) {
+        current = { ...current, answer: undefined };
+      } else if (FINAL_CODES.has(code) || attempt === ATTEMPTS) {
         return { recorded: false, attempts: attempt, code };
+      } else {
+        // Not unref'd: a host awaiting drain() before exit must not exit with a retry pending.
+        await new Promise((resolve) => setTimeout(resolve, RETRY_PAUSES_MS[attempt - 1]));
       }
-      // Not unref'd: a host awaiting drain() before exit must not exit with a retry pending.
-      await new Promise((resolve) => setTimeout(resolve, RETRY_PAUSES_MS[attempt - 1]));
       try {
-        await this.#send(settle);
+        await this.#send(current);
         return RECORDED;
       } catch (error) {
         code = codeOf(error);
