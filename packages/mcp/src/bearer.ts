@@ -19,6 +19,8 @@ export interface BearerVerifier {
           readonly authority: string;
           readonly owner?: string;
           readonly purpose?: string;
+          /** Absent for a verifier that maps no roles: then every token acts as an agent. */
+          readonly role?: string;
         };
       }
     | {
@@ -86,6 +88,14 @@ export async function bearerPrincipal(
     };
   }
   const verdict = await protectedResource.verifier.verify(token);
+  const role = verdict.ok ? verdict.identity.role : undefined;
+  if (role !== undefined && role !== "agent") {
+    // An issuer token manages grants on the service; the gateway's callers act as agents, as
+    // the service's agent routes refuse an issuer token. Nothing to retry: no challenge.
+    const detail = `this gateway is for agent tokens; the token's role is ${role}`;
+    protectedResource.onRefused?.({ reason: "wrong_role", detail });
+    return { status: 403, message: detail };
+  }
   if (verdict.ok) {
     const { namespaceId, actor, authority, owner, purpose } = verdict.identity;
     return Object.freeze({
