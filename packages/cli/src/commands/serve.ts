@@ -149,8 +149,21 @@ export function serveCommand(): Command {
         process.once("SIGTERM", stop);
       });
       process.off("SIGHUP", reload);
-      await server.close();
-      await closeStores();
+      // Still handled while the requests under way answer: Node's default for SIGHUP (a log
+      // rotation, a config push) ends the process, cutting them and leaving their calls in doubt.
+      const notWhileStopping = () =>
+        announce(
+          options.json,
+          { event: "reload_ignored", reason: "stopping" },
+          "SIGHUP ignored: stopping",
+        );
+      process.on("SIGHUP", notWhileStopping);
+      try {
+        await server.close();
+        await closeStores();
+      } finally {
+        process.off("SIGHUP", notWhileStopping);
+      }
       announce(options.json, { event: "stopped" }, "stopped");
     });
 }
