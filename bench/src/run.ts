@@ -41,7 +41,12 @@ if (values.help === true) {
   process.stdout.write(USAGE);
   process.exit(0);
 }
-const wanted = values.only ? values.only.split(",") : Object.keys(SECTIONS);
+// An empty --only (an unset shell variable) is a slip, not "everything": the full run takes
+// many minutes and replaces bench/results/latest.json.
+if (values.only !== undefined && values.only.trim() === "") {
+  usageError("--only names no section");
+}
+const wanted = values.only !== undefined ? values.only.split(",") : Object.keys(SECTIONS);
 const unknown = wanted.filter((name) => SECTIONS[name] === undefined);
 if (unknown.length > 0) usageError(`unknown section ${unknown.map((n) => `"${n}"`).join(", ")}`);
 
