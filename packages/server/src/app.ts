@@ -102,6 +102,8 @@ export function buildApp(options: AppOptions): FastifyInstance {
   );
   const transport =
     options.transport === undefined ? undefined : tracedTransport(options.transport, decisions);
+  // Set once the app (and its log) exists, below.
+  let abandoned: (id: string) => void = () => undefined;
   const context: ServiceContext = {
     acts,
     decisions,
@@ -123,7 +125,11 @@ export function buildApp(options: AppOptions): FastifyInstance {
       waitMs: options.retryWaitMs ?? 5000,
       // An answer the store refuses is tried again until it lands (retry.ts); each failed try
       // is counted.
-      writes: new AnswerWrites({ onFailure: () => metrics.answerWriteFailures.inc() }),
+      writes: new AnswerWrites({
+        onFailure: () => metrics.answerWriteFailures.inc(),
+        // After close the app's log is still there; the answer's own request is long gone.
+        onAbandoned: (id) => abandoned(id),
+      }),
     },
   };
   const log = options.log ?? {};
@@ -307,6 +313,11 @@ export function buildApp(options: AppOptions): FastifyInstance {
     done();
   });
 
+  abandoned = (id) =>
+    app.log.warn(
+      { callId: id.slice(id.indexOf("\u0000") + 1) },
+      "an answer handed over after the service closed could not be stored: the call stays in doubt",
+    );
   const ready = readinessProbe(stores, () => context.kernel.auditState?.() === "failing");
   app.get("/healthz", { config: { role: "public" } }, async () => ({ ok: true as const }));
   app.get("/readyz", { config: { role: "public" } }, async () => {

@@ -88,6 +88,20 @@ describe("an answer written after its reply while the store is down", () => {
     expect(await claims.listInDoubt()).toHaveLength(2);
   });
 
+  it("an answer handed over after close that cannot land is named once, not dropped silently", async () => {
+    const { claims, state } = flaky();
+    const abandoned: string[] = [];
+    const writes = new AnswerWrites({ onAbandoned: (id) => abandoned.push(id) });
+    state.down = true;
+    await once(claims, "p", "c-early", {}, allowing(claims), { waitMs: 0, writes });
+    expect((await writes.close(50)).map((id) => id.split("\u0000")[1])).toEqual(["c-early"]);
+    // A request the drain cut off finishes now: its answer is handed over to a closed writer.
+    await once(claims, "p", "c-late", {}, allowing(claims), { waitMs: 0, writes });
+    await writes.drain();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(abandoned.map((id) => id.split("\u0000")[1])).toEqual(["c-late"]);
+  });
+
   it("close waits for answers that can land", async () => {
     const { claims } = flaky();
     const writes = new AnswerWrites();

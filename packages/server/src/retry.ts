@@ -44,6 +44,12 @@ export interface AnswerWritesOptions {
   readonly maxWaiting?: number;
   /** Called for each failed attempt to write an answer (the service counts them). */
   readonly onFailure?: (error: unknown) => void;
+  /**
+   * Called with the ID of an answer handed over after `close` (a request the drain cut off
+   * whose handler finished later) that could not be written: `close` has returned the others,
+   * so this is the only word of it. Its call stays in doubt.
+   */
+  readonly onAbandoned?: (id: string) => void;
 }
 
 /** One answer being written: who waits for its next attempt to end. */
@@ -68,6 +74,7 @@ interface Pending {
 export class AnswerWrites {
   readonly #pending = new Map<string, Pending>();
   readonly #onFailure: ((error: unknown) => void) | undefined;
+  readonly #onAbandoned: ((id: string) => void) | undefined;
   #closed = false;
   /**
    * Answers whose replies are out wait here for others (up to 10 ms, or 256 of them), then
@@ -84,6 +91,7 @@ export class AnswerWrites {
       options.maxWaiting ?? MAX_WAITING,
     );
     this.#onFailure = options.onFailure;
+    this.#onAbandoned = options.onAbandoned;
   }
 
   /** Answers not written yet (waiting for the window, being written, or waiting to try again). */
@@ -94,9 +102,13 @@ export class AnswerWrites {
   later(id: string, write: () => Promise<void>): void {
     const pending: Pending = { wake: undefined, attempted: [] };
     this.#pending.set(id, pending);
+    const afterClose = this.#closed;
     void this.#window
       .join()
       .then(() => this.#land(pending, write))
+      .then((landed) => {
+        if (!landed && afterClose) this.#onAbandoned?.(id);
+      })
       .finally(() => {
         if (this.#pending.get(id) === pending) this.#pending.delete(id);
         ended(pending);
@@ -144,19 +156,19 @@ export class AnswerWrites {
     return attempt;
   }
 
-  /** Writes until it lands, the write is refused for good, or this is closed. */
-  async #land(pending: Pending, write: () => Promise<void>): Promise<void> {
+  /** Writes until it lands (true), the write is refused for good, or this is closed. */
+  async #land(pending: Pending, write: () => Promise<void>): Promise<boolean> {
     for (let pause = FIRST_PAUSE_MS; ; pause = Math.min(pause * 2, MAX_PAUSE_MS)) {
       try {
         await write();
-        return;
+        return true;
       } catch (error) {
         this.#onFailure?.(error);
         // A refusal on the store's own terms (a claim that is not there) will not change.
-        if (isTesseraError(error) && !error.code.endsWith("_unavailable")) return;
+        if (isTesseraError(error) && !error.code.endsWith("_unavailable")) return false;
       }
       ended(pending);
-      if (this.#closed) return;
+      if (this.#closed) return false;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(wake, pause);
         timer.unref();
@@ -167,7 +179,7 @@ export class AnswerWrites {
         }
         pending.wake = wake;
       });
-      if (this.#closed) return;
+      if (this.#closed) return false;
     }
   }
 }
