@@ -111,7 +111,15 @@ export async function provisionDataDir(
     });
   } catch (error) {
     undo(dataDir, created);
-    throw error;
+    // A file that could not be written (a full disk, a quota) is said with the system's code,
+    // not left to reach the operator as an unexpected failure with a stack.
+    if (error instanceof TesseraError) throw error;
+    const code = (error as NodeJS.ErrnoException).code ?? "error";
+    throw new TesseraError(
+      "store_unavailable",
+      `${dataDir} could not be provisioned: a file could not be written (${code}); nothing was kept`,
+      { cause: error },
+    );
   }
 }
 
