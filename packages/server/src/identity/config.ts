@@ -1,4 +1,5 @@
-import { readFileSync } from "node:fs";
+import { closeSync, fstatSync, openSync, readFileSync } from "node:fs";
+import { isIP } from "node:net";
 import { dirname, resolve } from "node:path";
 import { TesseraError } from "@tessera/core";
 import { z } from "zod";
@@ -33,22 +34,29 @@ export type AsymmetricAlgorithm = (typeof ASYMMETRIC_ALGORITHMS)[number];
 const id = z.string().min(1).max(512);
 /** A claim name (`sub`, `client_id`) or a dotted path into nested claims (`ext.tenant`). */
 const claimName = z.string().regex(/^[A-Za-z0-9_:$-]+(\.[A-Za-z0-9_:$-]+)*$/, "a claim name");
+const ROLES: readonly string[] = ["agent", "issuer"];
 /** Where one part of the principal comes from: a claim of the token, or a fixed value. */
 const Source = z.union([z.strictObject({ claim: claimName }), z.strictObject({ value: id })]);
 export type ClaimSource = z.infer<typeof Source>;
 
-const ClaimMapSchema = z.strictObject({
-  namespaceId: Source,
-  actor: Source.default({ claim: "sub" }),
-  /** The grant issuer this principal decides under (`AccessContext.authority`). */
-  authority: Source,
-  owner: Source.optional(),
-  purpose: Source.optional(),
-  /** Must read `agent` or `issuer`; any other value is refused, never defaulted. */
-  role: Source.default({ value: "agent" }),
-  /** The A2UI gate's trusted host session; derived from the identity when absent. */
-  session: Source.optional(),
-});
+const ClaimMapSchema = z
+  .strictObject({
+    namespaceId: Source,
+    actor: Source.default({ claim: "sub" }),
+    /** The grant issuer this principal decides under (`AccessContext.authority`). */
+    authority: Source,
+    owner: Source.optional(),
+    purpose: Source.optional(),
+    /** Must read `agent` or `issuer`; any other value is refused, never defaulted. */
+    role: Source.default({ value: "agent" }),
+    /** The A2UI gate's trusted host session; derived from the identity when absent. */
+    session: Source.optional(),
+  })
+  // A fixed role is read by every token: any other value would refuse every caller at run time.
+  .refine((map) => !("value" in map.role) || ROLES.includes(map.role.value), {
+    message: "a fixed role must be agent or issuer",
+    path: ["role"],
+  });
 export type ClaimMap = z.infer<typeof ClaimMapSchema>;
 
 export const JwtIdentitySchema = z
@@ -69,7 +77,7 @@ export const JwtIdentitySchema = z
     /** Keys older than this are refreshed in the background; a failed refresh keeps them. */
     jwksMaxAgeSeconds: z.int().min(1).max(86_400).default(600),
     jwksTimeoutMs: z.int().positive().max(60_000).default(5000),
-    /** A scope the token's `scope` must list (space-separated), else 403 `insufficient_scope`. */
+    /** A scope the token's `scope` or `scp` must list, else 403 `insufficient_scope`. */
     requiredScope: z
       .string()
       .regex(/^[\x21\x23-\x5B\x5D-\x7E]+$/, "one scope token")
@@ -105,8 +113,9 @@ export function parseJwtIdentity(value: unknown): JwtIdentityConfig {
 export function loadJwtIdentity(path: string): JwtIdentityConfig {
   let raw: unknown;
   try {
-    raw = JSON.parse(readFileSync(path, "utf8"));
+    raw = JSON.parse(readUnwritableByOthers(path, "the identity file"));
   } catch (error) {
+    if (error instanceof TesseraError) throw error;
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT" || code === "ENOTDIR") {
       throw new TesseraError("file_not_found", `no identity file at ${path}`, { cause: error });
@@ -123,11 +132,45 @@ export function loadJwtIdentity(path: string): JwtIdentityConfig {
     : { ...config, jwksFile: resolve(dirname(path), config.jwksFile) };
 }
 
-/** Keys fetched in clear text could be swapped on the way: only this machine is trusted so. */
+/**
+ * A file's text, read through one descriptor with its mode: a file that group or others may
+ * write is refused (`invalid_config`), since whoever can write it chooses which tokens are
+ * good (the issuer, the keys, the claims). Readable by others stays allowed: the identity file
+ * and a JWKS hold no secret. Shared by the identity file and `jwksFile` (keys.ts).
+ */
+export function readUnwritableByOthers(path: string, what: string): string {
+  const fd = openSync(path, "r");
+  try {
+    const mode = fstatSync(fd).mode & 0o777;
+    if ((mode & 0o022) !== 0) {
+      throw new TesseraError(
+        "invalid_config",
+        `${what} at ${path} is mode ${mode.toString(8).padStart(4, "0")}: others may change which tokens are accepted; chmod 644 ${path}`,
+      );
+    }
+    return readFileSync(fd, "utf8");
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Keys fetched in clear text could be swapped on the way: only this machine is trusted so. The
+ * host must be a loopback IP literal or exactly `localhost`, never a name that merely begins
+ * like one (`127.0.0.1.attacker.example` resolves wherever its owner says).
+ */
 export function httpsOrLoopback(url: URL): boolean {
   if (url.protocol === "https:") return true;
+  if (url.protocol !== "http:") return false;
   const host = url.hostname.replace(/^\[|\]$/g, "");
-  return (
-    url.protocol === "http:" && (host === "localhost" || host === "::1" || /^127\./.test(host))
-  );
+  if (host === "localhost") return true;
+  switch (isIP(host)) {
+    case 4:
+      return host.startsWith("127.");
+    case 6:
+      // The URL parser writes IPv6 compressed and lower-case, so ::1 has this one spelling.
+      return host === "::1";
+    default:
+      return false;
+  }
 }

@@ -1,7 +1,21 @@
 import { MAX_BEARER_CHARS } from "@tessera/core/http";
-import { type JWTPayload, errors as joseErrors, jwtVerify } from "jose";
+import {
+  type JWTPayload,
+  type JWTVerifyGetKey,
+  type JWTVerifyOptions,
+  type JWTVerifyResult,
+  errors as joseErrors,
+  jwtVerify,
+} from "jose";
 import type { ClaimMap, ClaimSource, JwtIdentityConfig } from "./config.js";
-import { CachedKeySet, jwksFromFile, jwksFromUrl, KeysUnavailable, UnknownKey } from "./keys.js";
+import {
+  CachedKeySet,
+  jwksFromFile,
+  jwksFromUrl,
+  KeysUnavailable,
+  readJwksFileNow,
+  UnknownKey,
+} from "./keys.js";
 import { DEFAULT_CACHE_ENTRIES, VerifiedTokenCache } from "./token-cache.js";
 
 /** Who a verified token says the caller is, mapped by the configured claims. */
@@ -13,7 +27,7 @@ export interface TokenIdentity {
   readonly purpose?: string;
   readonly role: "agent" | "issuer";
   readonly session?: string;
-  /** The token's `scope` (space-separated) or `scp` (array), as a list. */
+  /** The token's `scope` (space-separated) or `scp` (space-separated or array), as a list. */
   readonly scopes: readonly string[];
 }
 
@@ -94,11 +108,14 @@ export class JwtVerifier {
   /**
    * Puts a new configuration in force (`tessera serve` on SIGHUP): its issuer, audience, keys
    * and claim mapping judge the next token; every verified token is forgotten, since what made
-   * it good may have changed. `config` must already be checked (`parseJwtIdentity`).
+   * it good may have changed. `config` must already be checked (`parseJwtIdentity`). A
+   * `jwksFile` is read now: when it is missing or bad this throws `invalid_config` and the
+   * configuration in force stays.
    */
   reconfigure(config: JwtIdentityConfig): void {
+    const keys = this.#keySet(config);
     this.#config = config;
-    this.#keys = this.#keySet(config);
+    this.#keys = keys;
     this.#cache?.clear();
   }
 
@@ -136,7 +153,7 @@ export class JwtVerifier {
     let kid: string | undefined;
     try {
       let protectedHeader: { kid?: string };
-      ({ payload, protectedHeader } = await jwtVerify(token, keys.key, {
+      ({ payload, protectedHeader } = await verifyAgainstSet(token, keys.key, {
         issuer: config.issuer,
         audience: config.audience,
         algorithms: [...config.algorithms],
@@ -197,6 +214,8 @@ export class JwtVerifier {
         config.jwksUri !== undefined
           ? jwksFromUrl(config.jwksUri, config.jwksTimeoutMs)
           : jwksFromFile(config.jwksFile as string),
+      // A file is read and checked now, so a bad one stops the start (or the reload).
+      ...(config.jwksFile === undefined ? {} : { initial: readJwksFileNow(config.jwksFile) }),
       refetchMs: config.jwksRefetchSeconds * 1000,
       maxAgeMs: config.jwksMaxAgeSeconds * 1000,
       now: this.#now,
@@ -207,6 +226,41 @@ export class JwtVerifier {
       },
     });
     return keys;
+  }
+}
+
+/**
+ * How many of the issuer's keys a token without a `kid` is tried against when more than one
+ * fits its algorithm. Two or three during a rotation's overlap; the bound keeps a set of many
+ * same-type keys from costing many signature checks per forged token.
+ */
+const MAX_CANDIDATE_KEYS = 4;
+
+/**
+ * `jwtVerify` against the key set. A token without a `kid` while the issuer publishes several
+ * keys of its type (a rotation's overlap) matches more than one: jose then hands over the
+ * candidates (`JWKSMultipleMatchingKeys` is iterable over them), and the first that verifies
+ * the signature wins. Any other failure with a candidate (an expired token) is the verdict.
+ */
+async function verifyAgainstSet(
+  token: string,
+  key: JWTVerifyGetKey,
+  options: JWTVerifyOptions,
+): Promise<JWTVerifyResult> {
+  try {
+    return await jwtVerify(token, key, options);
+  } catch (error) {
+    if (!(error instanceof joseErrors.JWKSMultipleMatchingKeys)) throw error;
+    let tried = 0;
+    for await (const candidate of error) {
+      if (tried++ === MAX_CANDIDATE_KEYS) break;
+      try {
+        return await jwtVerify(token, candidate, options);
+      } catch (failure) {
+        if (!(failure instanceof joseErrors.JWSSignatureVerificationFailed)) throw failure;
+      }
+    }
+    throw new joseErrors.JWSSignatureVerificationFailed();
   }
 }
 
@@ -289,8 +343,13 @@ function claimAt(payload: JWTPayload, path: string): string | undefined {
   return typeof node === "string" && node.length > 0 && node.length <= 512 ? node : undefined;
 }
 
+/**
+ * `scope` is a space-separated string (RFC 9068); `scp` is an array for some providers and a
+ * space-separated string for others (Microsoft Entra ID): all three read the same.
+ */
 function scopesOf(payload: JWTPayload): string[] {
   if (typeof payload.scope === "string") return payload.scope.split(" ").filter(Boolean);
+  if (typeof payload.scp === "string") return payload.scp.split(" ").filter(Boolean);
   if (Array.isArray(payload.scp)) return payload.scp.filter((s) => typeof s === "string");
   return [];
 }
