@@ -7,13 +7,19 @@ import {
   type DeriveGrantRequest,
   ErrorBodySchema,
   type IssueGrantRequest,
-  MAX_BEARER_CHARS,
   ROUTES,
   type RouteName,
   type SendMessageRequestBody,
 } from "@tessera/core/http";
 import type { z } from "zod";
 import { TesseraClientError } from "./errors.js";
+import {
+  describeNetworkError,
+  eitherSignal,
+  isRefusedBeforeSending,
+  redactedUrl,
+  sleep,
+} from "./fetch-failures.js";
 import {
   backoffMs,
   parseRetryAfter,
@@ -22,6 +28,7 @@ import {
   type RetryPolicy,
   resolveRetry,
 } from "./retry.js";
+import { checkedBaseUrl, checkedToken } from "./settings.js";
 
 export interface TesseraClientOptions {
   /** The service's base URL: `http://127.0.0.1:8787`. */
@@ -338,112 +345,10 @@ export function createTesseraClient(options: TesseraClientOptions): TesseraClien
   return new TesseraClient(options);
 }
 
-function checkedBaseUrl(raw: string): string {
-  let base: URL | undefined;
-  try {
-    base = new URL(raw);
-  } catch {
-    base = undefined;
-  }
-  if (base === undefined || (base.protocol !== "http:" && base.protocol !== "https:")) {
-    throw new TesseraClientError(
-      "invalid_config",
-      "url must be an absolute http:// or https:// URL",
-      { field: "url" },
-    );
-  }
-  return base.href.replace(/\/+$/, "");
-}
-
-/**
- * What the service reads as a bearer token (`bearerToken`: no whitespace, at most
- * MAX_BEARER_CHARS) and a header can carry (no control characters, nothing above U+00FF). A
- * token pasted with its newline is the usual slip. The message never shows the token: it is a
- * secret.
- */
-const SENDABLE_TOKEN = new RegExp(`^[\\x21-\\x7e\\xa1-\\xff]{1,${MAX_BEARER_CHARS}}$`);
-
-function checkedToken(token: string | undefined): string | undefined {
-  if (token === undefined || SENDABLE_TOKEN.test(token)) return token;
-  const why =
-    token === ""
-      ? "is empty"
-      : token.length > MAX_BEARER_CHARS
-        ? `is longer than ${MAX_BEARER_CHARS} characters`
-        : "holds whitespace, a control character (a newline?) or a character a header cannot carry";
-  throw new TesseraClientError("invalid_config", `token ${why}`, { field: "token" });
-}
-
-/**
- * fetch reports every network failure as a TypeError with the failure as its `cause`
- * ("fetch failed"). A TypeError without one was raised before anything was sent: a header
- * value, URL or body fetch (or JSON.stringify: a BigInt, a cycle) will not take. The same
- * request would fail the same way, so it is the caller's to fix, never retried.
- */
-function isRefusedBeforeSending(error: unknown): boolean {
-  return error instanceof TypeError && error.cause === undefined;
-}
-
 function parseJson(text: string): { ok: boolean; value: unknown } {
   try {
     return { ok: true, value: JSON.parse(text) };
   } catch {
     return { ok: false, value: undefined };
   }
-}
-
-/**
- * fetch's own message is "fetch failed" whatever happened; the cause says what did (refused,
- * a name that does not resolve, a port fetch will not use, a TLS failure), so that is what
- * an operator reads, with the URL it happened to.
- */
-function describeNetworkError(error: unknown): string {
-  const cause = (error as { cause?: { code?: string; message?: string } } | undefined)?.cause;
-  if (cause?.code === "ECONNREFUSED") return "connection refused (ECONNREFUSED)";
-  if (cause?.code === "ECONNRESET" || cause?.code === "UND_ERR_SOCKET")
-    return `connection reset (${cause.code})`;
-  if (cause?.code === "ENOTFOUND" || cause?.code === "EAI_AGAIN")
-    return `host name does not resolve (${cause.code})`;
-  const message = cause?.message ?? (error instanceof Error ? error.message : "network error");
-  return cause?.code === undefined || message.includes(cause.code)
-    ? message
-    : `${message} (${cause.code})`;
-}
-
-/** The URL as an error may show it: credentials in it never reach a message or a log. */
-function redactedUrl(raw: string | URL): string {
-  const url = new URL(raw);
-  url.username = "";
-  url.password = "";
-  url.search = "";
-  return url.href;
-}
-
-/** `AbortSignal.any` where Node has it (20.3+), the same by hand before. */
-function eitherSignal(a: AbortSignal, b: AbortSignal): AbortSignal {
-  if (typeof AbortSignal.any === "function") return AbortSignal.any([a, b]);
-  const controller = new AbortController();
-  for (const signal of [a, b]) {
-    if (signal.aborted) controller.abort(signal.reason);
-    else signal.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
-  }
-  return controller.signal;
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
 }

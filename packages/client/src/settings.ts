@@ -1,0 +1,40 @@
+import { MAX_BEARER_CHARS } from "@tessera/core/http";
+import { TesseraClientError } from "./errors.js";
+
+/** The client's options checked when it is made: what it could not send is refused then. */
+
+export function checkedBaseUrl(raw: string): string {
+  let base: URL | undefined;
+  try {
+    base = new URL(raw);
+  } catch {
+    base = undefined;
+  }
+  if (base === undefined || (base.protocol !== "http:" && base.protocol !== "https:")) {
+    throw new TesseraClientError(
+      "invalid_config",
+      "url must be an absolute http:// or https:// URL",
+      { field: "url" },
+    );
+  }
+  return base.href.replace(/\/+$/, "");
+}
+
+/**
+ * What the service reads as a bearer token (`bearerToken`: no whitespace, at most
+ * MAX_BEARER_CHARS) and a header can carry (no control characters, nothing above U+00FF). A
+ * token pasted with its newline is the usual slip. The message never shows the token: it is a
+ * secret.
+ */
+const SENDABLE_TOKEN = new RegExp(`^[\\x21-\\x7e\\xa1-\\xff]{1,${MAX_BEARER_CHARS}}$`);
+
+export function checkedToken(token: string | undefined): string | undefined {
+  if (token === undefined || SENDABLE_TOKEN.test(token)) return token;
+  const why =
+    token === ""
+      ? "is empty"
+      : token.length > MAX_BEARER_CHARS
+        ? `is longer than ${MAX_BEARER_CHARS} characters`
+        : "holds whitespace, a control character (a newline?) or a character a header cannot carry";
+  throw new TesseraClientError("invalid_config", `token ${why}`, { field: "token" });
+}
