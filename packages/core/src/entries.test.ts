@@ -130,6 +130,7 @@ describe("the entry points", () => {
         "parseAuditEvent",
         "parseGrantInput",
         "parseStoredAuditEvent",
+        "readGuardedFile",
         "readPrivateFile",
         "redact",
         "serializeAnswer",
@@ -137,6 +138,7 @@ describe("the entry points", () => {
         "storeOpeners",
         "uniqueStorageDigest",
         "wrapActLedger",
+        "WRITABLE_BY_OTHERS",
       ].sort(),
     );
   });

@@ -49,7 +49,13 @@ export {
   parseGrantInput,
   serializeAnswer,
 } from "./contracts/store-input.js";
-export { octalMode, type PrivateFileRead, readPrivateFile } from "./files/private-file.js";
+export {
+  octalMode,
+  type PrivateFileRead,
+  readGuardedFile,
+  readPrivateFile,
+  WRITABLE_BY_OTHERS,
+} from "./files/private-file.js";
 export type { AuditFilter, AuditPageOptions } from "./ports/audit-sink.js";
 export {
   type ConnectOptions,

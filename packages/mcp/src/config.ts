@@ -1,7 +1,6 @@
-import { closeSync, fstatSync, openSync, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { TesseraError } from "@tessera/core";
-import { octalMode } from "@tessera/core/store-kit";
+import { octalMode, readGuardedFile, WRITABLE_BY_OTHERS } from "@tessera/core/store-kit";
 import { z } from "zod";
 import { storeInFolder } from "./config-paths.js";
 
@@ -240,19 +239,16 @@ export function loadGatewayConfig(path: string): GatewayConfig {
  * environment, as docs/mcp.md says.
  */
 function readConfigText(path: string): string {
-  const fd = openSync(path, "r");
-  try {
-    const mode = fstatSync(fd).mode & 0o777;
-    if ((mode & 0o022) !== 0) {
-      throw new TesseraError(
-        "invalid_config",
-        `the gateway config at ${path} is mode ${octalMode(mode)}: others may change who it lets in and what it runs; chmod 644 ${path} (or 600)`,
-      );
-    }
-    return readFileSync(fd, "utf8");
-  } finally {
-    closeSync(fd);
+  const read = readGuardedFile(path, WRITABLE_BY_OTHERS);
+  if (read.status === "read") return read.text;
+  if (read.status === "open_to_others") {
+    throw new TesseraError(
+      "invalid_config",
+      `the gateway config at ${path} is mode ${octalMode(read.mode)}: others may change who it lets in and what it runs; chmod 644 ${path} (or 600)`,
+    );
   }
+  // The system's error, which the caller names (missing, unreadable).
+  throw read.cause;
 }
 
 /**

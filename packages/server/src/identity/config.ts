@@ -1,7 +1,7 @@
-import { closeSync, fstatSync, openSync, readFileSync } from "node:fs";
 import { isIP } from "node:net";
 import { dirname, resolve } from "node:path";
 import { TesseraError } from "@tessera/core";
+import { octalMode, readGuardedFile, WRITABLE_BY_OTHERS } from "@tessera/core/store-kit";
 import { z } from "zod";
 
 /**
@@ -139,19 +139,16 @@ export function loadJwtIdentity(path: string): JwtIdentityConfig {
  * and a JWKS hold no secret. Shared by the identity file and `jwksFile` (keys.ts).
  */
 export function readUnwritableByOthers(path: string, what: string): string {
-  const fd = openSync(path, "r");
-  try {
-    const mode = fstatSync(fd).mode & 0o777;
-    if ((mode & 0o022) !== 0) {
-      throw new TesseraError(
-        "invalid_config",
-        `${what} at ${path} is mode ${mode.toString(8).padStart(4, "0")}: others may change which tokens are accepted; chmod 644 ${path}`,
-      );
-    }
-    return readFileSync(fd, "utf8");
-  } finally {
-    closeSync(fd);
+  const read = readGuardedFile(path, WRITABLE_BY_OTHERS);
+  if (read.status === "read") return read.text;
+  if (read.status === "open_to_others") {
+    throw new TesseraError(
+      "invalid_config",
+      `${what} at ${path} is mode ${octalMode(read.mode)}: others may change which tokens are accepted; chmod 644 ${path}`,
+    );
   }
+  // The system's error, which the caller names (missing, unreadable).
+  throw read.cause;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { open } from "node:fs/promises";
 import { TesseraError } from "@tessera/core";
+import { octalMode, WRITABLE_BY_OTHERS } from "@tessera/core/store-kit";
 import {
   createLocalJWKSet,
   type FlattenedJWSInput,
@@ -215,9 +216,9 @@ export function jwksFromFile(path: string): () => Promise<JSONWebKeySet> {
     const file = await open(path, "r");
     try {
       const { mode, size } = await file.stat();
-      if ((mode & 0o022) !== 0) {
+      if ((mode & WRITABLE_BY_OTHERS) !== 0) {
         throw new Error(
-          `the JWKS file at ${path} is mode ${(mode & 0o777).toString(8).padStart(4, "0")}: chmod 644 ${path}`,
+          `the JWKS file at ${path} is mode ${octalMode(mode & 0o777)}: chmod 644 ${path}`,
         );
       }
       if (size > MAX_JWKS_BYTES) throw new Error(`the JWKS file at ${path} is too large`);
