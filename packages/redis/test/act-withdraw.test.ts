@@ -209,6 +209,10 @@ suite("redis act ledger: withdraw", () => {
     await Promise.all(Array.from({ length: 16 }, worker));
     expect(failed.size).toBeGreaterThan(0);
     await waitUntilAnswering(() => l.ledger.withdraw(withdrawalOf(spendingAct("probe"))));
+    // The reads below go through the stores' own connection, which reconnects on its own
+    // backoff: waiting for the ledger's alone raced it on a loaded machine (a CI run's
+    // "Stream isn't writeable" at the first read).
+    await waitUntilAnswering(() => stores.claims.get(key("probe")));
 
     const answers = { withdrawn: 0, not_recorded: 0, kept: 0 };
     for (const i of failed) {
