@@ -18,6 +18,14 @@ import { fileMovedOutage, type OpenedSqlite, openFresh } from "./helpers.js";
 
 type Port = "usage" | "claims" | "grants" | "audit";
 
+/**
+ * The workers' busy timeout. These cases check exactness (one winner per key, no use spent
+ * twice), not how long a write waits: SQLite's write lock keeps no queue, so with 8 processes
+ * writing back to back one of them can lose it again and again, and on a loaded CI machine
+ * one write once waited past the default 5 s and failed closed (docs/stores.md).
+ */
+const WORKER_BUSY_TIMEOUT_MS = 60_000;
+
 /** A fresh file per test; a worker process opens the same file through `openStores`. */
 function sqliteFactory<P extends Port>(
   port: P,
@@ -30,7 +38,7 @@ function sqliteFactory<P extends Port>(
     processSpec: (opened) => ({
       module: "@tessera/sqlite",
       exportName: "openStores",
-      arg: opened.url,
+      arg: `${opened.url}?busyTimeoutMs=${WORKER_BUSY_TIMEOUT_MS}`,
       pick: port,
     }),
     outage: (opened) => fileMovedOutage(opened.url),
