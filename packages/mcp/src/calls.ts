@@ -339,7 +339,7 @@ async function keyOf(
       ]);
       throw gatewayError(
         "invalid_request",
-        `_meta["${IDEMPOTENCY_KEY}"] must be a string of 1 to 256 characters, none of them a control, bidi or line-separator character`,
+        `_meta["${IDEMPOTENCY_KEY}"] must be a string of 1 to 256 characters, none of them a control, bidi or line-separator character or a lone surrogate`,
       );
     }
     // Scoped to the principal, not the connection: a retry on a new connection is still a retry.

@@ -222,6 +222,7 @@ describe("hostile input at the MCP gateway", () => {
       "k\r\nforged",
       "k\u001b[2J",
       "k\u202e",
+      "k\udc00",
     ]) {
       await expect(
         alice.callTool({ name: "messages.echo", arguments: { text: "x" }, _meta: { [KEY]: key } }),

@@ -376,7 +376,7 @@ describe("requests that get no decision (4xx)", () => {
     expect(transport.delivered.some((e) => hostile.includes(e.recipient))).toBe(false);
   });
 
-  it("refuses a call ID with a control, bidi or line-separator character (400, nothing decided)", async () => {
+  it("refuses a call ID with a control, bidi or line-separator character or a lone surrogate (400, nothing decided)", async () => {
     // The ID is echoed in answers and kept in claims and audit, where people read it.
     const before = transport.delivered.length;
     for (const callId of [
@@ -386,6 +386,7 @@ describe("requests that get no decision (4xx)", () => {
       "csi\u009b2J",
       "rtl\u202eexe",
       "sep\u2028",
+      "lone\ud800",
     ]) {
       const answer = await post(JSON.stringify({ recipient: "c", payload: 1, callId }));
       expect([callId, answer.status, answer.body.error?.code, answer.body.error?.field]).toEqual([
@@ -395,7 +396,7 @@ describe("requests that get no decision (4xx)", () => {
         "callId",
       ]);
       expect(answer.body.error.message).toBe(
-        "callId: a call ID may not hold control, bidi or line-separator characters",
+        "callId: a call ID may not hold control, bidi or line-separator characters or a lone surrogate",
       );
     }
     expect(transport.delivered.length).toBe(before);

@@ -125,10 +125,23 @@ export class SqliteAuditSink implements ReadableAuditSink {
       yield rows.map((row) => {
         const at = position++;
         const event = parseStoredAuditEvent(row.event, at);
-        if (row.call_id !== event.callId) throw misindexedAuditEvent(event, at, "call ID");
-        if (row.trace_id !== event.traceId) throw misindexedAuditEvent(event, at, "trace ID");
+        if (row.call_id !== asReadBack(event.callId)) {
+          throw misindexedAuditEvent(event, at, "call ID");
+        }
+        if (row.trace_id !== asReadBack(event.traceId)) {
+          throw misindexedAuditEvent(event, at, "trace ID");
+        }
         return event;
       });
     }
   }
+}
+
+/**
+ * An ID as its index column reads back. A trail written before IDs with a lone surrogate were
+ * refused may hold one: the driver wrote its three bytes as they are (ED A0 80 for U+D800),
+ * which read back as three U+FFFD, while the event's JSON kept it escaped and whole.
+ */
+function asReadBack(id: string): string {
+  return id.isWellFormed() ? id : id.replace(/\p{Cs}/gu, "\ufffd\ufffd\ufffd");
 }

@@ -283,6 +283,29 @@ export function describeAuditSinkConformance<H extends OpenedStore<ReadableAudit
       }),
     );
 
+    check(
+      "an ID with a lone surrogate is refused with invalid_input; a detail keeps it whole",
+      () =>
+        use(async ({ store }) => {
+          // UTF-8 turns a lone surrogate into U+FFFD: two call IDs or streams differing only
+          // there would meet in an index column or a key, and the trail would read as tampered.
+          for (const field of ["callId", "traceId", "namespaceId", "actor", "grantId"] as const) {
+            await expectCode(
+              () => Promise.resolve(store.append(auditEvent(0, { [field]: "a\ud800" }))),
+              ["invalid_input"],
+            );
+          }
+          await expectCode(
+            () => Promise.resolve(store.append(auditEvent(0, { chain: ["g", "\udc00"] }))),
+            ["invalid_input"],
+          );
+          expect(await store.read()).toEqual([]);
+          const kept = auditEvent(1, { detail: "a\ud800b" });
+          await store.append(kept);
+          expect(content(await store.read())).toEqual(content([kept]));
+        }),
+    );
+
     check("64 concurrent appends are all kept, in one chain per stream", () =>
       use(async ({ store }) => {
         await Promise.all(

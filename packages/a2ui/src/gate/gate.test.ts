@@ -378,7 +378,8 @@ describe("FunctionCallGate: failures", () => {
 
   it("a session that is not a non-empty string is a host error (rejected, nothing claimed)", async () => {
     const { gate, calls, claims } = setup();
-    for (const session of ["", undefined, 42]) {
+    // A lone surrogate too: a store writing the session as UTF-8 would read back U+FFFD.
+    for (const session of ["", undefined, 42, "s\ud800"]) {
       await expect(gate.handle(session as string, callMessage("x"))).rejects.toSatisfy((error) =>
         isTesseraError(error, "invalid_input"),
       );

@@ -108,12 +108,15 @@ export class FunctionCallGate {
   /**
    * Handles one message: a parsed object or raw JSON text. Never throws because of the
    * message; every outcome is a reply plus a receipt. Rejects only when the host passes a
-   * session that is not a non-empty string.
+   * session that is not a non-empty string of well-formed text (no lone surrogate).
    */
   handle(session: string, message: unknown): Promise<GateResult> {
-    if (typeof session !== "string" || session.length === 0) {
+    if (typeof session !== "string" || session.length === 0 || !session.isWellFormed()) {
       return Promise.reject(
-        new TesseraError("invalid_input", "the trusted session must be a non-empty string"),
+        new TesseraError(
+          "invalid_input",
+          "the trusted session must be a non-empty string with no lone surrogate",
+        ),
       );
     }
     const id = this.#nextCall++;

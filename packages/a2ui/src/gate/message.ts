@@ -51,7 +51,7 @@ const ARGS_POINTER = "/callRendererFunction/callFunction/args";
 
 export function isUsableCallId(value: unknown): value is string {
   // The set core's `isPrintable` refuses, as the service's call IDs and the gateway's keys (a
-  // test checks it is exactly \p{Cc}, \p{Bidi_Control} and U+2028/2029).
+  // test checks it is exactly \p{Cc}, \p{Bidi_Control}, U+2028/2029 and lone surrogates).
   return (
     typeof value === "string" &&
     value.length > 0 &&
@@ -94,7 +94,7 @@ export function readCall(input: unknown): ReadResult {
       return refuse(
         undefined,
         "/callRendererFunction/functionCallId",
-        `The functionCallId must be 1 to ${MAX_CALL_ID_LENGTH} printable characters (no control, bidi or line separator characters).`,
+        `The functionCallId must be 1 to ${MAX_CALL_ID_LENGTH} printable characters (no control, bidi or line separator characters, no lone surrogate).`,
       );
     }
     const body = (message as { callRendererFunction: { callFunction: Record<string, unknown> } })

@@ -13,9 +13,18 @@ import { UNPRINTABLE_CLASS } from "./printable.js";
 
 const UNSAFE_CHARACTER = new RegExp(`[${UNPRINTABLE_CLASS}/\\\\]`);
 
-/** True for a non-empty segment a host cannot resolve, split or misprint (length is checked apart). */
+/**
+ * True for a non-empty segment a host cannot resolve, split or misprint (length is checked
+ * apart), and that is well-formed text: no lone surrogate, which UTF-8 cannot hold.
+ */
 export function isSafeSegment(segment: string): boolean {
-  return segment !== "" && segment !== "." && segment !== ".." && !UNSAFE_CHARACTER.test(segment);
+  return (
+    segment !== "" &&
+    segment !== "." &&
+    segment !== ".." &&
+    !UNSAFE_CHARACTER.test(segment) &&
+    segment.isWellFormed()
+  );
 }
 
 /**

@@ -9,7 +9,11 @@ export const UNPRINTABLE_CLASS =
 
 const UNPRINTABLE = new RegExp(`[${UNPRINTABLE_CLASS}]`);
 
-/** True when `value` holds no such character: it shows as what it is, on one line. */
+/**
+ * True when `value` holds no such character and no lone surrogate: it shows as what it is, on
+ * one line. A lone surrogate is not text: UTF-8 (a SQLite column, a Redis key, a log line)
+ * turns every one into U+FFFD, so two IDs differing only there would become one.
+ */
 export function isPrintable(value: string): boolean {
-  return !UNPRINTABLE.test(value);
+  return !UNPRINTABLE.test(value) && value.isWellFormed();
 }

@@ -8,7 +8,14 @@ import { AUDIT_REASONS, type AuditReason, CALLER_CODES } from "./vocabulary.js";
  * (UTC, "Z") so grants and audit read well as JSON.
  */
 
-const id = z.string().min(1).max(512);
+/**
+ * Text kept in stores and shown to people: no lone surrogate, which UTF-8 cannot hold (a SQLite
+ * column or a Redis key turns each into U+FFFD, so two IDs differing only there would meet).
+ */
+const text = z
+  .string()
+  .refine((value) => value.isWellFormed(), "not well-formed text (a lone surrogate)");
+const id = text.min(1).max(512);
 
 /** The longest delegation chain below a root grant: bounds the walk when a turn opens. */
 export const MAX_DELEGATION_DEPTH = 16;

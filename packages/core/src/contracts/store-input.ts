@@ -186,5 +186,28 @@ export function parseAuditEvent(event: unknown): AuditEvent {
   if (!parsed.success) {
     throw new TesseraError("invalid_input", "the audit event does not match the event schema");
   }
+  checkAuditEventIds(parsed.data);
   return parsed.data;
+}
+
+/**
+ * The fields stores index or key by (call, trace, stream) and people search by. A lone
+ * surrogate there reads as U+FFFD once a store has written it as UTF-8: two call IDs, or two
+ * streams, would meet. Checked on write only: the read schema still takes a trail written
+ * before this rule. Free text (`detail`, `resource`) is kept whole inside the event's JSON.
+ */
+export function checkAuditEventIds(event: AuditEvent): void {
+  const { traceId, callId, namespaceId, actor, authority, owner, purpose, grantId, session } =
+    event;
+  const ids = [traceId, callId, namespaceId, actor, authority, owner, purpose, grantId, session];
+  if (
+    ids.every((id) => id === undefined || id.isWellFormed()) &&
+    (event.chain === undefined || event.chain.every((id) => id.isWellFormed()))
+  ) {
+    return;
+  }
+  throw new TesseraError(
+    "invalid_input",
+    "an ID of the audit event holds a lone surrogate, which a store cannot keep apart",
+  );
 }

@@ -17,14 +17,18 @@ const callId = z.string().min(1).max(256);
 /**
  * A call ID a request names for its act: printable, as the A2UI gate requires of function call
  * IDs. It is echoed in answers and kept in claims and audit, where people read it, and a
- * control, bidi or line-separator character there can forge a line or disguise an ID. Queries
+ * control, bidi or line-separator character there can forge a line or disguise an ID (and a
+ * lone surrogate, which UTF-8 cannot hold, would meet another ID in a store). Queries
  * (`/v1/audit`, `/v1/explain`) take any call ID, so a trail written before this rule still reads.
  */
 const actCallId = callId
   .refine(isPrintable, {
-    message: "a call ID may not hold control, bidi or line-separator characters",
+    message:
+      "a call ID may not hold control, bidi or line-separator characters or a lone surrogate",
   })
-  .describe("1–256 characters, none of them a control, bidi or line-separator character");
+  .describe(
+    "1–256 characters, none of them a control, bidi or line-separator character or a lone surrogate",
+  );
 const callerCode = z.enum(CALLER_CODES);
 
 /** Every 4xx/5xx: no decision was taken. `field` names the offending body or query field. */

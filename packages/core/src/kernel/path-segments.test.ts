@@ -29,10 +29,25 @@ const UNSAFE: readonly [string, string][] = [
   ["right-to-left override", "txt\u202egpj.exe"],
   ["left-to-right isolate", "a\u2066b"],
   ["pop directional isolate", "a\u2069b"],
+  // UTF-8 cannot hold one: a store or a host's file system would read U+FFFD.
+  ["lone high surrogate", "a\ud800b"],
+  ["lone low surrogate", "\udc00"],
 ];
 
 /** Names that look odd but are one whole segment: they stay allowed. */
-const SAFE = ["...", ".hidden", "a..b", "100%", "%2F", "a:b", "naïve", "名前", "a b", "cell-3"];
+const SAFE = [
+  "...",
+  ".hidden",
+  "a..b",
+  "100%",
+  "%2F",
+  "a:b",
+  "naïve",
+  "名前",
+  "a b",
+  "cell-3",
+  "🔑",
+];
 
 const capabilityAt = (path: string[]) => cap(path, { scope: "descendants" });
 

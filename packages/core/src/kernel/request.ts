@@ -10,8 +10,11 @@ import type { ResourceRef } from "./types.js";
 const MAX_ID = 512;
 const MAX_SEGMENTS = 64;
 
+/** 1 to 512 characters of well-formed text (no lone surrogate: see `isPrintable`). */
 export function isId(value: unknown): value is string {
-  return typeof value === "string" && value.length > 0 && value.length <= MAX_ID;
+  return (
+    typeof value === "string" && value.length > 0 && value.length <= MAX_ID && value.isWellFormed()
+  );
 }
 
 /** A path segment (or message recipient) as the grant schema allows it: see path-segment.ts. */
