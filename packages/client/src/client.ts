@@ -15,11 +15,14 @@ import type { z } from "zod";
 import { TesseraClientError } from "./errors.js";
 import {
   describeNetworkError,
+  describeRedirect,
   eitherSignal,
+  isRedirect,
   isRefusedBeforeSending,
   redactedUrl,
   sleep,
 } from "./fetch-failures.js";
+import { type RequestParts, requestBody, requestUrl } from "./request.js";
 import {
   backoffMs,
   parseRetryAfter,
@@ -28,14 +31,14 @@ import {
   type RetryPolicy,
   resolveRetry,
 } from "./retry.js";
-import { checkedBaseUrl, checkedToken } from "./settings.js";
+import { checkedBaseUrl, checkedTimeoutMs, checkedToken } from "./settings.js";
 
 export interface TesseraClientOptions {
   /** The service's base URL: `http://127.0.0.1:8787`. */
   readonly url: string;
   /** The bearer token that names the principal (agent or issuer). */
   readonly token?: string;
-  /** Each attempt's deadline in ms (default 10 000). */
+  /** Each attempt's deadline in ms: a whole number from 1 to 2^31 − 1 (default 10 000). */
   readonly timeoutMs?: number;
   readonly retry?: RetryPolicy;
   /** A fetch to use instead of the global one (a proxy agent, a test double). */
@@ -45,10 +48,7 @@ export interface TesseraClientOptions {
 /** What a route answers with 200, as its shared schema says. */
 export type RouteResponse<N extends RouteName> = z.output<(typeof ROUTES)[N]["response"]>;
 
-interface CallInput {
-  readonly body?: unknown;
-  readonly query?: Readonly<Record<string, string | number | undefined>>;
-  readonly params?: Readonly<Record<string, string>>;
+interface CallInput extends RequestParts {
   readonly signal?: AbortSignal;
 }
 
@@ -84,7 +84,7 @@ export class TesseraClient {
   constructor(options: TesseraClientOptions) {
     this.#base = checkedBaseUrl(options.url);
     this.#token = checkedToken(options.token);
-    this.#timeoutMs = options.timeoutMs ?? 10_000;
+    this.#timeoutMs = checkedTimeoutMs(options.timeoutMs);
     this.#retry = resolveRetry(options.retry);
     this.#fetch = options.fetch ?? globalThis.fetch;
   }
@@ -207,13 +207,17 @@ export class TesseraClient {
         route.retrySafe === true &&
         typeof (input.body as { callId?: unknown } | undefined)?.callId === "string");
     const attempts = retrySafe ? this.#retry.attempts : 1;
-    const url = this.#url(route.path, input);
+    // Built once, before the first attempt: what cannot be sent is refused without sending.
+    const url = requestUrl(this.#base, route.path, input);
+    if (!url.ok) throw url.error;
+    const body = requestBody(`${route.method} ${route.path}`, input.body);
+    if (!body.ok) throw body.error;
     let last: AttemptError | undefined;
     for (let attempt = 1; attempt <= attempts; attempt++) {
       if (attempt > 1) {
         await sleep(backoffMs(this.#retry, attempt - 2, last?.retryAfterMs), input.signal);
       }
-      const outcome = await this.#attempt(route, url, input, attempt);
+      const outcome = await this.#attempt(route, url.url, body.text, input.signal, attempt);
       if (outcome.ok) return outcome.value as RouteResponse<N>;
       last = outcome.error;
       if (!outcome.retryable) break;
@@ -222,44 +226,36 @@ export class TesseraClient {
     throw (last as AttemptError).withoutRetryHint();
   }
 
-  #url(path: string, input: CallInput): string {
-    const filled = path.replace(/:(\w+)/g, (_, key: string) =>
-      encodeURIComponent(input.params?.[key] ?? ""),
-    );
-    const query = new URLSearchParams();
-    for (const [key, value] of Object.entries(input.query ?? {})) {
-      if (value !== undefined) query.set(key, String(value));
-    }
-    const search = query.size > 0 ? `?${query}` : "";
-    return `${this.#base}${filled}${search}`;
-  }
-
   async #attempt(
     route: (typeof ROUTES)[RouteName],
     url: string,
-    input: CallInput,
+    body: string | undefined,
+    callerSignal: AbortSignal | undefined,
     attempt: number,
   ): Promise<
     { ok: true; value: unknown } | { ok: false; retryable: boolean; error: AttemptError }
   > {
     const timeout = AbortSignal.timeout(this.#timeoutMs);
-    const signal = input.signal === undefined ? timeout : eitherSignal(input.signal, timeout);
+    const signal = callerSignal === undefined ? timeout : eitherSignal(callerSignal, timeout);
     const headers: Record<string, string> = { accept: "application/json" };
     if (this.#token !== undefined) headers.authorization = `Bearer ${this.#token}`;
-    if (input.body !== undefined) headers["content-type"] = "application/json";
+    if (body !== undefined) headers["content-type"] = "application/json";
     let response: Response;
     let text: string;
     try {
       response = await this.#fetch(url, {
         method: route.method,
         headers,
-        ...(input.body === undefined ? {} : { body: JSON.stringify(input.body) }),
+        ...(body === undefined ? {} : { body }),
+        // Never followed: fetch would send the token and the body to wherever a front points,
+        // and take that host's answer as the service's decision.
+        redirect: "manual",
         signal,
       });
       text = await response.text();
     } catch (error) {
       // The caller's own abort is theirs to handle, never turned into a retry.
-      if (input.signal?.aborted) throw input.signal.reason;
+      if (callerSignal?.aborted) throw callerSignal.reason;
       const timedOut = timeout.aborted;
       if (!timedOut && isRefusedBeforeSending(error)) {
         return {
@@ -290,6 +286,19 @@ export class TesseraClient {
       attempts: attempt,
       ...(requestId ? { requestId } : {}),
     };
+    if (isRedirect(response)) {
+      // An answer the client did not expect, whatever its body says; the same request would
+      // be redirected again, so it is not retried.
+      return {
+        ok: false,
+        retryable: false,
+        error: new AttemptError(
+          "invalid_response",
+          `${route.method} ${route.path} ${describeRedirect(response, url)}`,
+          meta,
+        ),
+      };
+    }
     const json = parseJson(text);
     if (response.ok) {
       const parsed = route.response.safeParse(json.value);

@@ -5,7 +5,9 @@
  * `code` is stable; match on it, never on the message. It is the service's own code from its
  * error body (`unauthenticated`, `forbidden`, `invalid_request`, `conflict`, a store's
  * `*_unavailable`, …), or one of the client's: `service_unreachable` (no HTTP answer: refused,
- * reset, DNS, timeout) and `invalid_response` (an answer that is not the documented shape).
+ * reset, DNS, timeout), `invalid_response` (an answer that is not the documented shape, or a
+ * redirect), `invalid_config` (thrown when the client is made) and `invalid_input` (nothing
+ * was sent: a body, ID or header the request cannot carry).
  */
 export class TesseraClientError extends Error {
   readonly code: string;

@@ -3,8 +3,9 @@
 /**
  * fetch reports every network failure as a TypeError with the failure as its `cause`
  * ("fetch failed"). A TypeError without one was raised before anything was sent: a header
- * value, URL or body fetch (or JSON.stringify: a BigInt, a cycle) will not take. The same
- * request would fail the same way, so it is the caller's to fix, never retried.
+ * value or URL fetch will not take (a body JSON cannot write is refused before fetch, in
+ * `request.ts`). The same request would fail the same way, so it is the caller's to fix,
+ * never retried.
  */
 export function isRefusedBeforeSending(error: unknown): boolean {
   return error instanceof TypeError && error.cause === undefined;
@@ -35,6 +36,27 @@ export function redactedUrl(raw: string | URL): string {
   url.password = "";
   url.search = "";
   return url.href;
+}
+
+/**
+ * A 3xx, or fetch's opaque stand-in for one (status 0). The client asks fetch never to follow
+ * (`redirect: "manual"`) and takes a redirect as an answer it did not expect; a fetch passed in
+ * that ignores the option still gets its 3xx refused here.
+ */
+export function isRedirect(response: Response): boolean {
+  return response.type === "opaqueredirect" || (response.status >= 300 && response.status < 400);
+}
+
+/** What the operator reads: where it pointed (no credentials, no query), and what to fix. */
+export function describeRedirect(response: Response, requestUrl: string): string {
+  let target: string | undefined;
+  try {
+    const location = response.headers.get("location");
+    target = location === null ? undefined : redactedUrl(new URL(location, requestUrl));
+  } catch {
+    target = undefined;
+  }
+  return `answered ${response.status}, a redirect${target === undefined ? "" : ` to ${target}`}, which the client never follows (the token and body would go wherever it points): give \`url\` the service's own address`;
 }
 
 /** `AbortSignal.any` where Node has it (20.3+), the same by hand before. */

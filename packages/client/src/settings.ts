@@ -17,6 +17,15 @@ export function checkedBaseUrl(raw: string): string {
       { field: "url" },
     );
   }
+  // A password in the URL would reach every error message that shows the URL, and fetch
+  // refuses such a URL anyway: the principal is named by `token`, never by the URL.
+  if (base.username !== "" || base.password !== "") {
+    throw new TesseraClientError(
+      "invalid_config",
+      "url must not hold credentials (user:password@): name the principal with `token`",
+      { field: "url" },
+    );
+  }
   return base.href.replace(/\/+$/, "");
 }
 
@@ -37,4 +46,23 @@ export function checkedToken(token: string | undefined): string | undefined {
         ? `is longer than ${MAX_BEARER_CHARS} characters`
         : "holds whitespace, a control character (a newline?) or a character a header cannot carry";
   throw new TesseraClientError("invalid_config", `token ${why}`, { field: "token" });
+}
+
+/** The largest delay `setTimeout` (and so `AbortSignal.timeout`) takes: 2^31 − 1 ms. */
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
+/**
+ * Each attempt's deadline. Outside 1 … 2^31 − 1 whole ms, `AbortSignal.timeout` throws a
+ * RangeError on every call (NaN, −1, Infinity, 2^40), or fires at once (0): refused here.
+ */
+export function checkedTimeoutMs(timeoutMs: number | undefined): number {
+  if (timeoutMs === undefined) return 10_000;
+  if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > MAX_TIMEOUT_MS) {
+    throw new TesseraClientError(
+      "invalid_config",
+      `timeoutMs must be a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}`,
+      { field: "timeoutMs" },
+    );
+  }
+  return timeoutMs;
 }

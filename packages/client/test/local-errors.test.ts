@@ -134,3 +134,65 @@ describe("revokeGrant of a grant whose ID a URL path cannot name", () => {
     expect(stub.seen.map((r) => r.url)).toEqual(["/v1/grants/...", "/v1/grants/a%2F."]);
   });
 });
+
+describe("a URL with credentials in it", () => {
+  it.each([
+    "http://alice:hunter2@127.0.0.1:8787",
+    "http://:hunter2@127.0.0.1:8787/",
+    "https://alice@tessera.example",
+  ])("is invalid_config when the client is made, and the message hides them (%s)", (url) => {
+    const error = thrownBy(() => createTesseraClient({ url, token: "t" }));
+    expect(error).toBeInstanceOf(TesseraClientError);
+    expect(error).toMatchObject({ code: "invalid_config", field: "url" });
+    expect((error as Error).message).not.toContain("hunter2");
+    expect((error as Error).message).not.toContain("alice");
+  });
+});
+
+describe("a timeoutMs setTimeout cannot take", () => {
+  it.each([0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 31, 2 ** 40])(
+    "is invalid_config when the client is made (%s)",
+    (timeoutMs) => {
+      const error = thrownBy(() => createTesseraClient({ url: "http://127.0.0.1:1", timeoutMs }));
+      expect(error).toBeInstanceOf(TesseraClientError);
+      expect(error).toMatchObject({ code: "invalid_config", field: "timeoutMs" });
+    },
+  );
+
+  it("takes 1 ms up to the largest setTimeout delay", () => {
+    for (const timeoutMs of [1, 10_000, 2 ** 31 - 1]) {
+      expect(() => createTesseraClient({ url: "http://127.0.0.1:1", timeoutMs })).not.toThrow();
+    }
+  });
+});
+
+describe("a body JSON.stringify cannot write", () => {
+  let deep: unknown = {};
+  for (let i = 0; i < 200_000; i++) deep = { d: deep };
+  const throwing = {
+    toJSON() {
+      throw new Error("nope");
+    },
+  };
+  it.each([
+    ["nested 200,000 deep (a RangeError)", deep],
+    ["a toJSON that throws", throwing],
+    [
+      "a cycle",
+      (() => {
+        const cycle: Record<string, unknown> = {};
+        cycle.self = cycle;
+        return cycle;
+      })(),
+    ],
+  ])("is invalid_input after one attempt, nothing sent (%s)", async (_, payload) => {
+    stub = await stubService([json(200, { status: "denied", code: "tool_unavailable" })]);
+    const client = createTesseraClient({ url: stub.url, token: "t", retry: fast });
+    const error = await rejectionOf(
+      client.sendMessage({ recipient: "bob", payload, callId: "c-1" }),
+    );
+    expect(error).toMatchObject({ code: "invalid_input", attempts: 1 });
+    expect(error.message).toContain("JSON");
+    expect(stub.seen).toHaveLength(0);
+  });
+});

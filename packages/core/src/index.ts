@@ -12,6 +12,7 @@ export {
   verifyAuditCheckpoint,
 } from "./audit/checkpoint.js";
 export {
+  decidedBy,
   type ExplainPrincipal,
   type ExplainVerdict,
   type Explanation,

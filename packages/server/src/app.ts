@@ -79,6 +79,9 @@ export interface AppOptions {
  * read: an unauthenticated caller costs no parsing and no store access. Unknown paths and
  * wrong methods never reach it.
  */
+/** The longest path parameter the routes read: a 512-character grant ID, percent-encoded. */
+const MAX_PATH_PARAM_CHARS = 512 * 9;
+
 export function buildApp(options: AppOptions): FastifyInstance {
   const metrics = new Metrics();
   // Timed inside the rounds: the histogram measures the store, not the wait for a round.
@@ -164,6 +167,9 @@ export function buildApp(options: AppOptions): FastifyInstance {
     // service's shape too.
     clientErrorHandler: answerClientError,
     forceCloseConnections: "idle",
+    // A grant ID is up to 512 characters, each up to nine in the path once percent-encoded
+    // (three UTF-8 bytes); Fastify's default of 100 made longer IDs impossible to revoke.
+    routerOptions: { maxParamLength: MAX_PATH_PARAM_CHARS },
     ...(options.onHandler === undefined
       ? {}
       : {

@@ -1,6 +1,6 @@
 import * as crypto from "node:crypto";
 import { readFileSync } from "node:fs";
-import { type ExplainPrincipal, TesseraError } from "@tessera/core";
+import { type AuditEvent, type ExplainPrincipal, TesseraError } from "@tessera/core";
 import { bearerToken } from "@tessera/core/http";
 import { octalMode, readPrivateFile, uniqueStorageDigest } from "@tessera/core/store-kit";
 import { z } from "zod";
@@ -178,10 +178,25 @@ export function gateSession(principal: Principal): string {
   return principal.session ?? `principal:${principalKey(principal)}`;
 }
 
-/** Whose decisions a principal may read back: exactly its own turn identity, every part. */
+/**
+ * Whose decisions a principal may read back: exactly its own turn identity, every part,
+ * purpose included (none means events decided under no purpose).
+ */
 export function explainPrincipal(principal: Principal): ExplainPrincipal {
-  const { namespaceId, actor, authority, owner } = principal;
-  return owner === undefined
-    ? { namespaceId, actor, authority }
-    : { namespaceId, actor, authority, owner };
+  return { ...turnIdentity(principal), purpose: principal.purpose ?? null };
+}
+
+type TurnIdentityFields = Required<Pick<AuditEvent, "namespaceId" | "actor" | "authority">> &
+  Pick<AuditEvent, "owner" | "purpose">;
+
+/** The principal's turn identity as an audit event carries it (absent parts left out). */
+export function turnIdentity(principal: Principal): TurnIdentityFields {
+  const { namespaceId, actor, authority, owner, purpose } = principal;
+  return {
+    namespaceId,
+    actor,
+    authority,
+    ...(owner === undefined ? {} : { owner }),
+    ...(purpose === undefined ? {} : { purpose }),
+  };
 }

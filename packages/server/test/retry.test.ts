@@ -57,6 +57,7 @@ beforeAll(async () => {
   for (let i = 0; i < 6; i++) await stores.grants.add(ticket(`t-${i}`, `colleague-${i}`));
   await stores.grants.add(ticket("t-carol", "colleague-0", { subject: "carol" }));
   await stores.grants.add(ticket("t-support", "helpdesk", { purposes: ["support"] }));
+  await stores.grants.add(ticket("t-support-2", "helpdesk-2", { purposes: ["support"] }));
   server = await listen({
     stores,
     principals: [alice.config, carol.config, aliceSupport.config, aliceBilling.config],
@@ -136,6 +137,33 @@ describe("a retried call ID", () => {
     expect(principalKey(aliceBilling.config)).not.toBe(principalKey(aliceSupport.config));
     // A principal without a purpose keeps the key it had before purposes were part of it.
     expect(principalKey(alice.config)).toBe(uniqueStorageDigest("team", "asker", "host", "alice"));
+  });
+
+  it("reads back by purpose too: audit and explain show a principal only its own purpose's decisions", async () => {
+    const body = { recipient: "helpdesk-2", payload: "read", callId: "c-purpose-read" };
+    expect((await sendAs(aliceSupport.token, body)).body.status).toBe("delivered");
+    const read = async (token: string) => ({
+      audit: (await call(base, "GET", "/v1/audit?callId=c-purpose-read", { token })).body,
+      explain: (await call(base, "GET", "/v1/explain?callId=c-purpose-read", { token })).body,
+    });
+    const mine = await read(aliceSupport.token);
+    expect(mine.audit.events.map((e: { purpose?: string }) => e.purpose)).toEqual(["support"]);
+    expect(mine.explain.verdict).toBe("allowed");
+    // The same identity under another purpose, or none, reads it as an ID nobody used.
+    const unused = await read(aliceBilling.token);
+    for (const other of [aliceBilling.token, alice.token]) {
+      const theirs = await read(other);
+      expect(theirs.audit.events).toEqual([]);
+      expect(theirs.explain).toEqual(unused.explain);
+      expect(theirs.explain.verdict).not.toBe("allowed");
+    }
+    // And the other way round: the purpose-less principal's own call is not the support one's.
+    const plain = { recipient: "colleague-5", payload: "read", callId: "c-plain-read" };
+    expect((await sendAs(alice.token, plain)).body.status).toBe("delivered");
+    const audit = (token: string) =>
+      call(base, "GET", "/v1/audit?callId=c-plain-read", { token }).then((a) => a.body.events);
+    expect(await audit(alice.token)).toHaveLength(1);
+    expect(await audit(aliceSupport.token)).toEqual([]);
   });
 
   it("replays a denial as the same denial, without deciding again", async () => {

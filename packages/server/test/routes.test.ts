@@ -282,6 +282,23 @@ describe("routes, allowed and denied", () => {
     expect(smuggled).toMatchObject({ status: 400, body: { error: { field: "namespaceId" } } });
   });
 
+  it("revokes a grant whose ID is as long as the schema allows (512 characters, multi-byte too)", async () => {
+    for (const id of ["r".repeat(512), "é".repeat(256) + "鍵".repeat(256)]) {
+      const issued = await call(base, "POST", "/v1/grants", {
+        token: issuer.token,
+        body: { ...ticket(id, "colleague-long"), namespaceId: undefined, issuer: undefined },
+      });
+      expect(issued.body.grant.id).toBe(id);
+      const path = `/v1/grants/${encodeURIComponent(id)}`;
+      expect((await call(base, "DELETE", path, { token: issuer.token })).body).toEqual({
+        revoked: true,
+      });
+      const list = await call(base, "GET", "/v1/grants", { token: issuer.token });
+      const kept = list.body.grants.find((g: { grant: { id: string } }) => g.grant.id === id);
+      expect(kept.grant.revokedAt).toBeDefined();
+    }
+  });
+
   it("refuses each token outside its role with 403, before any decision", async () => {
     for (const [method, path] of [
       ["GET", "/v1/grants"],

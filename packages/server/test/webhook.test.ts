@@ -26,6 +26,9 @@ const behaviour: Record<string, (req: IncomingMessage, res: ServerResponse, body
     "/boom": (_req, res) => res.writeHead(503).end("down"),
     "/nope": (_req, res) => res.writeHead(401).end(),
     "/text": (_req, res) => res.writeHead(200).end("not json"),
+    // 5,000 levels in 30 KB: under the size bound, past the depth one.
+    "/deep": (_req, res) => res.writeHead(200).end(`${"[".repeat(5_000)}${"]".repeat(5_000)}`),
+    "/deep-64": (_req, res) => res.writeHead(200).end(`${"[".repeat(64)}${"]".repeat(64)}`),
     "/moved": (_req, res) => res.writeHead(302, { location: "/ok" }).end(),
     "/moved-for-good": (_req, res) => res.writeHead(308, { location: `${base}/ok` }).end(),
     "/not-modified": (_req, res) => res.writeHead(304).end(),
@@ -124,6 +127,15 @@ describe("webhook transport", () => {
       status: "failed",
       code: "invalid_reply",
     });
+  });
+
+  it("fails invalid_reply on a reply nested past 64 levels; 64 are delivered", async () => {
+    expect(await transportTo("/deep").deliver(envelope("bob"))).toEqual({
+      status: "failed",
+      code: "invalid_reply",
+    });
+    const at64 = await transportTo("/deep-64").deliver(envelope("bob"));
+    expect(at64.status).toBe("delivered");
   });
 
   it("answers receiver_error to a 3xx: the receiver answered, and a redirect is never followed", async () => {

@@ -40,14 +40,20 @@ export interface Explanation {
 }
 
 /**
- * Who decided under a call ID: the kernel stamps every event with these (owner left out when
- * the turn has none). Undefined `owner` matches only events without one.
+ * Who decided under a call ID: the kernel stamps every event with these (owner and purpose
+ * left out when the turn has none). Undefined `owner` matches only events without one.
  */
 export interface ExplainPrincipal {
   namespaceId: string;
   actor: string;
   authority: string;
   owner?: string;
+  /**
+   * The purpose the turns ran under: given (`null` for none), only events decided under
+   * exactly it count, so two principals that differ only in purpose read apart. Left out,
+   * purpose is not compared: an auditor naming a principal by its other parts sees them all.
+   */
+  purpose?: string | null;
 }
 
 /** Total, so a new audit reason fails compilation until it is given a verdict. */
@@ -130,7 +136,9 @@ export async function explain(
 ): Promise<Explanation> {
   const all = await audit.read({ callId });
   const events = Object.freeze(
-    principal === undefined ? eventsOfFirstPrincipal(all) : all.filter((e) => isOf(e, principal)),
+    principal === undefined
+      ? eventsOfFirstPrincipal(all)
+      : all.filter((e) => decidedBy(e, principal)),
   );
   const last = events[events.length - 1];
   if (last === undefined) {
@@ -178,12 +186,14 @@ function decidingEvent(events: readonly AuditEvent[], last: AuditEvent): AuditEv
   return before?.source === "kernel" && before.outcome === "denied" ? before : last;
 }
 
-function isOf(event: AuditEvent, principal: ExplainPrincipal): boolean {
+/** True when `principal` decided `event` (see `ExplainPrincipal` for how purpose counts). */
+export function decidedBy(event: AuditEvent, principal: ExplainPrincipal): boolean {
   return (
     event.namespaceId === principal.namespaceId &&
     event.actor === principal.actor &&
     event.authority === principal.authority &&
-    event.owner === principal.owner
+    event.owner === principal.owner &&
+    (principal.purpose === undefined || event.purpose === (principal.purpose ?? undefined))
   );
 }
 

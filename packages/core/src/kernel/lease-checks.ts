@@ -38,10 +38,17 @@ export type Outcome =
 /** A transport that threw (or rejected) failed the delivery; it says nothing more. */
 export const THREW: Outcome = Object.freeze({ status: "failed", code: "transport_threw" });
 
+/** A reply nested past the bound: delivered, but not a reply the kernel can hand on. */
+const DEEP_REPLY: Outcome = Object.freeze({ status: "failed", code: "invalid_reply" });
+
 /** What a transport answered, read without trusting its shape: any surprise is a throw. */
 export function outcomeOf(result: DeliveryResult): Outcome {
   try {
-    if (result.status === "delivered") return result;
+    if (result.status === "delivered") {
+      // It would overflow the stack of whatever writes it next (the claim's answer, the
+      // service's response), after the act was recorded: the call would stay in doubt.
+      return withinJsonDepth(result.reply) ? result : DEEP_REPLY;
+    }
     const code = isId(result.code) ? result.code : "failed";
     // Only an explicit `false` says nothing left: anything else may have been sent.
     return result.sent === false

@@ -18,7 +18,7 @@ import {
 import type { FastifyInstance } from "fastify";
 import type { ServiceContext } from "../context.js";
 import { HttpProblem, parse } from "../errors.js";
-import { explainPrincipal, gateSession, type Principal, principalKey } from "../principals.js";
+import { gateSession, type Principal, principalKey, turnIdentity } from "../principals.js";
 import {
   clientSpan,
   endClientSpan,
@@ -355,7 +355,6 @@ function stampedAudit(context: ServiceContext, calls: AsyncLocalStorage<CallScop
     append: (event) => {
       const scope = calls.getStore();
       const principal = scope?.principal;
-      const purpose = principal?.purpose;
       // The gate names the call ID as the trace; the caller's trace, when it gave one, wins.
       const traceId = scope?.trace.joined ? scope.trace.traceId : undefined;
       const stamped =
@@ -363,8 +362,7 @@ function stampedAudit(context: ServiceContext, calls: AsyncLocalStorage<CallScop
           ? event
           : {
               ...event,
-              ...explainPrincipal(principal),
-              ...(purpose === undefined ? {} : { purpose }),
+              ...turnIdentity(principal),
               ...(traceId === undefined ? {} : { traceId }),
             };
       retry.writes.later(`gate-event\u0000${next++}`, async () => {

@@ -3,6 +3,7 @@ import {
   type AlreadyClaimed,
   type AuditFilter,
   type ClaimStore,
+  decidedBy,
   explain,
   type TurnAuthority,
 } from "@tessera/core";
@@ -132,13 +133,7 @@ export function decisionRoutes(app: FastifyInstance, context: ServiceContext): v
         limit: AUDIT_READ_CAP,
       });
       // Only the principal's own decisions: a foreign ID reads like an unused one (no events).
-      const own = events.filter(
-        (e) =>
-          e.namespaceId === mine.namespaceId &&
-          e.actor === mine.actor &&
-          e.authority === mine.authority &&
-          e.owner === mine.owner,
-      );
+      const own = events.filter((event) => decidedBy(event, mine));
       return { events: own.slice(0, query.limit ?? 100) };
     },
   });

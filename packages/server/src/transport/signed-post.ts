@@ -1,4 +1,5 @@
 import { createHmac } from "node:crypto";
+import { withinJsonDepth } from "@tessera/core/store-kit";
 
 const MAX_ANSWER_BYTES = 64 * 1024;
 
@@ -105,9 +106,15 @@ export async function signedPost(
   if (text === "") return { status: "ok", body: undefined };
   if (Buffer.byteLength(text) > MAX_ANSWER_BYTES)
     return { status: "failed", code: "invalid_reply" };
+  let reply: unknown;
   try {
-    return { status: "ok", body: JSON.parse(text) };
+    reply = JSON.parse(text);
   } catch {
     return { status: "failed", code: "invalid_reply" };
   }
+  // Nested past the bound a request's payload has, a reply overflowed the stack of whatever
+  // wrote it next (the claim's answer, the caller's response): the send then answered 500
+  // and its call ID stayed in doubt for good. Read as a reply that is not usable JSON.
+  if (!withinJsonDepth(reply)) return { status: "failed", code: "invalid_reply" };
+  return { status: "ok", body: reply };
 }

@@ -23,7 +23,7 @@ export interface WebhookTransportOptions {
  * receiver checks it with `verifyWebhookSignature` and refuses stale timestamps, so a captured
  * request cannot be replayed later. A 2xx is `delivered`, its JSON body (if any) the reply.
  * Every failure is `{ status: "failed", code }`: `no_route`, `timeout`, `unreachable`,
- * `rejected` (4xx), `receiver_error` (5xx, 3xx), `invalid_reply` (not JSON, over 64 KiB),
+ * `rejected` (4xx), `receiver_error` (5xx, 3xx), `invalid_reply` (not JSON, over 64 KiB, nested past 64 levels),
  * `unserializable` (the payload is not JSON-serializable). Those that provably sent nothing
  * say `sent: false` — `no_route`, `unserializable`, and `unreachable` when no connection was
  * ever made (refused, no such host) — so the kernel gives the ticket's use back; the others
