@@ -58,6 +58,7 @@ describe("the entry points", () => {
         "addDerivedGrant",
         "carveDelegatedUses",
         "createKernel",
+        "decidedBy",
         "deriveGrant",
         "explain",
         "findSharedBudgets",
