@@ -1,3 +1,5 @@
+import { TesseraClientError } from "./errors.js";
+
 /** How a retry-safe call is tried again. */
 export interface RetryPolicy {
   /** Attempts in all, the first included (default 3; 1 turns retries off). */
@@ -14,14 +16,21 @@ export interface ResolvedRetry {
   readonly maxDelayMs: number;
 }
 
+/** The longest delay a timer takes (setTimeout fires at once past it). */
+const MAX_DELAY_MS = 2 ** 31 - 1;
+
+/** The policy with its defaults, checked when the client is made: `invalid_config` otherwise. */
 export function resolveRetry(policy: RetryPolicy | undefined): ResolvedRetry {
   const attempts = policy?.attempts ?? 3;
   const baseDelayMs = policy?.baseDelayMs ?? 100;
   const maxDelayMs = policy?.maxDelayMs ?? 2000;
   for (const [name, value] of Object.entries({ attempts, baseDelayMs, maxDelayMs })) {
-    if (!Number.isFinite(value) || value < 0 || (name === "attempts" && value < 1)) {
-      throw new RangeError(
-        `retry.${name} must be a finite number${name === "attempts" ? " ≥ 1" : " ≥ 0"}`,
+    const least = name === "attempts" ? 1 : 0;
+    if (typeof value !== "number" || !(value >= least && value <= MAX_DELAY_MS)) {
+      throw new TesseraClientError(
+        "invalid_config",
+        `retry.${name} must be a number from ${least} to ${MAX_DELAY_MS}`,
+        { field: `retry.${name}` },
       );
     }
   }

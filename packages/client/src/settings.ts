@@ -26,6 +26,15 @@ export function checkedBaseUrl(raw: string): string {
       { field: "url" },
     );
   }
+  // Routes are appended to the URL as text: a query or fragment would swallow them
+  // (`http://host/?x=1` sent `GET /?x=1/v1/tools`).
+  if (base.search !== "" || base.hash !== "" || raw.includes("?") || raw.includes("#")) {
+    throw new TesseraClientError(
+      "invalid_config",
+      "url must not hold a query or a fragment: it is the service's base URL",
+      { field: "url" },
+    );
+  }
   return base.href.replace(/\/+$/, "");
 }
 

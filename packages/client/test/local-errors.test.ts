@@ -149,6 +149,30 @@ describe("a URL with credentials in it", () => {
   });
 });
 
+describe("a URL with a query or a fragment", () => {
+  it.each(["http://127.0.0.1:8787/?x=1", "http://127.0.0.1:8787/#frag", "http://127.0.0.1:8787?"])(
+    "is invalid_config when the client is made: the routes would land inside it (%s)",
+    (url) => {
+      const error = thrownBy(() => createTesseraClient({ url, token: "t" }));
+      expect(error).toMatchObject({ code: "invalid_config", field: "url" });
+    },
+  );
+
+  it("a base path is kept", () => {
+    expect(() => createTesseraClient({ url: "http://127.0.0.1:8787/tessera/" })).not.toThrow();
+  });
+});
+
+describe("a retry policy a timer cannot follow", () => {
+  it("is invalid_config naming the field, when the client is made", () => {
+    const error = thrownBy(() =>
+      createTesseraClient({ url: "http://127.0.0.1:1", retry: { maxDelayMs: Number.NaN } }),
+    );
+    expect(error).toBeInstanceOf(TesseraClientError);
+    expect(error).toMatchObject({ code: "invalid_config", field: "retry.maxDelayMs" });
+  });
+});
+
 describe("a timeoutMs setTimeout cannot take", () => {
   it.each([0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 31, 2 ** 40])(
     "is invalid_config when the client is made (%s)",

@@ -216,7 +216,17 @@ describe("backoff", () => {
     expect(parseRetryAfter("2")).toBe(2000);
     expect(parseRetryAfter(new Date(10_000).toUTCString(), 7_000)).toBe(3000);
     expect(parseRetryAfter("soon")).toBeUndefined();
-    expect(() => resolveRetry({ attempts: 0 })).toThrow(RangeError);
+    for (const policy of [
+      { attempts: 0 },
+      { attempts: Number.NaN },
+      { baseDelayMs: -1 },
+      { maxDelayMs: Number.POSITIVE_INFINITY },
+      { maxDelayMs: 2 ** 31 },
+    ]) {
+      expect(() => resolveRetry(policy), JSON.stringify(policy)).toThrow(
+        expect.objectContaining({ code: "invalid_config" }),
+      );
+    }
   });
 
   it("waits Retry-After before retrying a 503", async () => {
