@@ -201,11 +201,11 @@ describe("routes, allowed and denied", () => {
 
   it("concurrent in-doubt listings of one principal share one walk of the store", async () => {
     // On Redis a listing walks the keyspace (SCAN): twenty requests at once must not be twenty
-    // walks. A claim store whose listing takes 50 ms stands in for one, counting its walks.
+    // walks. A claim store whose listing takes 200 ms stands in for one, counting its walks.
     let walks = 0;
     const slow = replacingMethod(stores.claims, "listInDoubt", async (session) => {
       walks++;
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await new Promise((resolve) => setTimeout(resolve, 200));
       return stores.claims.listInDoubt(session);
     });
     const own = await listen({
@@ -223,8 +223,10 @@ describe("routes, allowed and denied", () => {
         answers[0]?.body.claims.map((c: { functionCallId: string }) => c.functionCallId),
       ).toEqual(["fc-stuck", "c-stuck"]);
       // One walk is two listings: the gate's session and the retry-safe calls' one. The twenty
-      // requests may straddle the end of a walk, so allow a second; never one per request.
-      expect([2, 4]).toContain(walks);
+      // requests may straddle the end of a walk (on a loaded machine, several), so allow a few;
+      // never one per request.
+      expect(walks % 2).toBe(0);
+      expect(walks).toBeLessThanOrEqual(8);
       // Once it is over, the next request reads the store again: nothing is cached.
       walks = 0;
       expect((await list()).status).toBe(200);
