@@ -9,6 +9,7 @@ from ._http import RETRYABLE_STATUSES, RetryPolicy
 from .client import SettleError, TesseraClient, __version__
 from .errors import (
     AuthenticationError,
+    ConfigError,
     ConflictError,
     DelegationError,
     ForbiddenError,
@@ -56,6 +57,7 @@ __all__ = [
     "AuthenticationError",
     "AuthorizeResult",
     "Capability",
+    "ConfigError",
     "ConflictError",
     "Constraints",
     "DelegationError",

@@ -10,6 +10,7 @@ from typing import Any, Callable, TypeVar
 
 from . import _parse
 from ._http import RetryPolicy, Transport, parse_json_or_shape
+from .errors import RequestError
 from .models import (
     A2uiClaimResult,
     A2uiReply,
@@ -72,8 +73,16 @@ class TesseraClient:
     ) -> None:
         """``url`` is the service's base URL (``http://127.0.0.1:8787``); ``token`` the bearer
         token that names the principal (agent or issuer); ``timeout_s`` how long each attempt
-        may wait on the socket (to connect, and for each read); ``retry=None`` turns retries
-        off (and with them the made-up call IDs)."""
+        may take as a whole (connecting, sending, and reading the answer to its last byte: a
+        service that trickles its answer does not hold the caller past it); ``retry=None`` turns
+        retries off (and with them the made-up call IDs).
+
+        Raises ``ConfigError`` (``invalid_config``, ``field`` naming the option) for a URL, token
+        or timeout no call could use: a token with white space (a pasted newline), a control
+        character or a character above U+00FF, or empty; a URL that is not absolute http(s),
+        holds white space or a control character, carries credentials (``user:pass@``) or has a
+        query or fragment; a timeout that is not a finite number of seconds above 0. The
+        message never shows the token or the URL."""
         self._http = Transport(
             url,
             token,
@@ -90,11 +99,11 @@ class TesseraClient:
 
     def health(self) -> bool:
         """Liveness: True when the process serves HTTP (never touches the store)."""
-        return self._get("/healthz", lambda b: _parse._Reader(b, "body").boolean("ok"))
+        return self._get("/healthz", _parse.parse_health)
 
     def ready(self) -> bool:
         """Readiness: True when every store port answered; a store outage is an UnavailableError."""
-        return self._get("/readyz", lambda b: _parse._Reader(b, "body").boolean("ready"))
+        return self._get("/readyz", _parse.parse_ready)
 
     # ---- decisions ----------------------------------------------------------------------
 
@@ -138,17 +147,27 @@ class TesseraClient:
         error: SettleError | None = None,
     ) -> A2uiReply:
         """Settles a claimed call with the function's ``value`` or its ``error``; returns the
-        reply to send. Settle through the instance that issued the handle."""
+        reply to send. Settle through the instance that issued the handle.
+
+        Exactly one of them, as the service's settle schema says ("give the call's value or its
+        error"): neither, or both, is a ``TypeError`` before anything is sent. A function that
+        returned nothing settles with an explicit ``None`` (``value: null``)."""
         body: dict[str, Any] = {"handle": handle}
         if error is not None:
             if not isinstance(value, _Unset):
-                raise TypeError("settle with a value or an error, not both")
+                raise TypeError("give the call's value or its error, not both")
             wire_error: dict[str, str] = {"message": error.message}
             if error.code is not None:
                 wire_error["code"] = error.code
             body["error"] = wire_error
+        elif isinstance(value, _Unset):
+            raise TypeError(
+                "give the call's value or its error: a2ui_settle(handle, value) or "
+                "a2ui_settle(handle, error=SettleError(message)); a function that returned "
+                "nothing settles with an explicit None"
+            )
         else:
-            body["value"] = None if isinstance(value, _Unset) else value
+            body["value"] = value
         return self._post("/v1/a2ui/settle", body, _parse.parse_reply)
 
     def a2ui_call(self, message: Mapping[str, JsonValue]) -> A2uiReply:
@@ -159,6 +178,7 @@ class TesseraClient:
 
     def explain(self, call_id: str) -> Explanation:
         """"Spent" or "never granted" (and revoked, expired, ...) for one of this principal's calls."""
+        _sendable(call_id, "callId")
         return self._get("/v1/explain", _parse.parse_explain, {"callId": call_id})
 
     def audit(
@@ -169,6 +189,8 @@ class TesseraClient:
         limit: int | None = None,
     ) -> tuple[AuditEvent, ...]:
         """This principal's audit events for one call ID or one trace ID (exactly one of them)."""
+        _sendable(call_id, "callId")
+        _sendable(trace_id, "traceId")
         query: dict[str, str | int | None] = {"callId": call_id, "traceId": trace_id, "limit": limit}
         return self._get("/v1/audit", _parse.parse_audit, query)
 
@@ -211,8 +233,14 @@ class TesseraClient:
         return self._get("/v1/grants", _parse.parse_grant_list)
 
     def revoke_grant(self, grant_id: str) -> bool:
-        """True if revoked; another issuer's grant answers False, like a missing one."""
-        path = "/v1/grants/" + urllib.parse.quote(grant_id, safe="")
+        """True if revoked; another issuer's grant answers False, like a missing one.
+
+        The ID is one percent-encoded path segment. ``.`` and ``..`` are sent as ``%2E`` and
+        ``%2E%2E`` on purpose: the service reads them back as the grant IDs, and no proxy or
+        URL parser on the way can take them for dot segments and resolve them to the parent
+        path, another route. (The TS client, whose fetch resolves even ``%2E``, refuses them.)"""
+        _sendable(grant_id, "grantId")
+        path = "/v1/grants/" + _path_segment(grant_id)
         return self._call("DELETE", path, _parse.parse_revoked)
 
     # ---- plumbing -----------------------------------------------------------------------
@@ -257,6 +285,24 @@ class TesseraClient:
         value = self._http.call(method, path, body=body)
         result: T = parse_json_or_shape(parse, value, method, path)
         return result
+
+
+def _sendable(value: str | None, field: str) -> None:
+    """An ID for a URL (path or query), or ``invalid_input`` before anything is sent: a lone
+    surrogate has no UTF-8 form (``quote`` would raise a raw ``UnicodeEncodeError``), and the
+    service refuses such IDs everywhere. The ID itself is not echoed."""
+    if isinstance(value, str) and not _parse.is_well_formed(value):
+        raise RequestError(
+            "invalid_input",
+            f"{field} holds a lone surrogate (half of a UTF-16 pair), which UTF-8 cannot carry",
+            field=field,
+        )
+
+
+def _path_segment(value: str) -> str:
+    """One path segment, percent-encoded as ``encodeURIComponent`` does, dot segments too."""
+    encoded = urllib.parse.quote(value, safe="")
+    return "%2E" if encoded == "." else "%2E%2E" if encoded == ".." else encoded
 
 
 def _resource_to_wire(resource: Resource | Mapping[str, Any]) -> dict[str, Any]:

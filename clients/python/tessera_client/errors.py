@@ -12,8 +12,10 @@ class TesseraError(Exception):
     """Base class: the service's error body (``code``, ``message``, ``field``), or the client's own.
 
     ``code`` is the service's stable code (``unauthenticated``, ``invalid_request``, ...) or one
-    of the client's: ``service_unreachable`` (no HTTP answer: refused, reset, timeout) and
-    ``invalid_response`` (an answer that is not the documented shape).
+    of the client's: ``service_unreachable`` (no HTTP answer: refused, reset, timeout),
+    ``invalid_response`` (an answer that is not the documented shape), ``invalid_config`` (a
+    constructor option it cannot use) and ``invalid_input`` (a request it cannot put on the
+    wire, refused before sending).
     """
 
     def __init__(
@@ -50,7 +52,9 @@ class TesseraError(Exception):
 
 
 class RequestError(TesseraError):
-    """400, 405, 413, 415: the request is wrong (``invalid_request``, ``invalid_grant``, ...)."""
+    """400, 405, 413, 415: the request is wrong (``invalid_request``, ``invalid_grant``, ...), or
+    ``invalid_input`` from the client itself: a request it cannot put on the wire (an ID holding
+    a lone surrogate, which UTF-8 cannot carry), refused before anything is sent."""
 
 
 class DelegationError(RequestError):
@@ -75,6 +79,14 @@ class ConflictError(TesseraError):
 
 class UnavailableError(TesseraError):
     """503 or no answer: nothing was decided; the same call may succeed later."""
+
+
+class ConfigError(TesseraError, ValueError):
+    """``invalid_config``: the client was made with an option it cannot use (``field`` names
+    which: ``url``, ``token``, ``timeout_s``). Raised by the constructor, so a token or URL that
+    could never be sent is not first seen on a call, after its retries, as if the service were
+    down. The message never shows the token or the URL's credentials. Also a ``ValueError``, as
+    a bad URL was before."""
 
 
 class ServiceError(TesseraError):

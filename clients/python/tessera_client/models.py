@@ -17,6 +17,53 @@ JsonValue = Any
 
 RECEIPT_STATUSES = ("dispatched", "none", "denied", "failed", "in_doubt")
 
+#: What a refusal may tell the caller (docs/codes.md, "Caller codes"): a ``Denied.code``.
+CALLER_CODES = (
+    "tool_unavailable",
+    "no_matching_grant",
+    "invalid_request",
+    "authority_unavailable",
+    "turn_closed",
+    "delivery_failed",
+    "INVALID_FUNCTION_CALL",
+    "VALIDATION_FAILED",
+    "EXECUTION_FAILED",
+)
+
+#: Why a decision went as it did, in audit only (docs/codes.md, "Audit reasons").
+AUDIT_REASONS = (
+    "allowed",
+    "dispatched",
+    "grant_exhausted",
+    "revoked",
+    "expired",
+    "not_yet_valid",
+    "purpose_mismatch",
+    "issuer_mismatch",
+    "owner_mismatch",
+    "no_capability",
+    "chain_broken",
+    "usage_store_unavailable",
+    "authority_unavailable",
+    "turn_closed",
+    "invalid_request",
+    "delivery_failed",
+    "no_transport",
+    "use_returned",
+    "act_withdrawn",
+    "invalid_message",
+    "unknown_catalog",
+    "unknown_function",
+    "caller_not_allowed",
+    "user_activation_required",
+    "invalid_args",
+    "duplicate_call",
+    "claim_store_unavailable",
+    "policy_denied",
+    "approval_denied",
+    "callback_failed",
+)
+
 
 # ---- decisions ---------------------------------------------------------------------------
 

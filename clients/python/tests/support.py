@@ -323,3 +323,65 @@ def read_http_message(sock: socket.socket) -> bytes:
             break
         rest += chunk
     return head + b"\r\n\r\n" + rest
+
+
+class RawServer:
+    """A local TCP listener that runs ``handler(connection)`` for each connection, in a thread.
+
+    For answers no real service gives on cue: a body that is not its route's shape, an answer
+    trickled a byte at a time, a 413 sent before the request was read. ``requests`` keeps what
+    ``read_request`` read; ``connections`` counts the connections accepted.
+    """
+
+    def __init__(self, handler: Callable[[RawServer, socket.socket], None]) -> None:
+        self.handler = handler
+        self.connections = 0
+        self.requests: list[bytes] = []
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def close(self) -> None:
+        self.listener.close()
+
+    def read_request(self, connection: socket.socket) -> bytes:
+        request = read_http_message(connection)
+        with self._lock:
+            self.requests.append(request)
+        return request
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            with self._lock:
+                self.connections += 1
+            threading.Thread(target=self._serve, args=(connection,), daemon=True).start()
+
+    def _serve(self, connection: socket.socket) -> None:
+        with connection:
+            try:
+                self.handler(self, connection)
+            except OSError:
+                pass  # the client went away (a timeout it enforced, a test that is over)
+
+
+def raw_answer(status: int, body: bytes, extra_headers: bytes = b"") -> bytes:
+    """One whole HTTP/1.1 answer with ``body`` as it is (not re-encoded)."""
+    return (
+        b"HTTP/1.1 %d X\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
+        b"connection: close\r\n%s\r\n%s" % (status, len(body), extra_headers, body)
+    )
+
+
+def canned(status: int, body: bytes) -> Callable[[RawServer, socket.socket], None]:
+    """A handler that reads the request and answers ``body`` byte for byte."""
+
+    def handle(server: RawServer, connection: socket.socket) -> None:
+        server.read_request(connection)
+        connection.sendall(raw_answer(status, body))
+
+    return handle

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import unittest
+from pathlib import Path
 
 from tessera_client import (
     AuthenticationError,
@@ -16,6 +18,9 @@ from tessera_client import (
     UnavailableError,
 )
 from tessera_client.errors import error_class
+from tessera_client.models import AUDIT_REASONS, CALLER_CODES
+
+CODES_MD = Path(__file__).resolve().parents[3] / "docs" / "codes.md"
 
 
 class ErrorClassTest(unittest.TestCase):
@@ -49,6 +54,25 @@ class ErrorClassTest(unittest.TestCase):
         self.assertEqual((error.code, error.message, error.field, error.status), ("invalid_request", "capabilities: too small", "capabilities", 400))
         self.assertEqual(str(error), "invalid_request (capabilities): capabilities: too small")
         self.assertIsInstance(DelegationError("delegation_wider_path", "m"), RequestError)
+
+
+@unittest.skipUnless(CODES_MD.is_file(), "docs/codes.md is not next to this checkout")
+class VocabularyTest(unittest.TestCase):
+    """The caller codes and audit reasons the client accepts in answers are docs/codes.md's."""
+
+    def names(self, section: str) -> set[str]:
+        text = CODES_MD.read_text(encoding="utf-8")
+        body = text[text.index(f"## {section}") :]
+        body = body[: body.index("\n## ", 1)]
+        return set(re.findall(r"^\| `([A-Za-z_]+)`", body, re.MULTILINE))
+
+    def test_caller_codes_are_the_documented_ones(self) -> None:
+        self.assertEqual(set(CALLER_CODES), self.names("Caller codes"))
+        self.assertEqual(len(CALLER_CODES), len(set(CALLER_CODES)))
+
+    def test_audit_reasons_are_the_documented_ones(self) -> None:
+        self.assertEqual(set(AUDIT_REASONS), self.names("Audit reasons"))
+        self.assertEqual(len(AUDIT_REASONS), len(set(AUDIT_REASONS)))
 
 
 if __name__ == "__main__":

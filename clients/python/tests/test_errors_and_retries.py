@@ -90,6 +90,15 @@ class ErrorFamiliesTest(unittest.TestCase):
             self.asker.send_message("bob", {"blob": "x" * 70_000})
         self.assertEqual((caught.exception.code, caught.exception.status), ("body_too_large", 413))
 
+    def test_a_body_the_service_cuts_off_is_its_413_and_is_not_retried(self) -> None:
+        # Over ~4 MB the service answers 413 and closes while the client is still writing. Before,
+        # the client saw only the broken pipe: service_unreachable, after sending it three times.
+        client = TesseraClient(service.url, service.agents["asker"].token, retry=FAST)
+        with self.assertRaises(RequestError) as caught:
+            client.send_message("bob", {"blob": "x" * 10_000_000}, call_id=unique("huge"))
+        error = caught.exception
+        self.assertEqual((error.code, error.status, error.attempts), ("body_too_large", 413, 1))
+
     def test_delegation_error_for_a_wider_child(self) -> None:
         parent = self.issuer.issue_grant(
             "asker", [Capability(Resource("files", ("reports",), "alice"), ("files.read",))]

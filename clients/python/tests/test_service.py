@@ -83,6 +83,17 @@ class GrantsTest(ServiceTest):
         revoked = [r.grant for r in self.issuer.list_grants() if r.grant.id == grant.id]
         self.assertIsNotNone(revoked[0].revoked_at)
 
+    def test_grant_ids_dot_and_dot_dot_are_revoked(self) -> None:
+        # Intended: sent as %2E and %2E%2E (tests/test_wire.py), which the service reads back as
+        # the IDs themselves; the TS client refuses them, its fetch resolving even %2E.
+        for grant_id in (".", ".."):
+            with self.subTest(grant_id=grant_id):
+                self.issuer.issue_grant("asker", [message_send_capability(unique("r"), "alice")], id=grant_id)
+                self.assertTrue(self.issuer.revoke_grant(grant_id))
+                listed = {row.grant.id: row.grant for row in self.issuer.list_grants()}
+                self.assertIsNotNone(listed[grant_id].revoked_at)
+        self.assertIsNotNone(listed["."].revoked_at)
+
     def test_revoking_a_missing_grant_answers_false(self) -> None:
         self.assertFalse(self.issuer.revoke_grant(unique("no-such-grant")))
 
@@ -218,6 +229,18 @@ class A2uiTest(ServiceTest):
         self.assertEqual(
             settled.reply["rendererFunctionResponse"], {"functionCallId": fid, "value": {"total": 6}}
         )
+
+    def test_a_function_that_returned_nothing_settles_with_an_explicit_none(self) -> None:
+        fid = unique("fn")
+        claim = self.asker.a2ui_claim(quote_call(fid, 1))
+        assert isinstance(claim, A2uiDispatch)
+        # Neither a value nor an error is refused before sending, and the claim stays open ...
+        with self.assertRaises(TypeError):
+            self.asker.a2ui_settle(claim.handle)
+        # ... for the explicit None the service takes as value null.
+        settled = self.asker.a2ui_settle(claim.handle, None)
+        self.assertEqual(settled.receipt, "dispatched")
+        self.assertEqual(settled.reply["rendererFunctionResponse"], {"functionCallId": fid, "value": None})
 
     def test_settle_with_an_error_and_an_unknown_handle(self) -> None:
         claim = self.asker.a2ui_claim(quote_call(unique("fn"), 1))

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { AuditEvent } from "../contracts/schemas.js";
-import type { AppendOptions, AuditSink } from "../ports/audit-sink.js";
+import type { AppendOptions, AuditSink, ReadableAuditSink } from "../ports/audit-sink.js";
 import { DenialRecorder } from "./denials.js";
 
 /**
@@ -116,6 +116,62 @@ describe("DenialRecorder", () => {
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(attempts).toBe(after);
     expect(recorder.failing).toBe(true);
+  });
+
+  it("a background retry that finds nothing kept leaves later blips written and readiness back", async () => {
+    let down = true;
+    const { sink, seen } = recordingSink(() => down);
+    const recorder = new DenialRecorder(sink, "after-reply", { firstMs: 40, maxMs: 80 });
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    try {
+      recorder.record(event("a"));
+      await waitFor(() => recorder.failing);
+      down = false;
+      // A request flushes what was kept before the retry timer fires: the timer then finds
+      // nothing kept, and its flush ends at once.
+      await recorder.record(event("b"));
+      expect(recorder.failing).toBe(false);
+      await sleep(60);
+      // A second blip: kept, then written by the background retry once the sink is back.
+      down = true;
+      recorder.record(event("c"));
+      await waitFor(() => recorder.failing);
+      down = false;
+      await waitFor(() => !recorder.failing);
+      expect(seen.map((s) => s.callId)).toEqual(["a", "b", "c"]);
+    } finally {
+      recorder.close();
+    }
+  });
+});
+
+describe("DenialRecorder: a write whose reply was lost", () => {
+  it("is not written twice to a sink that can be read: the retry finds it there", async () => {
+    const stored: AuditEvent[] = [];
+    let loseReplies = 2;
+    const sink: ReadableAuditSink = {
+      append: async (appended: AuditEvent) => {
+        stored.push(appended);
+        // Written, but the caller never hears so (a cut connection after the commit).
+        if (loseReplies-- > 0) throw new Error("connection reset");
+      },
+      read: async (filter) => stored.filter((e) => e.callId === filter?.callId),
+    };
+    const recorder = new DenialRecorder(sink, "after-reply", { firstMs: 20, maxMs: 40 });
+    try {
+      recorder.record(event("a"));
+      recorder.record(event("b"));
+      await waitFor(() => recorder.failing);
+      await waitFor(() => !recorder.failing);
+      expect(stored.map((e) => e.callId)).toEqual(["a", "b"]);
+      // Another decision of the same content and call ID, later and heard: written again.
+      await recorder.drain();
+      recorder.record(event("a"));
+      await recorder.drain();
+      expect(stored.map((e) => e.callId)).toEqual(["a", "b", "a"]);
+    } finally {
+      recorder.close();
+    }
   });
 });
 

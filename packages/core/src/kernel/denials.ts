@@ -1,6 +1,7 @@
+import { auditContentDigest } from "../audit/chain.js";
 import { TesseraError } from "../contracts/errors.js";
 import type { AuditEvent } from "../contracts/schemas.js";
-import type { AppendOptions, AuditSink } from "../ports/audit-sink.js";
+import type { AppendOptions, AuditSink, ReadableAuditSink } from "../ports/audit-sink.js";
 import { WriteWindow } from "../stores/write-window.js";
 
 /** How long a denial's event waits for others to share its write, and how many may wait. */
@@ -32,7 +33,8 @@ export interface DenialRetry {
  *
  * A sink that fails to take such an event does not lose it: the recorder keeps it and offers
  * it again in the background (after 100 ms, then backing off to every 2 s), ahead of any event
- * written later, until the sink takes it. Meanwhile the kernel's denials are written before
+ * written later, until the sink takes it. A sink that can be read is first asked whether it
+ * holds the event already (a refusal whose reply was lost may have been written). Meanwhile the kernel's denials are written before
  * they answer, each after the kept ones: while the sink keeps failing each denial fails with
  * `audit_unavailable` (the kernel fails closed). The recorder is `failing` while it holds
  * events the sink refused, so it turns back by itself once the sink writes again, with no
@@ -128,21 +130,30 @@ export class DenialRecorder {
     this.#scheduleRetry();
   }
 
-  /** Writes the kept events in order; each leaves the list once the sink has taken it. */
+  /** Writes the kept events in order, one write at a time shared by whoever asks. */
   #flush(): Promise<void> {
-    this.#flushing ??= (async () => {
-      const sink = this.#sink as AuditSink;
-      try {
-        while (this.#unwritten.length > 0) {
-          await append(sink, this.#unwritten[0] as AuditEvent);
-          this.#unwritten.shift();
-        }
-        this.#retryDelay = this.#retry.firstMs;
-      } finally {
-        this.#flushing = undefined;
-      }
-    })();
-    return this.#flushing;
+    if (this.#flushing !== undefined) return this.#flushing;
+    const flushing = this.#writeKept();
+    // Cleared once settled, never before it is set: with nothing kept the write ends at once,
+    // and a `finally` inside it ran before `#flushing` was assigned, leaving a settled write
+    // there for good (every later flush, `drain` included, then did nothing).
+    this.#flushing = flushing;
+    const clear = () => {
+      if (this.#flushing === flushing) this.#flushing = undefined;
+    };
+    flushing.then(clear, clear);
+    return flushing;
+  }
+
+  /** Each kept event leaves the list once the sink has taken it, or is found to hold it. */
+  async #writeKept(): Promise<void> {
+    const sink = this.#sink as AuditSink;
+    while (this.#unwritten.length > 0) {
+      const event = this.#unwritten[0] as AuditEvent;
+      if (!(await holds(sink, event))) await append(sink, event);
+      this.#unwritten.shift();
+    }
+    this.#retryDelay = this.#retry.firstMs;
   }
 
   #scheduleRetry(): void {
@@ -156,6 +167,20 @@ export class DenialRecorder {
     // A sink that never comes back must not keep the host's process alive.
     this.#retryTimer.unref();
   }
+}
+
+/**
+ * Whether a sink that can be read already holds `event`: a write refused because its reply was
+ * lost may have landed, and offering it again would record the decision twice. Asked only of a
+ * kept event, never on the way to a reply. An event is the same when its content is (its digest,
+ * chain fields aside); the kernel mints a unique call ID for each refusal that names none.
+ */
+async function holds(sink: AuditSink, event: AuditEvent): Promise<boolean> {
+  const read = (sink as Partial<ReadableAuditSink>).read;
+  if (typeof read !== "function") return false;
+  const digest = auditContentDigest(event);
+  const stored = await read.call(sink, { callId: event.callId });
+  return stored.some((candidate) => auditContentDigest(candidate) === digest);
 }
 
 function throwUnavailable(error: unknown): never {
