@@ -242,6 +242,38 @@ describe("explain of an A2UI call the kernel decided", () => {
     }
   });
 
+  it("a duplicate of a call left in doubt keeps telling the first call's story", async () => {
+    const audit = new InMemoryAuditSink();
+    const allowed = { ...principal, outcome: "allowed", code: null, grantId: "g-a2ui" } as const;
+    await audit.append(event({ ...allowed, action: "a2ui.call", reason: "allowed" }));
+    await audit.append(
+      event({ ...allowed, source: "gate", reason: "dispatched", session: "s-1", receipt: "none" }),
+    );
+    // Its instance died before the receipt; the retry on another is refused as a duplicate.
+    const duplicate = event({
+      ...principal,
+      source: "gate",
+      code: "INVALID_FUNCTION_CALL",
+      reason: "duplicate_call",
+      session: "s-1",
+      receipt: "none",
+    });
+    await audit.append(duplicate);
+    await audit.append(duplicate);
+    for (const told of [await explain(audit, "fc-1"), await explain(audit, "fc-1", principal)]) {
+      expect(told).toMatchObject({ verdict: "allowed", reason: "dispatched", code: null });
+      expect(told.grantId).toBe("g-a2ui");
+      expect(told.events).toHaveLength(4);
+    }
+    // Only duplicates (the first call's events not among them): they are what is told.
+    const alone = new InMemoryAuditSink();
+    await alone.append(duplicate);
+    expect(await explain(alone, "fc-1")).toMatchObject({
+      verdict: "refused",
+      reason: "duplicate_call",
+    });
+  });
+
   it("keeps a gate's own policy refusal as refused when no kernel refusal precedes it", async () => {
     const audit = new InMemoryAuditSink();
     await audit.append(

@@ -140,7 +140,11 @@ export async function explain(
       ? eventsOfFirstPrincipal(all)
       : all.filter((e) => decidedBy(e, principal)),
   );
-  const last = events[events.length - 1];
+  // A duplicate's refusal says nothing of the call it repeated (one in doubt stays in doubt): the
+  // story is the first call's, up to its last event of its own. Events are all returned.
+  const story = events.slice(0, events.findLastIndex((e) => e.reason !== "duplicate_call") + 1);
+  const told = story.length === 0 ? events : story;
+  const last = told[told.length - 1];
   if (last === undefined) {
     return Object.freeze({
       callId,
@@ -150,9 +154,9 @@ export async function explain(
       events,
     });
   }
-  const deciding = decidingEvent(events, last);
+  const deciding = decidingEvent(told, last);
   const verdict = VERDICTS[deciding.reason];
-  const granted = events.findLast((event) => event.grantId !== undefined);
+  const granted = told.findLast((event) => event.grantId !== undefined);
   const grantId = granted?.grantId;
   const chain = granted?.chain;
   // A derived grant is only as good as its chain, so the owner sees every link of it.
