@@ -17,6 +17,7 @@ export {
   GENESIS_HASH,
   linkAuditEvent,
 } from "./audit/chain.js";
+export { auditHolds } from "./audit/holds.js";
 export { misindexedAuditEvent, parseStoredAuditEvent } from "./audit/unreadable.js";
 export {
   checkAct,

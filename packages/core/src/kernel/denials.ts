@@ -1,7 +1,7 @@
-import { auditContentDigest } from "../audit/chain.js";
+import { auditHolds } from "../audit/holds.js";
 import { TesseraError } from "../contracts/errors.js";
 import type { AuditEvent } from "../contracts/schemas.js";
-import type { AppendOptions, AuditSink, ReadableAuditSink } from "../ports/audit-sink.js";
+import type { AppendOptions, AuditSink } from "../ports/audit-sink.js";
 import { WriteWindow } from "../stores/write-window.js";
 
 /** How long a denial's event waits for others to share its write, and how many may wait. */
@@ -150,7 +150,7 @@ export class DenialRecorder {
     const sink = this.#sink as AuditSink;
     while (this.#unwritten.length > 0) {
       const event = this.#unwritten[0] as AuditEvent;
-      if (!(await holds(sink, event))) await append(sink, event);
+      if (!(await auditHolds(sink, event))) await append(sink, event);
       this.#unwritten.shift();
     }
     this.#retryDelay = this.#retry.firstMs;
@@ -167,20 +167,6 @@ export class DenialRecorder {
     // A sink that never comes back must not keep the host's process alive.
     this.#retryTimer.unref();
   }
-}
-
-/**
- * Whether a sink that can be read already holds `event`: a write refused because its reply was
- * lost may have landed, and offering it again would record the decision twice. Asked only of a
- * kept event, never on the way to a reply. An event is the same when its content is (its digest,
- * chain fields aside); the kernel mints a unique call ID for each refusal that names none.
- */
-async function holds(sink: AuditSink, event: AuditEvent): Promise<boolean> {
-  const read = (sink as Partial<ReadableAuditSink>).read;
-  if (typeof read !== "function") return false;
-  const digest = auditContentDigest(event);
-  const stored = await read.call(sink, { callId: event.callId });
-  return stored.some((candidate) => auditContentDigest(candidate) === digest);
 }
 
 function throwUnavailable(error: unknown): never {

@@ -15,6 +15,7 @@ import {
   A2uiSettleRequestSchema,
   ROUTES,
 } from "@tessera/core/http";
+import { auditHolds } from "@tessera/core/store-kit";
 import type { FastifyInstance } from "fastify";
 import type { ServiceContext } from "../context.js";
 import { HttpProblem, parse } from "../errors.js";
@@ -345,8 +346,9 @@ function decision(context: ServiceContext, calls: AsyncLocalStorage<CallScope>) 
  * a window share its batches, and on Redis a ledger that sees only its own writes on the audit
  * stream needs no second script to relearn the stream's head. A crash inside the window
  * (≤ 10 ms) can lose a gate event, never the act; the audit and explain routes write what
- * waits before they read. An event the store refuses is lost, as the gate's events always
- * were (the gate ignores audit failures: the outcome stands).
+ * waits before they read. An event the store refuses is offered again (`AnswerWrites`), once
+ * the store is asked whether it holds it already; one still refused at close is lost, as the
+ * gate's events always were (the gate ignores audit failures: the outcome stands).
  */
 function stampedAudit(context: ServiceContext, calls: AsyncLocalStorage<CallScope>): AuditSink {
   const { acts, retry } = context;
@@ -365,7 +367,12 @@ function stampedAudit(context: ServiceContext, calls: AsyncLocalStorage<CallScop
               ...turnIdentity(principal),
               ...(traceId === undefined ? {} : { traceId }),
             };
+      let offered = false;
       retry.writes.later(`gate-event\u0000${next++}`, async () => {
+        // Offered again after a failure: the write may have landed and only its reply been
+        // lost, and the event is not written twice.
+        if (offered && (await auditHolds(context.stores.audit, stamped))) return;
+        offered = true;
         await acts.record({ event: stamped });
       });
       return Promise.resolve();
