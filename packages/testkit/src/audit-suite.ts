@@ -306,6 +306,20 @@ export function describeAuditSinkConformance<H extends OpenedStore<ReadableAudit
         }),
     );
 
+    check("a read by call or trace ID matches it exactly: no pattern, case or prefix match", () =>
+      use(async ({ store }) => {
+        // Each would match `job_1` or `job%` in an unescaped SQL LIKE, a glob or a prefix scan.
+        const ids = ["job_1", "jobX1", "job%", "jobYY", "JOB_1", "job_10", "job"];
+        for (const [i, id] of ids.entries()) {
+          await store.append(auditEvent(i, { callId: id, traceId: `t-${id}` }));
+        }
+        for (const id of ids) {
+          expect((await store.read({ callId: id })).map((e) => e.callId)).toEqual([id]);
+          expect((await store.read({ traceId: `t-${id}` })).map((e) => e.callId)).toEqual([id]);
+        }
+      }),
+    );
+
     check("64 concurrent appends are all kept, in one chain per stream", () =>
       use(async ({ store }) => {
         await Promise.all(

@@ -70,6 +70,28 @@ export function describeUsageStoreConformance<H extends OpenedStore<GrantUsageSt
       }),
     );
 
+    check(
+      "counts past what a small column holds (255, 65,535): 70,000 uses in bulk, then one by one",
+      () =>
+        use(async ({ store }) => {
+          // One by one past 255 (a TINYINT UNSIGNED counter clamps there and then allows for ever).
+          for (let i = 1; i <= 300; i++) {
+            expect(await store.tryConsume("ns", "wide", 300)).toEqual({ consumed: true, used: i });
+          }
+          expect(await store.tryConsume("ns", "wide", 300)).toEqual({ consumed: false, used: 300 });
+          expect(await store.getUsage("ns", "wide")).toBe(300);
+          // Past 65,535 in a few carves, where the store has them (a SMALLINT would clamp).
+          if (store.tryConsumeMany !== undefined) {
+            for (let i = 0; i < 7; i++) await store.tryConsumeMany("ns", "wider", 10_000, 100_000);
+            expect(await store.getUsage("ns", "wider")).toBe(70_000);
+            expect(await store.tryConsume("ns", "wider", 70_001)).toEqual({
+              consumed: true,
+              used: 70_001,
+            });
+          }
+        }),
+    );
+
     check("keeps grants and namespaces apart", () =>
       use(async ({ store }) => {
         await store.tryConsume("ns-a", "g", 5);

@@ -205,6 +205,30 @@ describe("explain per principal", () => {
   });
 });
 
+describe("explain over a sink whose filter lets other IDs through", () => {
+  it("tells only the asked ID's events", async () => {
+    const inner = new InMemoryAuditSink();
+    const event = (callId: string, reason: AuditReason, outcome: "allowed" | "denied") => ({
+      at: new Date(T0).toISOString(),
+      source: "kernel" as const,
+      outcome,
+      code: outcome === "allowed" ? null : ("no_matching_grant" as const),
+      reason,
+      traceId: "t",
+      callId,
+    });
+    inner.append(event("job_1", "allowed", "allowed"));
+    inner.append(event("jobX1", "grant_exhausted", "denied"));
+    // As an unescaped SQL LIKE would read `job_1`.
+    const loose = {
+      read: async () => inner.read(),
+    };
+    const told = await explain(loose, "job_1");
+    expect(told.verdict).toBe("allowed");
+    expect(told.events.map((e) => e.callId)).toEqual(["job_1"]);
+  });
+});
+
 describe("explain of an A2UI call the kernel decided", () => {
   const principal = { namespaceId: NS, actor: "asker", authority: "host", owner: OWNER };
   const event = (fields: Partial<AuditEvent>): AuditEvent => ({

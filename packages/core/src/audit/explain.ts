@@ -134,7 +134,9 @@ export async function explain(
   callId: string,
   principal?: ExplainPrincipal,
 ): Promise<Explanation> {
-  const all = await audit.read({ callId });
+  // Only the ID's own events, whatever the sink's filter let through (a host's sink whose
+  // filter matched `job_1` as a pattern told the story of `jobX1`).
+  const all = (await audit.read({ callId })).filter((event) => event.callId === callId);
   const events = Object.freeze(
     principal === undefined
       ? eventsOfFirstPrincipal(all)

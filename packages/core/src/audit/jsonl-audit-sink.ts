@@ -1,7 +1,7 @@
 import { closeSync, fsyncSync, openSync, writeSync } from "node:fs";
 import { TesseraError } from "../contracts/errors.js";
 import type { AuditEvent } from "../contracts/schemas.js";
-import { checkAuditEventIds, checkPageSize } from "../contracts/store-input.js";
+import { checkPageSize, parseAuditEvent } from "../contracts/store-input.js";
 import type { AuditFilter, AuditPageOptions, ReadableAuditSink } from "../ports/audit-sink.js";
 import { auditStreamOf, linkAuditEvent } from "./chain.js";
 import { FileLock } from "./file-lock.js";
@@ -73,11 +73,12 @@ export class JsonlAuditSink implements ReadableAuditSink {
   append(event: AuditEvent): void {
     const fd = this.#fd;
     if (fd === undefined) throw new TesseraError("audit_unavailable", "the audit log is closed");
-    // The kernel's events are checked already; a host's own are held to what every sink keeps.
-    checkAuditEventIds(event);
-    const stream = auditStreamOf(event);
+    // A host's own event is held to what every sink keeps: one the log took unchecked (a typo
+    // in its reason) made every later read of the whole log fail.
+    const valid = parseAuditEvent(event);
+    const stream = auditStreamOf(valid);
     this.#lock.hold(() => {
-      const linked = linkAuditEvent(event, this.#heads.headOf(stream));
+      const linked = linkAuditEvent(valid, this.#heads.headOf(stream));
       const line = Buffer.from(`${JSON.stringify(linked)}\n`, "utf8");
       const written = writeSync(fd, line);
       if (written !== line.length) {

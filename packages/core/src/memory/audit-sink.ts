@@ -1,6 +1,11 @@
 import { auditStreamOf, type ChainHead, EMPTY_HEAD, linkAuditEvent } from "../audit/chain.js";
 import type { AuditEvent } from "../contracts/schemas.js";
-import { checkAuditFilter, checkPageSize } from "../contracts/store-input.js";
+import {
+  checkAuditEventIds,
+  checkAuditFilter,
+  checkPageSize,
+  parseAuditEvent,
+} from "../contracts/store-input.js";
 import type { AuditFilter, AuditPageOptions, ReadableAuditSink } from "../ports/audit-sink.js";
 
 /**
@@ -29,10 +34,16 @@ export class InMemoryAuditSink implements ReadableAuditSink {
 
   /**
    * Stores a frozen event: readers can never rewrite history. A frozen event (the kernel's
-   * are) is kept as is until it is linked, any other is copied first.
+   * are, built from checked parts) is kept as is until it is linked, its IDs checked; any other
+   * is checked whole, as every store checks it (`invalid_input`), then copied.
    */
   append(event: AuditEvent): void {
-    this.#events.push(Object.isFrozen(event) ? event : Object.freeze({ ...event }));
+    if (Object.isFrozen(event)) {
+      checkAuditEventIds(event);
+      this.#events.push(event);
+    } else {
+      this.#events.push(Object.freeze({ ...parseAuditEvent(event) }));
+    }
   }
 
   async read(filter: AuditFilter = {}) {

@@ -39,6 +39,19 @@ describe("issueFanoutTickets", () => {
     expect(isTesseraError(error, "invalid_input")).toBe(true);
   });
 
+  it("refuses tickets without an owner (from plain JS, a misspelt option): none issued", async () => {
+    for (const owner of [undefined, "", 7]) {
+      const store = new InMemoryGrantStore();
+      const error = await issueFanoutTickets(store, {
+        ...base,
+        owner: owner as unknown as string,
+        recipients: ["a", "b"],
+      }).catch((e: unknown) => e);
+      expect(isTesseraError(error, "invalid_grant")).toBe(true);
+      expect(await store.listGrants("ns", "asker")).toEqual([]);
+    }
+  });
+
   it("issues none when one recipient is refused: validation comes before the store", async () => {
     const store = new InMemoryGrantStore();
     const error = await issueFanoutTickets(store, {

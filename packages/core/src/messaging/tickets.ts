@@ -33,6 +33,12 @@ export interface TicketShape {
  */
 export function buildFanoutTickets(shape: TicketShape): Grant[] {
   const { recipients, idPrefix } = shape;
+  // The grant schema lets a capability name no owner (it then covers every owner's recipient
+  // of that name): a ticket must name whose recipients it reaches. From plain JavaScript a
+  // misspelt `owner` came through as undefined and issued owner-less tickets.
+  if (shape.owner === undefined) {
+    throw new TesseraError("invalid_grant", "fan-out tickets name their owner");
+  }
   // The issue instant is read first, the rest only when there is a ticket to check it in:
   // the order the per-ticket path refused in, which the property test holds this to.
   const issuedAt = isoInstant(shape.issuedAt, "issuedAt");
