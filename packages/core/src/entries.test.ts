@@ -99,6 +99,7 @@ describe("the entry points", () => {
         "WriteWindow",
         "AUDIT_LINK_DOMAIN",
         "auditContentDigest",
+        "auditHolds",
         "auditEventHash",
         "auditHashMatches",
         "auditLinkHash",
