@@ -114,7 +114,7 @@ const SUMMARIES: Record<ExplainVerdict, string> = {
   use_returned:
     "authorized, but the transport sent nothing (no connection, or a payload it could not serialize): the use was given back",
   act_withdrawn:
-    "authorized and recorded, but the store's answer was lost before anything ran: withdrawn, the use (if any) given back; retries of this call ID are refused with authority_unavailable",
+    "authorized and recorded, but withdrawn before anything ran (the store's answer was lost, or the turn closed while its act was written): the use (if any) given back; retries of this call ID are refused (authority_unavailable or turn_closed)",
   refused: "refused",
   unknown: "no decision is recorded for this call",
 };

@@ -6,6 +6,7 @@ import { AuditWriter } from "./audit-writer.js";
 import type { DecisionScope } from "./decide.js";
 import { DenialRecorder } from "./denials.js";
 import { Lease } from "./lease.js";
+import { isInstant } from "./lease-checks.js";
 import { LedgerLease } from "./ledger-lease.js";
 import { ColdReads, checksVersionsOf, openIndex, trustedView } from "./open-index.js";
 import { isId } from "./request.js";
@@ -62,6 +63,26 @@ const CONTEXT_IDS: readonly (readonly [string, boolean])[] = [
  * both paths accept and refuse alike. The schema cost a tenth of opening a warm turn.
  */
 function parseContext(input: unknown): AccessContext {
+  let ctx: AccessContext;
+  try {
+    ctx = readContext(input);
+  } catch (error) {
+    if (error instanceof TesseraError) throw error;
+    // A getter or a Proxy trap that threw: the context is malformed, as the types promise.
+    throw new TesseraError("invalid_input", "the access context could not be read", {
+      cause: error,
+    });
+  }
+  // The schema takes `now` as an ISO instant; a turn must never decide at NaN (every window
+  // comparison would be false: expired grants would count).
+  if (ctx.now !== undefined && !isInstant(Date.parse(ctx.now))) {
+    throw new TesseraError("invalid_input", "the access context's now is not an instant");
+  }
+  return ctx;
+}
+
+/** The context read once: every field copied into an object of the kernel's own. */
+function readContext(input: unknown): AccessContext {
   if (
     typeof input === "object" &&
     input !== null &&
@@ -97,16 +118,35 @@ function actsOf(options: KernelOptions): ActLedger | undefined {
   if (typeof acts?.record !== "function") {
     throw new TesseraError("invalid_config", "acts is an act ledger: { record(act) }");
   }
-  if (options.denials !== undefined && !["after-reply", "before-reply"].includes(options.denials)) {
+  return acts;
+}
+
+/**
+ * The options a decision would otherwise trip over late, refused when the kernel is made: a
+ * transport without `deliver` would spend a ticket on every send and answer `delivery_failed`;
+ * a clock without `now` would throw in every decision; an unknown `denials` would be ignored.
+ */
+function checkOptions(options: KernelOptions): void {
+  const { transport, clock, denials } = options;
+  if (transport !== undefined && typeof transport?.deliver !== "function") {
+    throw new TesseraError(
+      "invalid_config",
+      "transport is a message transport: { deliver(envelope) }",
+    );
+  }
+  if (clock !== undefined && typeof clock?.now !== "function") {
+    throw new TesseraError("invalid_config", "clock is { now(): epoch milliseconds }");
+  }
+  if (denials !== undefined && denials !== "after-reply" && denials !== "before-reply") {
     throw new TesseraError("invalid_config", 'denials is "after-reply" or "before-reply"');
   }
-  return acts;
 }
 
 export function createKernel(options: KernelOptions): Kernel {
   if (typeof options?.grants?.listGrants !== "function") {
     throw new TesseraError("invalid_config", "createKernel needs a grant source with listGrants");
   }
+  checkOptions(options);
   const clock = options.clock ?? systemClock;
   // Per kernel, so per usage store: see turn-cache.ts for why shared indexes are safe.
   const cache = cacheFor(options);

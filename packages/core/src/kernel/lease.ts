@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { redact, TesseraError } from "../contracts/errors.js";
-import { MESSAGE_SEND_ACTION, messageResource } from "../contracts/messages.js";
+import { MESSAGE_SEND_ACTION } from "../contracts/messages.js";
 import type { AccessContext } from "../contracts/schemas.js";
 import type { Clock } from "../ports/clock.js";
 import type { DeliveryResult, MessageEnvelope, MessageTransport } from "../ports/transport.js";
@@ -10,17 +10,22 @@ import { discover } from "./discovery.js";
 import { asyncDispose } from "./dispose.js";
 import type { IndexedGrant } from "./grant-index.js";
 import {
+  type AuthorizeCall,
+  INVALID,
+  NO_TRANSPORT,
+  nowOf,
   OTHER_OWNER,
   type Outcome,
   outcomeOf,
   type Precheck,
   precheck,
+  readAuthorize,
+  readSend,
   refused,
   type Send,
   THREW,
 } from "./lease-checks.js";
-import { isId } from "./request.js";
-import { resourceLabel } from "./resource-label.js";
+import { MALFORMED, readCallId, readClaim } from "./request.js";
 import { deliverNowOf } from "./sync-ports.js";
 import type {
   ActOptions,
@@ -28,7 +33,6 @@ import type {
   AuthorizeRequest,
   AuthorizeResult,
   Refusal,
-  ResourceRef,
   SendMessageRequest,
   SendMessageResult,
   TurnAuthority,
@@ -128,18 +132,29 @@ export class Lease implements TurnAuthority {
     options: ActOptions,
   ): Promise<AuthorizeResult | AlreadyClaimed>;
   async authorize(request: AuthorizeRequest, options?: ActOptions): Promise<AuthorizeResult> {
-    if (options?.claim !== undefined) throw claimNeedsLedger();
+    const claim = readClaim(options);
+    if (claim !== undefined && claim !== MALFORMED) throw claimNeedsLedger();
     const now = this.#now();
-    const callId = this.#callIdOf(request);
-    const precheck = this.#precheck(request, "authorize");
-    if (precheck !== undefined) return this.#refuse(now, callId, precheck, undefined, undefined);
-    const { action, resource } = request;
-    const label = resourceLabel(resource.namespace, resource.path);
+    // Every field of the request is read once, here: see request.ts.
+    const rawCallId = readCallId(request);
+    const callId = typeof rawCallId === "string" ? rawCallId : this.#mintId();
+    const state = precheck(this.#closed, this.#scope);
+    if (state !== undefined) return this.#refuse(now, callId, state, undefined, undefined);
+    const call =
+      rawCallId === MALFORMED || claim === MALFORMED
+        ? undefined
+        : readAuthorize(request, callId, now);
+    if (call === undefined) return this.#refuse(now, callId, INVALID, undefined, undefined);
+    return this.#authorizeCall(call);
+  }
+
+  async #authorizeCall(call: AuthorizeCall): Promise<AuthorizeResult> {
+    const { now, callId, action, label } = call;
     // The turn acts for its owner only: a request may restate that owner, never name another.
-    if (resource.owner !== undefined && resource.owner !== this.#ctx.owner) {
+    if (call.owner !== undefined && call.owner !== this.#ctx.owner) {
       return this.#refuse(now, callId, OTHER_OWNER, action, label);
     }
-    let verdict = decide(this.#scope as DecisionScope, action, resource, now);
+    let verdict = decide(this.#scope as DecisionScope, action, call, now);
     if (verdict instanceof Promise) verdict = await verdict;
     if (!verdict.allowed) return this.#refuseVerdict(now, callId, verdict, action, label);
     const grantId = verdict.grant.id;
@@ -171,26 +186,34 @@ export class Lease implements TurnAuthority {
     options: ActOptions,
   ): Promise<SendMessageResult | AlreadyClaimed>;
   sendMessage(request: SendMessageRequest, options?: ActOptions): Promise<SendMessageResult> {
-    if (options?.claim !== undefined) return Promise.reject(claimNeedsLedger());
     try {
-      return this.#send(request);
+      return this.#send(request, options);
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
-  #send(request: SendMessageRequest): Promise<SendMessageResult> {
+  #send(request: SendMessageRequest, options: ActOptions | undefined): Promise<SendMessageResult> {
+    const claim = readClaim(options);
+    if (claim !== undefined && claim !== MALFORMED) throw claimNeedsLedger();
     const now = this.#now();
-    const callId = this.#callIdOf(request);
-    const precheck = this.#precheck(request, "message");
-    if (precheck !== undefined) {
-      return this.#refuse(now, callId, precheck, MESSAGE_SEND_ACTION, undefined);
+    // Every field of the request is read once, here, into `send`: see request.ts.
+    const rawCallId = readCallId(request);
+    const callId = typeof rawCallId === "string" ? rawCallId : this.#mintId();
+    const state = precheck(this.#closed, this.#scope);
+    if (state !== undefined)
+      return this.#refuse(now, callId, state, MESSAGE_SEND_ACTION, undefined);
+    const send =
+      rawCallId === MALFORMED || claim === MALFORMED
+        ? undefined
+        : readSend(request, callId, now, this.#ctx.owner);
+    if (send === undefined)
+      return this.#refuse(now, callId, INVALID, MESSAGE_SEND_ACTION, undefined);
+    // Refused before any use is spent: there is nowhere to deliver.
+    if (this.#transport === undefined) {
+      return this.#refuse(now, callId, NO_TRANSPORT, MESSAGE_SEND_ACTION, undefined);
     }
-    const recipient = request.recipient;
-    const resource: ResourceRef = messageResource(recipient, this.#ctx.owner);
-    const label = resourceLabel(resource.namespace, resource.path);
-    const verdict = decide(this.#scope as DecisionScope, MESSAGE_SEND_ACTION, resource, now);
-    const send: Send = { now, callId, recipient, payload: request.payload, label };
+    const verdict = decide(this.#scope as DecisionScope, MESSAGE_SEND_ACTION, send.resource, now);
     if (verdict instanceof Promise)
       return verdict.then((decided) => this.#sendAllowed(send, decided));
     return this.#sendAllowed(send, verdict);
@@ -300,14 +323,9 @@ export class Lease implements TurnAuthority {
     return failed === undefined ? Promise.resolve(refusal) : failed.then(() => refusal);
   }
 
+  /** The decision instant; throws `authority_unavailable` when the clock gives none. */
   #now(): number {
-    return this.#fixedNow ?? this.#clock.now();
-  }
-
-  /** A caller-supplied call ID if it is well formed, else a fresh one (the request is refused). */
-  #callIdOf(request: unknown): string {
-    const callId = (request as { callId?: unknown } | null)?.callId;
-    return isId(callId) ? callId : this.#mintId();
+    return this.#fixedNow ?? nowOf(this.#clock);
   }
 
   /** Unique without a random draw per call: one UUID per lease, then a counter. */
@@ -316,10 +334,6 @@ export class Lease implements TurnAuthority {
     this.#idPrefix ??= `${randomUUID()}.`;
     this.#minted++;
     return this.#idPrefix + this.#minted;
-  }
-
-  #precheck(request: unknown, kind: "authorize" | "message"): Precheck | undefined {
-    return precheck(request, kind, this.#closed, this.#scope, this.#transport);
   }
 
   async #refuse(

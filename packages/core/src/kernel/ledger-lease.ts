@@ -1,7 +1,15 @@
 import { randomUUID } from "node:crypto";
+import type { JsonValue } from "../contracts/claims.js";
 import { isTesseraError, TesseraError } from "../contracts/errors.js";
-import { MESSAGE_SEND_ACTION, messageResource } from "../contracts/messages.js";
-import type { Act, ActLedger, ActResult, GrantVersionCheck } from "../ports/act-ledger.js";
+import { MESSAGE_SEND_ACTION } from "../contracts/messages.js";
+import type {
+  Act,
+  ActLedger,
+  ActResult,
+  DeniedAnswer,
+  GrantVersionCheck,
+  WithdrawResult,
+} from "../ports/act-ledger.js";
 import type { MessageEnvelope } from "../ports/transport.js";
 import type { DecisionRecord } from "./audit-writer.js";
 import { type DecisionScope, decide, exhaustedRefusal } from "./decide.js";
@@ -10,17 +18,23 @@ import { asyncDispose } from "./dispose.js";
 import type { IndexedGrant } from "./grant-index.js";
 import { Lease, type LeaseParts } from "./lease.js";
 import {
+  type AuthorizeCall,
+  CLOSED,
+  INVALID,
+  NO_TRANSPORT,
+  nowOf,
   OTHER_OWNER,
   type Outcome,
   outcomeOf,
   type Precheck,
   precheck,
+  readAuthorize,
+  readSend,
   refused,
   type Send,
   THREW,
 } from "./lease-checks.js";
-import { isId } from "./request.js";
-import { resourceLabel } from "./resource-label.js";
+import { MALFORMED, readCallId, readClaim } from "./request.js";
 import { useReturned } from "./returned-uses.js";
 import { decideAgainIfStale, STALE, type Unconfirmed } from "./trusted-turn.js";
 import type {
@@ -50,7 +64,12 @@ export interface LedgerLeaseParts extends LeaseParts {
 type ActRecord = Omit<DecisionRecord, "code" | "reason" | "detail">;
 
 type Claim = ActOptions["claim"];
-const CLOSED: Precheck = { code: "turn_closed", reason: "turn_closed" };
+
+/** What the claim of an act withdrawn because its lease closed answers to every retry. */
+const CLOSED_ANSWER: DeniedAnswer & JsonValue = Object.freeze({
+  status: "denied",
+  code: "turn_closed",
+});
 
 /**
  * A lease whose acts are recorded through the act ledger: the decision is made on the turn's
@@ -121,25 +140,35 @@ export class LedgerLease implements TurnAuthority {
     request: AuthorizeRequest,
     options?: ActOptions,
   ): Promise<AuthorizeResult | AlreadyClaimed> {
-    return decideAgainIfStale(() => this.#authorizeOnce(request, options));
+    const now = this.#now();
+    // Every field of the request is read once, here, and the decision (made again too, when
+    // the grants it stood on proved stale) uses only this snapshot: see request.ts.
+    const rawClaim = readClaim(options);
+    const claim = rawClaim === MALFORMED ? undefined : rawClaim;
+    const rawCallId = readCallId(request);
+    const callId = typeof rawCallId === "string" ? rawCallId : this.#mintId();
+    const call =
+      rawCallId === MALFORMED || rawClaim === MALFORMED
+        ? undefined
+        : readAuthorize(request, callId, now);
+    return decideAgainIfStale(() => this.#authorizeOnce(now, callId, call, claim));
   }
 
   async #authorizeOnce(
-    request: AuthorizeRequest,
-    options: ActOptions | undefined,
+    now: number,
+    callId: string,
+    call: AuthorizeCall | undefined,
+    claim: Claim,
   ): Promise<AuthorizeResult | AlreadyClaimed | typeof STALE> {
-    const now = this.#now();
-    const callId = this.#callIdOf(request);
-    const claim = options?.claim;
-    const checked = this.#precheck(request, "authorize");
-    if (checked !== undefined) return this.#deny({ now, callId, ...checked }, claim);
-    const { action, resource } = request;
-    const label = resourceLabel(resource.namespace, resource.path);
+    const state = this.#precheck();
+    if (state !== undefined) return this.#deny({ now, callId, ...state }, claim);
+    if (call === undefined) return this.#deny({ now, callId, ...INVALID }, claim);
+    const { action, label } = call;
     // The turn acts for its owner only: a request may restate that owner, never name another.
-    if (resource.owner !== undefined && resource.owner !== this.#parts.ctx.owner) {
+    if (call.owner !== undefined && call.owner !== this.#parts.ctx.owner) {
       return this.#deny({ now, callId, ...OTHER_OWNER, action, resource: label }, claim);
     }
-    const decided = await this.#decide(now, callId, action, resource, label, claim);
+    const decided = await this.#decide(now, callId, action, call, label, claim);
     if (decided === STALE || "status" in decided) return decided;
     return Object.freeze({ status: "allowed", grantId: decided.grant.id, callId });
   }
@@ -153,31 +182,35 @@ export class LedgerLease implements TurnAuthority {
     request: SendMessageRequest,
     options?: ActOptions,
   ): Promise<SendMessageResult | AlreadyClaimed> {
-    return decideAgainIfStale(() => this.#sendOnce(request, options));
+    const now = this.#now();
+    // Read once, here: recipient and payload are never read from the caller's object again.
+    const rawClaim = readClaim(options);
+    const claim = rawClaim === MALFORMED ? undefined : rawClaim;
+    const rawCallId = readCallId(request);
+    const callId = typeof rawCallId === "string" ? rawCallId : this.#mintId();
+    const send =
+      rawCallId === MALFORMED || rawClaim === MALFORMED
+        ? undefined
+        : readSend(request, callId, now, this.#parts.ctx.owner);
+    return decideAgainIfStale(() => this.#sendOnce(now, callId, send, claim));
   }
 
   async #sendOnce(
-    request: SendMessageRequest,
-    options: ActOptions | undefined,
+    now: number,
+    callId: string,
+    send: Send | undefined,
+    claim: Claim,
   ): Promise<SendMessageResult | AlreadyClaimed | typeof STALE> {
-    const now = this.#now();
-    const callId = this.#callIdOf(request);
-    const claim = options?.claim;
-    const checked = this.#precheck(request, "message");
-    if (checked !== undefined) {
-      return this.#deny({ now, callId, ...checked, action: MESSAGE_SEND_ACTION }, claim);
+    const action = MESSAGE_SEND_ACTION;
+    const state = this.#precheck();
+    if (state !== undefined) return this.#deny({ now, callId, ...state, action }, claim);
+    if (send === undefined) return this.#deny({ now, callId, ...INVALID, action }, claim);
+    // Refused before any use is spent: there is nowhere to deliver.
+    if (this.#parts.transport === undefined) {
+      return this.#deny({ now, callId, ...NO_TRANSPORT, action }, claim);
     }
-    const resource = messageResource(request.recipient, this.#parts.ctx.owner);
-    const label = resourceLabel(resource.namespace, resource.path);
-    const decided = await this.#decide(now, callId, MESSAGE_SEND_ACTION, resource, label, claim);
+    const decided = await this.#decide(now, callId, action, send.resource, send.label, claim);
     if (decided === STALE || "status" in decided) return decided;
-    const send: Send = {
-      now,
-      callId,
-      recipient: request.recipient,
-      payload: request.payload,
-      label,
-    };
     return this.#deliver(send, decided.grant);
   }
 
@@ -247,6 +280,9 @@ export class LedgerLease implements TurnAuthority {
       grant.spent = true;
       return lost as Refusal;
     }
+    // The lease closed (a deadline, an abort) while the act was being recorded: nothing more
+    // happens under it, so the act is not carried out, whatever it was.
+    if (this.closed) return this.#closedAfterAct(act, granted, grant);
     return { grant };
   }
 
@@ -295,15 +331,73 @@ export class LedgerLease implements TurnAuthority {
       detail: "the store's reply to the act's record was lost; nothing ran",
     });
     const withdrawal = { act: { ...act, claim: act.claim }, event, answer: WITHDRAWN_ANSWER };
+    withdrawals.schedule(withdrawal, (result) => this.#givenBack(result, act, base.action, grant));
+  }
+
+  /** After a withdrawal: the use is back in the store, so the marks that said spent are off. */
+  #givenBack(
+    result: WithdrawResult,
+    act: Act,
+    action: string | undefined,
+    grant: IndexedGrant | undefined,
+  ): void {
     const spend = act.spend;
     const scope = this.#scope;
-    withdrawals.schedule(withdrawal, (result) => {
-      if (result !== "withdrawn" || spend === undefined || scope === undefined) return;
-      // The use is back in the store: this lease's marks, and every kernel over the store in
-      // this process (their cached sets holding the grant).
-      markUnspent(scope, base.action, grant);
-      if (scope.usage !== undefined) useReturned(scope.usage, spend.namespaceId, spend.grantId);
+    if (result !== "withdrawn" || spend === undefined || scope === undefined) return;
+    // This lease's marks, and every kernel over the store in this process (their cached sets
+    // holding the grant).
+    markUnspent(scope, action, grant);
+    if (scope.usage !== undefined) useReturned(scope.usage, spend.namespaceId, spend.grantId);
+  }
+
+  /**
+   * The lease closed while its act was being recorded: the act stands in the ledger (its use
+   * spent, its allowed event written), nothing ran, and nothing will. Answered `turn_closed`.
+   *
+   * With a claim the act is withdrawn now, as one whose record's reply was lost
+   * (`ActLedger.withdraw`, sound here for the same reason: nothing ran): the claim settled with
+   * a `turn_closed` denial (its retries read it), the use given back, `act_withdrawn` recorded.
+   * A store that cannot answer now keeps being asked in the background (`Withdrawals`).
+   * Without a claim the ledger cannot withdraw (it cannot tell this act's spend from another's),
+   * so the use stays spent, as in a lease without a ledger (failing closed costs a ticket,
+   * never an effect), and a `turn_closed` event follows the allowed one; so does one with a
+   * claim not withdrawn now.
+   */
+  async #closedAfterAct(act: Act, base: ActRecord, grant: IndexedGrant): Promise<Refusal> {
+    const withdrawals = this.#parts.withdrawals;
+    const claim = act.claim;
+    if (claim !== undefined && withdrawals !== undefined) {
+      const event = this.#parts.audit.build({
+        ...base,
+        now: this.#now(),
+        code: "turn_closed",
+        reason: "act_withdrawn",
+        detail: "the lease closed while the act was recorded; nothing ran",
+      });
+      const withdrawal = { act: { ...act, claim }, event, answer: CLOSED_ANSWER };
+      const acts = this.#parts.acts;
+      let result: WithdrawResult | undefined;
+      try {
+        result = await (acts.withdraw as NonNullable<ActLedger["withdraw"]>).call(acts, withdrawal);
+      } catch (error) {
+        if (!isTesseraError(error) || error.code.endsWith("_unavailable")) {
+          withdrawals.schedule(withdrawal, (later) =>
+            this.#givenBack(later, act, base.action, grant),
+          );
+        }
+      }
+      if (result !== undefined) this.#givenBack(result, act, base.action, grant);
+      if (result === "withdrawn") return refused("turn_closed");
+    }
+    const written = this.#parts.audit.write({
+      ...base,
+      now: this.#now(),
+      code: "turn_closed",
+      reason: "turn_closed",
+      detail: "lease closed while the act was recorded: the use is spent, nothing was done",
     });
+    if (written !== undefined) await written;
+    return refused("turn_closed");
   }
 
   async #deliver(send: Send, grant: IndexedGrant): Promise<SendMessageResult> {
@@ -344,10 +438,11 @@ export class LedgerLease implements TurnAuthority {
     return refused("delivery_failed");
   }
 
-  #precheck(request: unknown, kind: "authorize" | "message"): Precheck | undefined {
+  /** The lease's state, before each decision (and again before a decision made again). */
+  #precheck(): Precheck | undefined {
     // While the sink is failing, decisions wait for their own write; an act's own event is in
     // its transaction, so only denials are affected (DenialRecorder).
-    return precheck(request, kind, this.closed, this.#scope, this.#parts.transport);
+    return precheck(this.closed, this.#scope);
   }
 
   /**
@@ -376,13 +471,9 @@ export class LedgerLease implements TurnAuthority {
     this.#inner = inner;
   }
 
+  /** The decision instant; throws `authority_unavailable` when the clock gives none. */
   #now(): number {
-    return this.#fixedNow ?? this.#parts.clock.now();
-  }
-
-  #callIdOf(request: unknown): string {
-    const callId = (request as { callId?: unknown } | null)?.callId;
-    return isId(callId) ? callId : this.#mintId();
+    return this.#fixedNow ?? nowOf(this.#parts.clock);
   }
 
   #mintId(): string {

@@ -23,6 +23,14 @@ export interface KernelOptions {
    * refused `tool_unavailable` before any grant is used (audit reason `no_transport`).
    */
   readonly transport?: MessageTransport;
+  /**
+   * The decision instant (default: the system clock). `now()` must give finite epoch
+   * milliseconds within a `Date`'s range: anything else (NaN, a string, a `Date`, a throw)
+   * makes each decision throw `TesseraError("authority_unavailable")` before anything is read,
+   * spent or written, since no window can be checked and no event stamped. A clock without a
+   * `now` function (or a transport without `deliver`, an unknown `denials`) is refused by
+   * `createKernel` with `invalid_config`.
+   */
   readonly clock?: Clock;
   /**
    * Reuse of validated, indexed grant sets across turns while the source's `grantsVersion`
@@ -92,6 +100,11 @@ export interface Kernel {
 
 export type { ResourceRef } from "../contracts/messages.js";
 
+/**
+ * Read once per call, when the call is made: the kernel decides, records and acts on that
+ * reading only, so a host may reuse the object for its next call. A field whose read throws
+ * makes the request malformed (`invalid_request`, with its event).
+ */
 export interface AuthorizeRequest {
   readonly action: string;
   readonly resource: ResourceRef;
@@ -148,6 +161,12 @@ export interface TurnAuthority extends TurnTools, AsyncDisposable {
   ): Promise<AuthorizeResult | AlreadyClaimed>;
   readonly traceId: string;
   readonly closed: boolean;
-  /** Idempotent. Every later call is refused with `turn_closed`. */
+  /**
+   * Idempotent. Every later call is refused with `turn_closed`, and so is a call still deciding
+   * when it closed: nothing is delivered or allowed under a closed lease. Without a ledger, or
+   * with one and no claim, a use such a call spent stays spent (audit: `turn_closed` after it);
+   * with a ledger and a claim, the act is withdrawn (use given back, claim settled with the
+   * `turn_closed` denial, audit `act_withdrawn`).
+   */
   close(): Promise<void>;
 }
