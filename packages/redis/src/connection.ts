@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
-import { TesseraError } from "@tessera/core";
+import { isTesseraError, TesseraError } from "@tessera/core";
 import { Cluster, type Command, Redis } from "ioredis";
 import type { RedisConfig } from "./config.js";
+import { clusterNodeMessage, isClusterReply, namingReply, replyCode } from "./reply-errors.js";
 
 /** A server or a cluster: the stores send the same commands through either. */
 export type Client = Redis | Cluster;
@@ -75,6 +76,10 @@ export class Connection {
   readonly versionSpace: object = Object.freeze({});
   /** What this connection sent, counted where ioredis writes it. */
   readonly sent = new CommandCounter();
+  /** Whether the URL said `cluster=true`: without it, a cluster node's reply is explained. */
+  readonly #cluster: boolean;
+  /** The server's last refusal of the connection itself (`WRONGPASS`), for an open's error. */
+  #refused: unknown;
   #closed = false;
 
   /**
@@ -84,6 +89,7 @@ export class Connection {
    */
   constructor(config: RedisConfig, { readOnly = false }: { readOnly?: boolean } = {}) {
     this.prefix = config.prefix;
+    this.#cluster = config.cluster;
     const options = {
       lazyConnect: true,
       enableReadyCheck: !readOnly,
@@ -122,8 +128,11 @@ export class Connection {
         })
       : new Redis(config.url, options);
     // Errors reach callers through their commands; without a listener ioredis would also
-    // print every reconnect failure.
-    this.redis.on("error", () => {});
+    // print every reconnect failure. A refused handshake (AUTH, the ready check's INFO) only
+    // comes this way, the commands failing as "Connection is closed.": kept, to name it.
+    this.redis.on("error", (error: unknown) => {
+      if (replyCode(error) !== undefined) this.#refused = error;
+    });
     // Every command (EVALSHA included) goes through sendCommand: count it there, and hold
     // the process open while it waits for the reply (see #hold).
     // (A cluster's sendCommand takes a third argument, the node of a redirect: passed on.)
@@ -204,9 +213,7 @@ export class Connection {
       return await work(this.redis);
     } catch (error) {
       if (error instanceof TesseraError) throw error;
-      throw new TesseraError(failCode, `Redis did not answer (${errorName(error)})`, {
-        cause: error,
-      });
+      throw this.#failure(failCode, error);
     }
   }
 
@@ -223,9 +230,7 @@ export class Connection {
       return Promise.reject(new TesseraError(failCode, "the Redis store is closed"));
     }
     return work(this.redis).then(check, (error: unknown) => {
-      throw new TesseraError(failCode, `Redis did not answer (${errorName(error)})`, {
-        cause: error,
-      });
+      throw this.#failure(failCode, error);
     });
   }
 
@@ -244,9 +249,7 @@ export class Connection {
       return Promise.reject(new TesseraError(failCode, "the Redis store is closed"));
     }
     const fail = (error: unknown): never => {
-      throw new TesseraError(failCode, `Redis did not answer (${errorName(error)})`, {
-        cause: error,
-      });
+      throw this.#failure(failCode, error);
     };
     return this.redis.evalsha(code.sha, keys.length, ...keys, ...args).catch((error: unknown) => {
       if (!(error instanceof Error) || !error.message.startsWith("NOSCRIPT")) return fail(error);
@@ -254,16 +257,78 @@ export class Connection {
     });
   }
 
+  /**
+   * A command that failed, as `failCode`: named by the reply's code when the server refused it
+   * (`NOPERM`), and explained when a cluster node answered a client the URL did not make a
+   * cluster client (`MOVED`: the key's slot is on another node).
+   */
+  #failure(failCode: UnavailableCode, error: unknown): TesseraError {
+    const code = replyCode(error);
+    const message =
+      code === undefined
+        ? `Redis did not answer (${errorName(error)})`
+        : !this.#cluster && isClusterReply(code)
+          ? clusterNodeMessage(`it answered ${code}`)
+          : `Redis refused the command (${code})`;
+    return new TesseraError(failCode, message, { cause: error });
+  }
+
   async connect(failCode: UnavailableCode): Promise<void> {
     try {
       await this.redis.connect();
     } catch (error) {
       this.redis.disconnect();
-      throw new TesseraError(failCode, `could not connect to Redis (${errorName(error)})`, {
-        cause: error,
-      });
+      const cause = replyCode(error) === undefined ? (this.#refused ?? error) : error;
+      const code = replyCode(cause);
+      if (!this.#cluster && isClusterReply(code)) {
+        throw new TesseraError("invalid_config", clusterNodeMessage(`it answered ${code}`), {
+          cause,
+        });
+      }
+      const failure = new TesseraError(
+        failCode,
+        `could not connect to Redis (${code ?? errorName(error)})`,
+        { cause },
+      );
+      throw code === undefined ? failure : namingReply(failure, code, cause);
     }
     await this.#checkDatabase(failCode);
+  }
+
+  /**
+   * Why an open failed after connecting (the layout check, the self-test), said with its cause
+   * while the connection is still open: a cluster node opened without `cluster=true` is named
+   * as one (`invalid_config`: the URL is wrong) whether it answered `MOVED` or something else
+   * (`SELECT`, a script's keys: then its `INFO` says so); any other refusal by the reply's code.
+   */
+  async explainOpenFailure(error: unknown): Promise<unknown> {
+    // A reader skips the ready check: a refused AUTH then shows as its first command failing.
+    const reply = replyCode(error) === undefined ? this.#refused : error;
+    const code = replyCode(reply);
+    // A reader on the node that holds the layout key's slot may find no store there (or
+    // another's): on a cluster, the URL says cluster=true before anything else can be judged.
+    if (code === undefined && !isTesseraError(error, "schema_unavailable")) return error;
+    const evidence = await this.#clusterEvidence(code ?? "");
+    if (evidence !== undefined) {
+      return new TesseraError("invalid_config", clusterNodeMessage(evidence), { cause: error });
+    }
+    return code === undefined ? error : namingReply(error, code, reply);
+  }
+
+  /**
+   * How the server shows it is a cluster node, when the URL did not say `cluster=true`: a reply
+   * only a cluster node gives, or `INFO cluster` (asked once, after a refusal; a user not
+   * allowed `INFO`, an auditor, is simply not told).
+   */
+  async #clusterEvidence(code: string): Promise<string | undefined> {
+    if (this.#cluster || this.redis instanceof Cluster) return undefined;
+    if (isClusterReply(code)) return `it answered ${code}`;
+    try {
+      const info = await this.redis.info("cluster");
+      return /^cluster_enabled:1\b/m.test(info) ? "INFO says cluster_enabled:1" : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   /**
@@ -279,15 +344,19 @@ export class Connection {
     try {
       await this.redis.select(db);
     } catch (error) {
-      this.redis.disconnect();
       // A server that answered but refused the index: the URL is wrong, not the server down.
-      // Anything else (the socket lost meanwhile) is the outage it looks like.
+      // Anything else (the socket lost meanwhile) is the outage it looks like. A cluster node
+      // refuses every SELECT: that is said instead.
       const refused = error instanceof Error && error.name === "ReplyError";
+      const cluster = refused ? await this.#clusterEvidence(replyCode(error) ?? "") : undefined;
+      this.redis.disconnect();
       throw new TesseraError(
         refused ? "invalid_config" : failCode,
-        refused
-          ? `the Redis server has no database ${db}, the one the URL names (/${db}): it keeps fewer (\`databases\` in its configuration)`
-          : `could not select Redis database ${db} (${errorName(error)})`,
+        cluster !== undefined
+          ? clusterNodeMessage(cluster)
+          : refused
+            ? `the Redis server has no database ${db}, the one the URL names (/${db}): it keeps fewer (\`databases\` in its configuration)`
+            : `could not select Redis database ${db} (${errorName(error)})`,
         { cause: error },
       );
     }

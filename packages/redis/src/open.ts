@@ -37,17 +37,28 @@ const openers = storeOpeners<Connected>({
     return { connection, config };
   },
   async prepare({ connection, config }) {
-    await checkLayout(connection);
-    if (config.selfTest) {
-      await selfTest(
-        connection,
-        new RedisClaimStore(connection, config.claimTtlMs),
-        new RedisUsageStore(connection),
-        config.claimTtlMs,
-      );
+    try {
+      await checkLayout(connection);
+      if (config.selfTest) {
+        await selfTest(
+          connection,
+          new RedisClaimStore(connection, config.claimTtlMs),
+          new RedisUsageStore(connection),
+          config.claimTtlMs,
+        );
+      }
+    } catch (error) {
+      // Said with its cause while the connection is still open (a cluster node, a refusal).
+      throw await connection.explainOpenFailure(error);
     }
   },
-  inspect: ({ connection }) => checkReadableLayout(connection),
+  async inspect({ connection }) {
+    try {
+      await checkReadableLayout(connection);
+    } catch (error) {
+      throw await connection.explainOpenFailure(error);
+    }
+  },
   disconnect: ({ connection }) => connection.close(),
   usage: ({ connection }) => new RedisUsageStore(connection),
   grants: ({ connection }) => new RedisGrantStore(connection),
