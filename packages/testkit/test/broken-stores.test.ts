@@ -42,6 +42,7 @@ import {
   checkSession,
   EMPTY_HEAD,
   linkAuditEvent,
+  parseAuditEvent,
   parseGrantInput,
 } from "@tessera/core/store-kit";
 import {
@@ -204,7 +205,8 @@ class ChainedAudit implements ReadableAuditSink {
   readonly #heads = new Map<string, ChainHead>();
   constructor(private readonly flaw: AuditFlaw) {}
 
-  async append(event: AuditEvent): Promise<void> {
+  async append(input: AuditEvent): Promise<void> {
+    const event = parseAuditEvent(input);
     const stream = this.flaw === "one-stream-for-all" ? "" : auditStreamOf(event);
     const head = this.#heads.get(stream) ?? EMPTY_HEAD;
     if (this.flaw === "yields-between-head-and-append") await pause();
