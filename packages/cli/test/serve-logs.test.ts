@@ -51,13 +51,19 @@ async function served(...extra: string[]): Promise<{ stdout: string; stderr: str
     });
     child.once("close", (code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
   });
-  await fetch(`${url}/healthz`);
-  const sent = await fetch(`${url}/v1/messages`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-    body: JSON.stringify({ recipient: "bob", payload: { text: PAYLOAD }, callId: "c-1" }),
-  });
-  expect(await sent.json()).toEqual({ status: "denied", code: "tool_unavailable" });
+  try {
+    await fetch(`${url}/healthz`);
+    const sent = await fetch(`${url}/v1/messages`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ recipient: "bob", payload: { text: PAYLOAD }, callId: "c-1" }),
+    });
+    expect(await sent.json()).toEqual({ status: "denied", code: "tool_unavailable" });
+  } catch (error) {
+    // A failed step must not leave the service running after the test.
+    child.kill("SIGKILL");
+    throw error;
+  }
   child.kill("SIGTERM");
   expect(await exited).toBe(0);
   return { stdout, stderr };
