@@ -49,17 +49,12 @@ export function isOptionalId(value: unknown): value is string | undefined {
  */
 export function copyPath(path: unknown): readonly string[] | undefined {
   if (!Array.isArray(path)) return undefined;
-  // Read once: a Proxy's `length` is whatever its trap answers.
-  const length: unknown = path.length;
-  if (typeof length !== "number" || !Number.isInteger(length)) return undefined;
-  if (length < 0 || length > MAX_SEGMENTS) return undefined;
-  const copy = new Array<string>(length);
-  for (let i = 0; i < length; i++) {
-    const segment: unknown = path[i];
-    if (!isSegment(segment)) return undefined;
-    copy[i] = segment;
-  }
-  return Object.freeze(copy);
+  // Copied first (a Proxy's traps answer once each: `length`, then every index), and the copy
+  // alone is checked and used. Not frozen: it never leaves the lease.
+  const copy: unknown[] = Array.prototype.slice.call(path);
+  if (copy.length > MAX_SEGMENTS) return undefined;
+  for (let i = 0; i < copy.length; i++) if (!isSegment(copy[i])) return undefined;
+  return copy as string[];
 }
 
 /**
