@@ -296,6 +296,18 @@ export class Connection {
   }
 
   /**
+   * Refuses a cluster node opened without `cluster=true` before anything is read or written:
+   * waiting for a `MOVED` depended on which node the URL named (the one holding every key
+   * the open touched opened, and its first command for another slot failed). One `INFO
+   * cluster` at open; a user not allowed `INFO` is not told, and meets the `MOVED` instead.
+   */
+  async refuseClusterNode(): Promise<void> {
+    const evidence = await this.#clusterEvidence("");
+    if (evidence !== undefined)
+      throw new TesseraError("invalid_config", clusterNodeMessage(evidence));
+  }
+
+  /**
    * Why an open failed after connecting (the layout check, the self-test), said with its cause
    * while the connection is still open: a cluster node opened without `cluster=true` is named
    * as one (`invalid_config`: the URL is wrong) whether it answered `MOVED` or something else

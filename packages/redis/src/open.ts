@@ -38,6 +38,7 @@ const openers = storeOpeners<Connected>({
   },
   async prepare({ connection, config }) {
     try {
+      await connection.refuseClusterNode();
       await checkLayout(connection);
       if (config.selfTest) {
         await selfTest(
@@ -54,6 +55,7 @@ const openers = storeOpeners<Connected>({
   },
   async inspect({ connection }) {
     try {
+      await connection.refuseClusterNode();
       await checkReadableLayout(connection);
     } catch (error) {
       throw await connection.explainOpenFailure(error);
