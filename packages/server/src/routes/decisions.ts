@@ -21,7 +21,13 @@ import {
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ServiceContext } from "../context.js";
 import { HttpProblem, parse } from "../errors.js";
-import { explainPrincipal, gateSession, type Principal, principalKey } from "../principals.js";
+import {
+  explainPrincipal,
+  gateSession,
+  type Principal,
+  principalKey,
+  turnIdentity,
+} from "../principals.js";
 import { type CallClaim, once, retrySession, type Settled } from "../retry.js";
 import { errorOutcome, RequestTrace } from "../tracing.js";
 
@@ -288,15 +294,7 @@ async function decideOnce<A>(
 
 /** The turn identity of a principal: all of it, purpose included; never the body's. */
 export function turnContext(principal: Principal, traceId: string): AccessContext {
-  const { namespaceId, actor, authority, owner, purpose } = principal;
-  return {
-    namespaceId,
-    actor,
-    authority,
-    ...(owner === undefined ? {} : { owner }),
-    ...(purpose === undefined ? {} : { purpose }),
-    traceId,
-  };
+  return { ...turnIdentity(principal), traceId };
 }
 
 function openTurn(
