@@ -1,11 +1,11 @@
 import { createHash } from "node:crypto";
 import { isTesseraError, TesseraError } from "@tessera/core";
-import { Cluster, type Command, Redis } from "ioredis";
+import { Cluster, type Command } from "ioredis";
+import { type Client, createClient } from "./client.js";
+import { clusterEvidence } from "./cluster-probe.js";
+import { CommandCounter } from "./command-counter.js";
 import type { RedisConfig } from "./config.js";
 import { clusterNodeMessage, isClusterReply, namingReply, replyCode } from "./reply-errors.js";
-
-/** A server or a cluster: the stores send the same commands through either. */
-export type Client = Redis | Cluster;
 
 export type UnavailableCode =
   | "store_unavailable"
@@ -22,41 +22,6 @@ export interface Script {
 
 export function script(source: string): Script {
   return { source, sha: createHash("sha1").update(source).digest("hex") };
-}
-
-/**
- * Commands the driver sent on one connection, by name (lower case): every command and every
- * script leaves through ioredis's `sendCommand`, which `Connection` wraps, so this is the
- * exact number of round trips the stores made (pipelined or not). Tests and the benchmark
- * read it; it costs a map update per command.
- */
-export class CommandCounter {
-  readonly #byName = new Map<string, number>();
-  #total = 0;
-
-  count(name: string): void {
-    this.#total++;
-    this.#byName.set(name, (this.#byName.get(name) ?? 0) + 1);
-  }
-
-  get total(): number {
-    return this.#total;
-  }
-
-  /** Commands of one name (`evalsha`, `eval`, `set`…) sent since the last reset. */
-  of(name: string): number {
-    return this.#byName.get(name) ?? 0;
-  }
-
-  /** Every name counted since the last reset, for a test's failure message. */
-  snapshot(): Record<string, number> {
-    return Object.fromEntries(this.#byName);
-  }
-
-  reset(): void {
-    this.#total = 0;
-    this.#byName.clear();
-  }
 }
 
 /**
@@ -90,43 +55,7 @@ export class Connection {
   constructor(config: RedisConfig, { readOnly = false }: { readOnly?: boolean } = {}) {
     this.prefix = config.prefix;
     this.#cluster = config.cluster;
-    const options = {
-      lazyConnect: true,
-      enableReadyCheck: !readOnly,
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      commandTimeout: config.commandTimeoutMs,
-      connectTimeout: config.connectTimeoutMs,
-      connectionName: config.connectionName,
-      retryStrategy: (attempt: number) => Math.min(50 * attempt, 1_000),
-    };
-    this.redis = config.cluster
-      ? new Cluster([config.url], {
-          lazyConnect: true,
-          enableOfflineQueue: false,
-          // A MOVED or ASK reply means the node did not run the command, so following it is
-          // safe; a command whose socket dropped is not re-sent (maxRetriesPerRequest 0 on
-          // the nodes), as on one server.
-          maxRedirections: 16,
-          // Asking a node for the slot map is part of connecting: the connect timeout, not
-          // ioredis's 1 s (a loaded machine misses that and the open fails).
-          slotsRefreshTimeout: config.connectTimeoutMs,
-          clusterRetryStrategy: (attempt: number) => Math.min(50 * attempt, 1_000),
-          // The nodes keep the cluster's own settings for queueing and reconnecting (a node's
-          // queue holds a command only until its socket is ready: the cluster asks the first
-          // node for its slots that way); a command already sent when a socket drops still
-          // fails (maxRetriesPerRequest 0), and the cluster reconnects.
-          enableReadyCheck: !readOnly,
-          redisOptions: {
-            enableReadyCheck: !readOnly,
-            maxRetriesPerRequest: 0,
-            commandTimeout: config.commandTimeoutMs,
-            connectTimeout: config.connectTimeoutMs,
-            connectionName: config.connectionName,
-            ...credentialsOf(config.url),
-          },
-        })
-      : new Redis(config.url, options);
+    this.redis = createClient(config, readOnly);
     // Errors reach callers through their commands; without a listener ioredis would also
     // print every reconnect failure. A refused handshake (AUTH, the ready check's INFO) only
     // comes this way, the commands failing as "Connection is closed.": kept, to name it.
@@ -302,7 +231,7 @@ export class Connection {
    * cluster` at open; a user not allowed `INFO` is not told, and meets the `MOVED` instead.
    */
   async refuseClusterNode(): Promise<void> {
-    const evidence = await this.#clusterEvidence("");
+    const evidence = await clusterEvidence(this.redis, this.#cluster, "");
     if (evidence !== undefined)
       throw new TesseraError("invalid_config", clusterNodeMessage(evidence));
   }
@@ -320,27 +249,11 @@ export class Connection {
     // A reader on the node that holds the layout key's slot may find no store there (or
     // another's): on a cluster, the URL says cluster=true before anything else can be judged.
     if (code === undefined && !isTesseraError(error, "schema_unavailable")) return error;
-    const evidence = await this.#clusterEvidence(code ?? "");
+    const evidence = await clusterEvidence(this.redis, this.#cluster, code ?? "");
     if (evidence !== undefined) {
       return new TesseraError("invalid_config", clusterNodeMessage(evidence), { cause: error });
     }
     return code === undefined ? error : namingReply(error, code, reply);
-  }
-
-  /**
-   * How the server shows it is a cluster node, when the URL did not say `cluster=true`: a reply
-   * only a cluster node gives, or `INFO cluster` (asked once, after a refusal; a user not
-   * allowed `INFO`, an auditor, is simply not told).
-   */
-  async #clusterEvidence(code: string): Promise<string | undefined> {
-    if (this.#cluster || this.redis instanceof Cluster) return undefined;
-    if (isClusterReply(code)) return `it answered ${code}`;
-    try {
-      const info = await this.redis.info("cluster");
-      return /^cluster_enabled:1\b/m.test(info) ? "INFO says cluster_enabled:1" : undefined;
-    } catch {
-      return undefined;
-    }
   }
 
   /**
@@ -360,7 +273,9 @@ export class Connection {
       // Anything else (the socket lost meanwhile) is the outage it looks like. A cluster node
       // refuses every SELECT: that is said instead.
       const refused = error instanceof Error && error.name === "ReplyError";
-      const cluster = refused ? await this.#clusterEvidence(replyCode(error) ?? "") : undefined;
+      const cluster = refused
+        ? await clusterEvidence(this.redis, this.#cluster, replyCode(error) ?? "")
+        : undefined;
       this.redis.disconnect();
       throw new TesseraError(
         refused ? "invalid_config" : failCode,
@@ -383,38 +298,6 @@ export class Connection {
       this.redis.disconnect();
     }
   }
-}
-
-/** The user and password of a `redis://` URL, for each node of a cluster. */
-function credentialsOf(url: string): { username?: string; password?: string; tls?: object } {
-  const parsed = new URL(url);
-  return {
-    ...(parsed.username ? { username: decodeURIComponent(parsed.username) } : {}),
-    ...(parsed.password ? { password: decodeURIComponent(parsed.password) } : {}),
-    ...(parsed.protocol === "rediss:" ? { tls: {} } : {}),
-  };
-}
-
-/** Keys per SCAN step, and so per batch handed to `each`. */
-const SCAN_COUNT = 1_000;
-
-/** SCAN over `pattern`, one batch at a time (a key may come twice; SCAN's own contract). */
-export async function scanKeys(
-  redis: Client,
-  pattern: string,
-  each: (keys: string[]) => Promise<void>,
-): Promise<void> {
-  // A cluster's keyspace is split between its primaries: each is scanned in turn.
-  if (redis instanceof Cluster) {
-    for (const node of redis.nodes("master")) await scanKeys(node, pattern, each);
-    return;
-  }
-  let cursor = "0";
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", pattern, "COUNT", SCAN_COUNT);
-    cursor = next;
-    await each(keys);
-  } while (cursor !== "0");
 }
 
 /** The error's class or code, never its message (which may quote a key or a value). */

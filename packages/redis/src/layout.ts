@@ -1,7 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { TesseraError } from "@tessera/core";
 import { claimKeyOf, readStoredClaim } from "./claim-store.js";
-import { type Client, type Connection, scanKeys, script } from "./connection.js";
+import type { Client } from "./client.js";
+import { type Connection, script } from "./connection.js";
+import { scanKeys } from "./scan-keys.js";
 
 /**
  * The version of the key layout (docs/stores.md, "Redis"), kept under `<prefix>layout-version`.

@@ -8,7 +8,7 @@ import {
   unreadableTrail,
 } from "@tessera/core";
 import { describe, expect, it } from "vitest";
-import { auditEvent } from "./audit-suite.js";
+import { auditEvent } from "./audit-fixtures.js";
 
 /**
  * A sink's trail as an attacker holding the store reaches its index: the call and trace index

@@ -11,7 +11,7 @@ import {
 } from "@tessera/core";
 import { auditEventHash, linkAuditEvent } from "@tessera/core/store-kit";
 import { describe, expect, it } from "vitest";
-import { auditEvent } from "./audit-suite.js";
+import { auditEvent } from "./audit-fixtures.js";
 
 /**
  * A sink's stored trail opened as an attacker holding the database would open it: the

@@ -10,7 +10,7 @@ import {
   type StoreBundle,
 } from "@tessera/core";
 import { describe, expect, it } from "vitest";
-import { auditEvent } from "./audit-suite.js";
+import { auditEvent } from "./audit-fixtures.js";
 import { expectClosedStoresRefuse } from "./closed-stores.js";
 import { errorCode } from "./errors.js";
 

@@ -1,16 +1,14 @@
 export { type ActLedgerPorts, actEvent, spendingAct } from "./act-ledger-fixtures.js";
 export { describeActLedgerConformance } from "./act-ledger-suite.js";
 export { withdrawalOf, withdrawnEvent } from "./act-ledger-withdraw.js";
+export { auditEvent } from "./audit-fixtures.js";
 export {
   describeAuditIndexCases,
   type IndexTamperableTrail,
   verifyAuditByPages,
 } from "./audit-index-suite.js";
-export {
-  auditEvent,
-  describeAuditSinkConformance,
-  expectReadOnlyReader,
-} from "./audit-suite.js";
+export { expectReadOnlyReader } from "./audit-reader.js";
+export { describeAuditSinkConformance } from "./audit-suite.js";
 export { describeAuditTamperCases, type TamperableTrail } from "./audit-tamper-suite.js";
 export {
   type BackendOpeners,
