@@ -315,12 +315,15 @@ export class PostgresClaimStore implements ClaimStore {
 export function toStoredClaim(row: ClaimRow): StoredClaim {
   const record = JSON.parse(row.record) as StoredClaim;
   if (row.receipt_status === null || row.settled_at === null) return record;
-  return {
-    ...record,
-    receipt: {
-      status: row.receipt_status as ClaimReceipt["status"],
-      settledAt: Number(row.settled_at),
+  // The parsed record is this call's own: fields are set on it, not spread into a copy.
+  return Object.assign(
+    record,
+    {
+      receipt: {
+        status: row.receipt_status as ClaimReceipt["status"],
+        settledAt: Number(row.settled_at),
+      },
     },
-    ...(row.answer === null ? {} : { answer: JSON.parse(row.answer) as JsonValue }),
-  };
+    row.answer === null ? {} : { answer: JSON.parse(row.answer) as JsonValue },
+  );
 }

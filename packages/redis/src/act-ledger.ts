@@ -122,9 +122,9 @@ export class RedisActLedger implements ActLedger {
       return Promise.reject(error);
     }
     return new Promise<ActResult>((resolve, reject) => {
+      // `checked` last: a spread followed by more members is Node 20's slow path.
       this.#queue.push({
         act,
-        ...checked,
         ...(act.claim === undefined
           ? {}
           : {
@@ -135,6 +135,7 @@ export class RedisActLedger implements ActLedger {
         versions,
         resolve,
         reject,
+        ...checked,
       });
       this.#schedule();
     });

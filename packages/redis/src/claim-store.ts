@@ -17,7 +17,8 @@ import {
   storageDigest,
   uniqueStorageDigest,
 } from "@tessera/core/store-kit";
-import { type Connection, scanKeys, script } from "./connection.js";
+import { type Connection, script } from "./connection.js";
+import { scanKeys } from "./scan-keys.js";
 
 const CODE = "claim_store_unavailable";
 
@@ -283,12 +284,12 @@ export function readStoredClaim(value: string): StoredClaim | undefined {
     const receipt = JSON.parse(
       second < 0 ? value.slice(newline + 1) : value.slice(newline + 1, second),
     ) as ClaimReceipt;
-    if (second < 0) return { ...(record as StoredClaim), receipt };
-    return {
-      ...(record as StoredClaim),
+    // The parsed record is this call's own: fields are set on it, not spread into a copy.
+    if (second < 0) return Object.assign(record as StoredClaim, { receipt });
+    return Object.assign(record as StoredClaim, {
       receipt,
       answer: JSON.parse(value.slice(second + 1)) as JsonValue,
-    };
+    });
   } catch {
     return undefined;
   }

@@ -1,6 +1,11 @@
 import * as crypto from "node:crypto";
 import { readFileSync } from "node:fs";
-import { type AuditEvent, type ExplainPrincipal, TesseraError } from "@tessera/core";
+import {
+  type AccessContext,
+  type AuditEvent,
+  type ExplainPrincipal,
+  TesseraError,
+} from "@tessera/core";
 import { bearerToken } from "@tessera/core/http";
 import { octalMode, readPrivateFile, uniqueStorageDigest } from "@tessera/core/store-kit";
 import { z } from "zod";
@@ -183,7 +188,14 @@ export function gateSession(principal: Principal): string {
  * purpose included (none means events decided under no purpose).
  */
 export function explainPrincipal(principal: Principal): ExplainPrincipal {
-  return { ...turnIdentity(principal), purpose: principal.purpose ?? null };
+  return Object.assign(turnIdentity(principal), { purpose: principal.purpose ?? null });
+}
+
+/** The turn identity of a principal: all of it, purpose included; never the body's. */
+export function turnContext(principal: Principal, traceId: string): AccessContext {
+  // Set on the fresh object, not spread into a new one: see docs/architecture.md, "Object
+  // spreads on hot paths".
+  return Object.assign(turnIdentity(principal), { traceId });
 }
 
 type TurnIdentityFields = Required<Pick<AuditEvent, "namespaceId" | "actor" | "authority">> &

@@ -228,7 +228,7 @@ export async function once<A>(
     // or delivers anything, so a retry meets the same refusal and nothing runs twice.
     const decided = await decide(undefined);
     if ("existing" in decided) throw new Error("a decision without a claim collided");
-    return { ...decided, replayed: false };
+    return Object.assign({}, decided, { replayed: false });
   }
   const decided = await decide({
     key,

@@ -56,7 +56,7 @@ export class AuditChainWriter {
     const { seq: _seq, prev: _prev, hash: _hash, ...content } = event;
     const digest = auditContentDigest(content as AuditEvent);
     const link = this.#linkToKnown(stream, digest) ?? this.#linkToStored(stream, digest);
-    const linked = { ...content, seq: link.seq, prev: link.prev, hash: link.hash };
+    const linked = Object.assign(content, { seq: link.seq, prev: link.prev, hash: link.hash });
     this.#db.statement(INSERT).run(event.callId, event.traceId, JSON.stringify(linked));
     // Remembered before COMMIT: if the batch rolls back, the next compare misses and reads.
     if (this.#heads.size >= KNOWN_HEADS && !this.#heads.has(stream)) this.#heads.clear();

@@ -312,10 +312,13 @@ export class FunctionCallGate {
       note = settled.recorded ? undefined : notRecorded(settled);
     }
     // `return await`: a returned promise would cost the reply two more microtask turns.
-    return await this.#finish(key.session, key.functionCallId, reply, receipt.status, {
-      ...outcome,
-      detail: note ?? outcome.detail,
-    });
+    return await this.#finish(
+      key.session,
+      key.functionCallId,
+      reply,
+      receipt.status,
+      Object.assign({}, outcome, { detail: note ?? outcome.detail }),
+    );
   }
 
   async #finish(

@@ -167,7 +167,7 @@ export class SettleQueue {
     let current = settle;
     for (let attempt = 1; ; attempt++) {
       if (FINAL_CODES.has(code) && current.answer !== undefined) {
-        current = { ...current, answer: undefined };
+        current = Object.assign({}, current, { answer: undefined });
       } else if (FINAL_CODES.has(code) || attempt === ATTEMPTS) {
         return { recorded: false, attempts: attempt, code };
       } else {

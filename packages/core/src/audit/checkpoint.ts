@@ -68,7 +68,7 @@ export function signAuditCheckpoint(
   }
   const key = ed25519(privateKey, createPrivateKey, "private");
   const signature = sign(null, payload(unsigned), key).toString("base64");
-  return Object.freeze({ ...unsigned, signature });
+  return Object.freeze(Object.assign({}, unsigned, { signature }));
 }
 
 /**

@@ -194,7 +194,13 @@ export class AuditTrailWalker {
     const head = state.head;
     const expectedSeq = head.seq + 1;
     const at = (kind: AuditBreakKind, detail: string): Broken => ({
-      found: { kind, index, ...seqOf(event), expectedSeq, detail },
+      found: {
+        kind,
+        index,
+        ...(event.seq === undefined ? {} : { seq: event.seq }),
+        expectedSeq,
+        detail,
+      },
       verified: head,
     });
     // A break found at `entry` but lying in the event before it, which verified in order.
@@ -297,16 +303,19 @@ export function unreadableTrail(
 function judgeGap(state: StreamState, gap: Gap): Broken {
   const { event, index } = gap.at;
   const seq = event.seq as number;
-  const where = { index, seq, expectedSeq: gap.from };
   const found: Omit<AuditBreak, "stream"> =
     gap.found.size === gap.to - gap.from + 1
       ? {
-          ...where,
+          index,
+          seq,
+          expectedSeq: gap.from,
           kind: "reordered",
           detail: `seq ${seq} comes before seq ${gap.from}, which follows it`,
         }
       : {
-          ...where,
+          index,
+          seq,
+          expectedSeq: gap.from,
           kind: "deleted",
           detail: `events ${describeRange(gap.from, gap.to)} are missing`,
         };
@@ -339,10 +348,6 @@ function hasNoLink(event: AuditEvent): boolean {
 
 function isLinked(event: AuditEvent): event is Linked {
   return event.seq !== undefined && event.prev !== undefined && event.hash !== undefined;
-}
-
-function seqOf(event: AuditEvent): { seq?: number } {
-  return event.seq === undefined ? {} : { seq: event.seq };
 }
 
 function linksTo(next: AuditEvent, event: Linked): boolean {

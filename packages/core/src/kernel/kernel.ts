@@ -167,7 +167,7 @@ export function createKernel(options: KernelOptions): Kernel {
       const view = trusted?.view ?? (await openIndex(options, cache, reads, ctx));
       const audit = new AuditWriter(options.audit, ctx);
       const scope = scopeOf(view, ctx, options, acts !== undefined);
-      const parts = { ctx, scope, audit, transport: options.transport, clock };
+      const transport = options.transport;
       // Frozen like everything the kernel returns; its state lives in private fields.
       if (acts !== undefined) {
         const unconfirmed =
@@ -180,7 +180,11 @@ export function createKernel(options: KernelOptions): Kernel {
               };
         return Object.freeze(
           new LedgerLease({
-            ...parts,
+            ctx,
+            scope,
+            audit,
+            transport,
+            clock,
             acts,
             denials,
             withdrawals,
@@ -188,7 +192,7 @@ export function createKernel(options: KernelOptions): Kernel {
           }),
         );
       }
-      return Object.freeze(new Lease(parts));
+      return Object.freeze(new Lease({ ctx, scope, audit, transport, clock }));
     },
     // Withdrawals first (one attempt each, never waiting out a store that stays down), then
     // the denial events written after their replies.

@@ -16,7 +16,6 @@ import {
   OTHER_OWNER,
   type Outcome,
   outcomeOf,
-  type Precheck,
   precheck,
   readAuthorize,
   readSend,
@@ -24,6 +23,7 @@ import {
   type Send,
   THREW,
 } from "./lease-checks.js";
+import { refuseClosedWhileDeciding, refusePrecheck, refuseVerdict } from "./lease-refusals.js";
 import { MALFORMED, readCallId, readClaim } from "./request.js";
 import { deliverNowOf } from "./sync-ports.js";
 import type {
@@ -31,7 +31,6 @@ import type {
   AlreadyClaimed,
   AuthorizeRequest,
   AuthorizeResult,
-  Refusal,
   SendMessageRequest,
   SendMessageResult,
   TurnAuthority,
@@ -138,25 +137,35 @@ export class Lease implements TurnAuthority {
     const rawCallId = readCallId(request);
     const callId = typeof rawCallId === "string" ? rawCallId : this.#mintId();
     const state = precheck(this.#closed, this.#scope);
-    if (state !== undefined) return this.#refuse(now, callId, state, undefined, undefined);
+    if (state !== undefined)
+      return refusePrecheck(this.#audit, now, callId, state, undefined, undefined);
     const call =
       rawCallId === MALFORMED || claim === MALFORMED
         ? undefined
         : readAuthorize(request, callId, now);
-    if (call === undefined) return this.#refuse(now, callId, INVALID, undefined, undefined);
+    if (call === undefined)
+      return refusePrecheck(this.#audit, now, callId, INVALID, undefined, undefined);
     // Decided here, not in a helper returning its promise: an async function that returns a
     // promise resolves a few microtask turns later, a measurable share of a decision.
     const { action, label } = call;
     // The turn acts for its owner only: a request may restate that owner, never name another.
     if (call.owner !== undefined && call.owner !== this.#ctx.owner) {
-      return this.#refuse(now, callId, OTHER_OWNER, action, label);
+      return refusePrecheck(this.#audit, now, callId, OTHER_OWNER, action, label);
     }
     let verdict = decide(this.#scope as DecisionScope, action, call, now);
     if (verdict instanceof Promise) verdict = await verdict;
-    if (!verdict.allowed) return this.#refuseVerdict(now, callId, verdict, action, label);
+    if (!verdict.allowed) return refuseVerdict(this.#audit, now, callId, verdict, action, label);
     const grantId = verdict.grant.id;
     if (this.#closed)
-      return this.#closedWhileDeciding(now, callId, action, label, grantId, verdict.grant.chain);
+      return refuseClosedWhileDeciding(
+        this.#audit,
+        now,
+        callId,
+        action,
+        label,
+        grantId,
+        verdict.grant.chain,
+      );
     const written = this.#audit.write({
       now,
       code: null,
@@ -199,16 +208,16 @@ export class Lease implements TurnAuthority {
     const callId = typeof rawCallId === "string" ? rawCallId : this.#mintId();
     const state = precheck(this.#closed, this.#scope);
     if (state !== undefined)
-      return this.#refuse(now, callId, state, MESSAGE_SEND_ACTION, undefined);
+      return refusePrecheck(this.#audit, now, callId, state, MESSAGE_SEND_ACTION, undefined);
     const send =
       rawCallId === MALFORMED || claim === MALFORMED
         ? undefined
         : readSend(request, callId, now, this.#ctx.owner);
     if (send === undefined)
-      return this.#refuse(now, callId, INVALID, MESSAGE_SEND_ACTION, undefined);
+      return refusePrecheck(this.#audit, now, callId, INVALID, MESSAGE_SEND_ACTION, undefined);
     // Refused before any use is spent: there is nowhere to deliver.
     if (this.#transport === undefined) {
-      return this.#refuse(now, callId, NO_TRANSPORT, MESSAGE_SEND_ACTION, undefined);
+      return refusePrecheck(this.#audit, now, callId, NO_TRANSPORT, MESSAGE_SEND_ACTION, undefined);
     }
     const verdict = decide(this.#scope as DecisionScope, MESSAGE_SEND_ACTION, send.resource, now);
     if (verdict instanceof Promise)
@@ -219,11 +228,12 @@ export class Lease implements TurnAuthority {
   #sendAllowed(send: Send, verdict: Verdict): Promise<SendMessageResult> {
     const { now, callId, label } = send;
     if (!verdict.allowed) {
-      return this.#refuseVerdict(now, callId, verdict, MESSAGE_SEND_ACTION, label);
+      return refuseVerdict(this.#audit, now, callId, verdict, MESSAGE_SEND_ACTION, label);
     }
     const grant = verdict.grant;
     if (this.#closed) {
-      return this.#closedWhileDeciding(
+      return refuseClosedWhileDeciding(
+        this.#audit,
         now,
         callId,
         MESSAGE_SEND_ACTION,
@@ -331,74 +341,5 @@ export class Lease implements TurnAuthority {
     this.#idPrefix ??= `${randomUUID()}.`;
     this.#minted++;
     return this.#idPrefix + this.#minted;
-  }
-
-  async #refuse(
-    now: number,
-    callId: string,
-    precheck: Precheck,
-    action: string | undefined,
-    resource: string | undefined,
-  ): Promise<Refusal> {
-    const written = this.#audit.write({
-      now,
-      code: precheck.code,
-      reason: precheck.reason,
-      callId,
-      action,
-      resource,
-    });
-    if (written !== undefined) await written;
-    return refused(precheck.code);
-  }
-
-  /**
-   * The lease closed (a deadline, an abort) while this decision awaited the usage store. No
-   * act happens after a lease closes, so the call is refused; the use it consumed stays spent
-   * — failing closed costs a ticket, never an unauthorized effect — and audit says so.
-   */
-  async #closedWhileDeciding(
-    now: number,
-    callId: string,
-    action: string,
-    resource: string,
-    grantId: string,
-    chain: readonly string[] | undefined,
-  ): Promise<Refusal> {
-    const written = this.#audit.write({
-      now,
-      code: "turn_closed",
-      reason: "turn_closed",
-      callId,
-      action,
-      resource,
-      grantId,
-      chain,
-      detail: "lease closed while deciding: the use is spent, nothing was done",
-    });
-    if (written !== undefined) await written;
-    return refused("turn_closed");
-  }
-
-  async #refuseVerdict(
-    now: number,
-    callId: string,
-    verdict: Exclude<Verdict, { allowed: true }>,
-    action: string,
-    resource: string,
-  ): Promise<Refusal> {
-    const written = this.#audit.write({
-      now,
-      code: verdict.code,
-      reason: verdict.reason,
-      callId,
-      action,
-      resource,
-      grantId: verdict.grant?.id,
-      chain: verdict.grant?.chain,
-      detail: verdict.detail,
-    });
-    if (written !== undefined) await written;
-    return refused(verdict.code);
   }
 }

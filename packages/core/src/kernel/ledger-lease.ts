@@ -1,22 +1,13 @@
 import { randomUUID } from "node:crypto";
-import type { JsonValue } from "../contracts/claims.js";
 import { isTesseraError, TesseraError } from "../contracts/errors.js";
 import { MESSAGE_SEND_ACTION } from "../contracts/messages.js";
-import type {
-  Act,
-  ActLedger,
-  ActResult,
-  DeniedAnswer,
-  GrantVersionCheck,
-  WithdrawResult,
-} from "../ports/act-ledger.js";
-import type { MessageEnvelope } from "../ports/transport.js";
+import type { Act, ActResult, GrantVersionCheck } from "../ports/act-ledger.js";
+import { withdrawClosedAct, withdrawLostAct } from "./act-withdrawal.js";
 import type { DecisionRecord } from "./audit-writer.js";
 import { type DecisionScope, decide, exhaustedRefusal } from "./decide.js";
-import type { DenialRecorder } from "./denials.js";
 import { asyncDispose } from "./dispose.js";
 import type { IndexedGrant } from "./grant-index.js";
-import { Lease, type LeaseParts } from "./lease.js";
+import { Lease } from "./lease.js";
 import {
   type AuthorizeCall,
   CLOSED,
@@ -24,19 +15,17 @@ import {
   NO_TRANSPORT,
   nowOf,
   OTHER_OWNER,
-  type Outcome,
-  outcomeOf,
   type Precheck,
   precheck,
   readAuthorize,
   readSend,
   refused,
   type Send,
-  THREW,
 } from "./lease-checks.js";
+import { deliverRecordedSend } from "./ledger-delivery.js";
+import type { ActRecord, LedgerLeaseParts, LedgerTurn } from "./ledger-turn.js";
 import { MALFORMED, readCallId, readClaim } from "./request.js";
-import { useReturned } from "./returned-uses.js";
-import { decideAgainIfStale, STALE, type Unconfirmed } from "./trusted-turn.js";
+import { decideAgainIfStale, STALE } from "./trusted-turn.js";
 import type {
   ActOptions,
   AlreadyClaimed,
@@ -48,28 +37,8 @@ import type {
   SendMessageResult,
   TurnAuthority,
 } from "./types.js";
-import { markUnspent, recordFailedDelivery } from "./unsent.js";
-import { WITHDRAWN_ANSWER, type Withdrawals } from "./withdrawals.js";
-
-export interface LedgerLeaseParts extends LeaseParts {
-  readonly acts: ActLedger;
-  readonly denials: DenialRecorder;
-  /** The kernel's withdrawals of acts whose record threw (when the ledger can withdraw). */
-  readonly withdrawals?: Withdrawals;
-  /** Set when the turn's grants were taken on trust (see `Unconfirmed`). */
-  readonly unconfirmed?: Unconfirmed;
-}
-
-/** What a decision's event says of it, without its outcome: the withdrawal's event repeats it. */
-type ActRecord = Omit<DecisionRecord, "code" | "reason" | "detail">;
 
 type Claim = ActOptions["claim"];
-
-/** What the claim of an act withdrawn because its lease closed answers to every retry. */
-const CLOSED_ANSWER: DeniedAnswer & JsonValue = Object.freeze({
-  status: "denied",
-  code: "turn_closed",
-});
 
 /**
  * A lease whose acts are recorded through the act ledger: the decision is made on the turn's
@@ -100,10 +69,13 @@ export class LedgerLease implements TurnAuthority {
   readonly #fixedNow: number | undefined;
   #minted = 0;
   #idPrefix: string | undefined;
+  /** This lease as the pieces it hands work to see it (ledger-turn.ts). */
+  readonly #turn: LedgerTurn;
 
   constructor(parts: LedgerLeaseParts) {
     this.#inner = new Lease(parts);
     this.#parts = parts;
+    this.#turn = { parts, now: () => this.#now(), scope: () => this.#scope };
     this.#scope = parts.scope;
     this.#versions = parts.unconfirmed?.versions;
     this.#fixedNow = parts.ctx.now === undefined ? undefined : Date.parse(parts.ctx.now);
@@ -166,7 +138,7 @@ export class LedgerLease implements TurnAuthority {
     const { action, label } = call;
     // The turn acts for its owner only: a request may restate that owner, never name another.
     if (call.owner !== undefined && call.owner !== this.#parts.ctx.owner) {
-      return this.#deny({ now, callId, ...OTHER_OWNER, action, resource: label }, claim);
+      return this.#deny({ now, callId, action, resource: label, ...OTHER_OWNER }, claim);
     }
     const decided = await this.#decide(now, callId, action, call, label, claim);
     if (decided === STALE || "status" in decided) return decided;
@@ -203,15 +175,15 @@ export class LedgerLease implements TurnAuthority {
   ): Promise<SendMessageResult | AlreadyClaimed | typeof STALE> {
     const action = MESSAGE_SEND_ACTION;
     const state = this.#precheck();
-    if (state !== undefined) return this.#deny({ now, callId, ...state, action }, claim);
-    if (send === undefined) return this.#deny({ now, callId, ...INVALID, action }, claim);
+    if (state !== undefined) return this.#deny({ now, callId, action, ...state }, claim);
+    if (send === undefined) return this.#deny({ now, callId, action, ...INVALID }, claim);
     // Refused before any use is spent: there is nowhere to deliver.
     if (this.#parts.transport === undefined) {
-      return this.#deny({ now, callId, ...NO_TRANSPORT, action }, claim);
+      return this.#deny({ now, callId, action, ...NO_TRANSPORT }, claim);
     }
     const decided = await this.#decide(now, callId, action, send.resource, send.label, claim);
     if (decided === STALE || "status" in decided) return decided;
-    return this.#deliver(send, decided.grant);
+    return deliverRecordedSend(this.#turn, this.#mintId(), send, decided.grant);
   }
 
   /** Decides on the indexed grants, then records the act; the grant when it stands. */
@@ -226,7 +198,8 @@ export class LedgerLease implements TurnAuthority {
     const scope = this.#scope as DecisionScope;
     let verdict = decide(scope, action, resource, now);
     if (verdict instanceof Promise) verdict = await verdict;
-    const record = { now, callId, action, resource: label };
+    // Records are written out, not spread from one another: see docs/architecture.md, "Object
+    // spreads on hot paths" (a spread followed by more members costs about 1 µs on Node 20).
     if (!verdict.allowed) {
       // A refusal writes nothing the ledger could check, so grants taken on trust are read
       // first: a grant added since the cache was filled must not be refused.
@@ -236,29 +209,39 @@ export class LedgerLease implements TurnAuthority {
       }
       const { code, reason, grant, detail } = verdict;
       return this.#deny(
-        { ...record, code, reason, grantId: grant?.id, chain: grant?.chain, detail },
+        {
+          now,
+          callId,
+          action,
+          resource: label,
+          code,
+          reason,
+          grantId: grant?.id,
+          chain: grant?.chain,
+          detail,
+        },
         claim,
       );
     }
     const grant = verdict.grant;
-    const granted = { ...record, grantId: grant.id, chain: grant.chain };
+    const granted = { now, callId, action, resource: label, grantId: grant.id, chain: grant.chain };
     // Nothing was spent yet (the act spends), so a lease closed meanwhile just refuses.
-    if (this.closed) return this.#deny({ ...granted, ...CLOSED }, claim);
+    if (this.closed) return this.#deny(Object.assign({}, granted, CLOSED), claim);
     const audit = this.#parts.audit;
-    const event = audit.build({ ...granted, code: null, reason: "allowed" });
+    const event = audit.build({ code: null, reason: "allowed", ...granted });
     const versions = this.#versions;
-    let act: Act = claim === undefined ? { event } : { claim, event };
-    if (versions !== undefined) act = { ...act, versions };
+    // Built here and completed in place, so no act is a spread of another.
+    const act: Act = claim === undefined ? { event } : { claim, event };
+    if (versions !== undefined) Object.assign(act, { versions });
     let lost: Refusal | undefined;
     if (verdict.spend === true) {
       const maxUses = grant.maxUses as number;
       const exhausted = exhaustedRefusal(scope.index.get(action), grant, now);
       lost = refused(exhausted.code);
-      act = {
-        ...act,
+      Object.assign(act, {
         spend: { namespaceId: scope.namespaceId, grantId: grant.id, maxUses },
-        exhausted: audit.build({ ...granted, ...exhausted }),
-      };
+        exhausted: audit.build(Object.assign({}, granted, exhausted)),
+      });
     }
     const result = await this.#record(act, granted, grant);
     if (result.status === "stale") {
@@ -282,7 +265,7 @@ export class LedgerLease implements TurnAuthority {
     }
     // The lease closed (a deadline, an abort) while the act was being recorded: nothing more
     // happens under it, so the act is not carried out, whatever it was.
-    if (this.closed) return this.#closedAfterAct(act, granted, grant);
+    if (this.closed) return withdrawClosedAct(this.#turn, act, granted, grant);
     return { grant };
   }
 
@@ -311,131 +294,12 @@ export class LedgerLease implements TurnAuthority {
       // The store may have written the act and lost its reply: nothing has run (the record
       // precedes every effect), so the act is withdrawn if it landed. The caller still hears
       // the error, as before; its retries read the withdrawal's answer once it is written.
-      this.#withdraw(act, base, grant);
+      withdrawLostAct(this.#turn, act, base, grant);
       if (isTesseraError(error) && error.code.endsWith("_unavailable")) throw error;
       throw new TesseraError("store_unavailable", "the act ledger could not record the act", {
         cause: error,
       });
     }
-  }
-
-  /** Schedules the withdrawal of `act` (with a claim only: see `ActLedger.withdraw`). */
-  #withdraw(act: Act, base: ActRecord, grant: IndexedGrant | undefined): void {
-    const withdrawals = this.#parts.withdrawals;
-    if (withdrawals === undefined || act.claim === undefined) return;
-    const event = this.#parts.audit.build({
-      ...base,
-      now: this.#now(),
-      code: "authority_unavailable",
-      reason: "act_withdrawn",
-      detail: "the store's reply to the act's record was lost; nothing ran",
-    });
-    const withdrawal = { act: { ...act, claim: act.claim }, event, answer: WITHDRAWN_ANSWER };
-    withdrawals.schedule(withdrawal, (result) => this.#givenBack(result, act, base.action, grant));
-  }
-
-  /** After a withdrawal: the use is back in the store, so the marks that said spent are off. */
-  #givenBack(
-    result: WithdrawResult,
-    act: Act,
-    action: string | undefined,
-    grant: IndexedGrant | undefined,
-  ): void {
-    const spend = act.spend;
-    const scope = this.#scope;
-    if (result !== "withdrawn" || spend === undefined || scope === undefined) return;
-    // This lease's marks, and every kernel over the store in this process (their cached sets
-    // holding the grant).
-    markUnspent(scope, action, grant);
-    if (scope.usage !== undefined) useReturned(scope.usage, spend.namespaceId, spend.grantId);
-  }
-
-  /**
-   * The lease closed while its act was being recorded: the act stands in the ledger (its use
-   * spent, its allowed event written), nothing ran, and nothing will. Answered `turn_closed`.
-   *
-   * With a claim the act is withdrawn now, as one whose record's reply was lost
-   * (`ActLedger.withdraw`, sound here for the same reason: nothing ran): the claim settled with
-   * a `turn_closed` denial (its retries read it), the use given back, `act_withdrawn` recorded.
-   * A store that cannot answer now keeps being asked in the background (`Withdrawals`).
-   * Without a claim the ledger cannot withdraw (it cannot tell this act's spend from another's),
-   * so the use stays spent, as in a lease without a ledger (failing closed costs a ticket,
-   * never an effect), and a `turn_closed` event follows the allowed one; so does one with a
-   * claim not withdrawn now.
-   */
-  async #closedAfterAct(act: Act, base: ActRecord, grant: IndexedGrant): Promise<Refusal> {
-    const withdrawals = this.#parts.withdrawals;
-    const claim = act.claim;
-    if (claim !== undefined && withdrawals !== undefined) {
-      const event = this.#parts.audit.build({
-        ...base,
-        now: this.#now(),
-        code: "turn_closed",
-        reason: "act_withdrawn",
-        detail: "the lease closed while the act was recorded; nothing ran",
-      });
-      const withdrawal = { act: { ...act, claim }, event, answer: CLOSED_ANSWER };
-      const acts = this.#parts.acts;
-      let result: WithdrawResult | undefined;
-      try {
-        result = await (acts.withdraw as NonNullable<ActLedger["withdraw"]>).call(acts, withdrawal);
-      } catch (error) {
-        if (!isTesseraError(error) || error.code.endsWith("_unavailable")) {
-          withdrawals.schedule(withdrawal, (later) =>
-            this.#givenBack(later, act, base.action, grant),
-          );
-        }
-      }
-      if (result !== undefined) this.#givenBack(result, act, base.action, grant);
-      if (result === "withdrawn") return refused("turn_closed");
-    }
-    const written = this.#parts.audit.write({
-      ...base,
-      now: this.#now(),
-      code: "turn_closed",
-      reason: "turn_closed",
-      detail: "lease closed while the act was recorded: the use is spent, nothing was done",
-    });
-    if (written !== undefined) await written;
-    return refused("turn_closed");
-  }
-
-  async #deliver(send: Send, grant: IndexedGrant): Promise<SendMessageResult> {
-    const envelope: MessageEnvelope = Object.freeze({
-      messageId: this.#mintId(),
-      sender: this.#parts.ctx.actor,
-      recipient: send.recipient,
-      payload: send.payload,
-      traceId: this.#parts.ctx.traceId,
-      callId: send.callId,
-      grantId: grant.id,
-    });
-    let outcome: Outcome;
-    try {
-      outcome = outcomeOf(
-        await (this.#parts.transport as NonNullable<LeaseParts["transport"]>).deliver(envelope),
-      );
-    } catch {
-      outcome = THREW;
-    }
-    if (outcome.status === "delivered") {
-      return Object.freeze(
-        outcome.reply === undefined
-          ? { status: "delivered", messageId: envelope.messageId, grantId: grant.id }
-          : {
-              status: "delivered",
-              messageId: envelope.messageId,
-              grantId: grant.id,
-              reply: outcome.reply,
-            },
-      );
-    }
-    // The use is spent: the grant authorized an act that was attempted. The failure is its own
-    // event, written before the caller hears it (it reports an effect that may have happened);
-    // one the transport says never left gives its use back (unsent.ts).
-    const parts = this.#parts;
-    await recordFailedDelivery(parts.audit, this.#scope, () => this.#now(), send, grant, outcome);
-    return refused("delivery_failed");
   }
 
   /** The lease's state, before each decision (and again before a decision made again). */
@@ -466,7 +330,7 @@ export class LedgerLease implements TurnAuthority {
     this.#versions = undefined;
     if (scope?.index === this.#scope?.index) return;
     this.#scope = scope;
-    const inner = new Lease({ ...this.#parts, scope });
+    const inner = new Lease(Object.assign({}, this.#parts, { scope }));
     if (this.#inner.closed) void inner.close();
     this.#inner = inner;
   }

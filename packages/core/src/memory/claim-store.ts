@@ -51,7 +51,10 @@ export class InMemoryClaimStore implements ClaimStore {
     const settled = Object.freeze({ status: receipt.status, settledAt: receipt.settledAt });
     // A copy of the answer as it was checked: the caller's object may change after the settle.
     const kept = text === undefined ? {} : { answer: deepFreeze(JSON.parse(text) as JsonValue) };
-    claims.set(key.functionCallId, Object.freeze({ ...existing, receipt: settled, ...kept }));
+    claims.set(
+      key.functionCallId,
+      Object.freeze(Object.assign({}, existing, { receipt: settled }, kept)),
+    );
   }
 
   async get(key: ClaimKey): Promise<StoredClaim | undefined> {

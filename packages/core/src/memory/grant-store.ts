@@ -77,7 +77,7 @@ export class InMemoryGrantStore implements GrantStore {
     const grant = grants?.get(grantId);
     if (grants === undefined || grant === undefined) return false;
     if (grant.revokedAt === undefined) {
-      const revoked = GrantSchema.parse({ ...grant, revokedAt: at.toISOString() });
+      const revoked = GrantSchema.parse(Object.assign({}, grant, { revokedAt: at.toISOString() }));
       grants.set(grantId, sealValidatedGrant(revoked));
       this.#bump(namespaceId, grant.subject);
     }

@@ -19,7 +19,13 @@ import { auditHolds } from "@tessera/core/store-kit";
 import type { FastifyInstance } from "fastify";
 import type { ServiceContext } from "../context.js";
 import { HttpProblem, parse } from "../errors.js";
-import { gateSession, type Principal, principalKey, turnIdentity } from "../principals.js";
+import {
+  gateSession,
+  type Principal,
+  principalKey,
+  turnContext,
+  turnIdentity,
+} from "../principals.js";
 import {
   clientSpan,
   endClientSpan,
@@ -29,7 +35,6 @@ import {
   traceHeaders,
 } from "../tracing.js";
 import { signedPost } from "../transport/signed-post.js";
-import { turnContext } from "./decisions.js";
 
 export interface A2uiOptions {
   /** The A2UI v1.0 catalogs the host serves (see `@tessera/a2ui`). */
@@ -362,11 +367,12 @@ function stampedAudit(context: ServiceContext, calls: AsyncLocalStorage<CallScop
       const stamped =
         principal === undefined
           ? event
-          : {
-              ...event,
-              ...turnIdentity(principal),
-              ...(traceId === undefined ? {} : { traceId }),
-            };
+          : Object.assign(
+              {},
+              event,
+              turnIdentity(principal),
+              traceId === undefined ? {} : { traceId },
+            );
       let offered = false;
       retry.writes.later(`gate-event\u0000${next++}`, async () => {
         // Offered again after a failure: the write may have landed and only its reply been

@@ -1,5 +1,4 @@
 import {
-  type AccessContext,
   type AlreadyClaimed,
   type AuditFilter,
   type ClaimStore,
@@ -26,7 +25,7 @@ import {
   gateSession,
   type Principal,
   principalKey,
-  turnIdentity,
+  turnContext,
 } from "../principals.js";
 import { type CallClaim, once, retrySession, type Settled } from "../retry.js";
 import { errorOutcome, RequestTrace } from "../tracing.js";
@@ -58,7 +57,7 @@ export function decisionRoutes(app: FastifyInstance, context: ServiceContext): v
       const body = parse(AuthorizeRequestSchema, request.body, "body");
       const principal = principalOf(request);
       const decide = async (opened: Promise<TurnAuthority>, callId: string, claim?: CallClaim) => {
-        const request = { ...body, callId };
+        const request = Object.assign({}, body, { callId });
         const result = await withTurn(opened, (turn) =>
           claim === undefined ? turn.authorize(request) : turn.authorize(request, { claim }),
         );
@@ -290,11 +289,6 @@ async function decideOnce<A>(
     });
   }
   return { answer: result.answer, replayed: result.replayed };
-}
-
-/** The turn identity of a principal: all of it, purpose included; never the body's. */
-export function turnContext(principal: Principal, traceId: string): AccessContext {
-  return { ...turnIdentity(principal), traceId };
 }
 
 function openTurn(
