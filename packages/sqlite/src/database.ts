@@ -1,4 +1,5 @@
 import { statSync } from "node:fs";
+import { dirname } from "node:path";
 import { performance } from "node:perf_hooks";
 import BetterSqlite3 from "better-sqlite3";
 import type { SqliteConfig } from "./config.js";
@@ -97,7 +98,12 @@ export class SqliteDatabase {
     try {
       // Before opening, so a second name is not even read through (which would create its own
       // side files); after, for a file created just now and for the side files SQLite made.
-      if (onDisk) refuseSecondName(config.path);
+      if (onDisk) {
+        refuseSecondName(config.path);
+        // The driver reports a missing folder as a bare TypeError; the folder's own error
+        // carries the OS's code (ENOENT, ENOTDIR, EACCES), which the opener names.
+        statSync(dirname(config.path));
+      }
       db = new BetterSqlite3(config.path, { fileMustExist: !config.create });
       db.pragma(`busy_timeout = ${config.busyTimeoutMs}`);
       if (onDisk) {

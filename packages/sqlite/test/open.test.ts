@@ -82,6 +82,8 @@ describe("opening", () => {
     expect(await codeOf(() => openUsageStore(missing))).toBe("usage_store_unavailable");
     expect(await codeOf(() => openGrantStore(missing))).toBe("grant_store_unavailable");
     expect(await codeOf(() => openAuditSink(missing))).toBe("audit_unavailable");
+    // The message names why, as the OS says it (the driver said only "TypeError").
+    await expect(openStores(missing)).rejects.toThrow("could not open the SQLite store (ENOENT)");
     const directory = join(dir, "a-directory");
     mkdirSync(directory);
     expect(await codeOf(() => openStores(`sqlite:${directory}`))).toBe("store_unavailable");
