@@ -18,8 +18,20 @@ export function authenticate(
   const token = bare ? presented : bearerToken(presented);
   if (token === undefined || token.length === 0 || token.length > MAX_BEARER_CHARS)
     return undefined;
-  const digest = Buffer.from(tokenDigest(token), "hex");
-  return principals.find((p) => timingSafeEqual(Buffer.from(p.tokenSha256, "hex"), digest));
+  const digest = createHash("sha256").update(token).digest();
+  return principals.find((p) => timingSafeEqual(digestOf(p), digest));
+}
+
+/** Each principal's token digest as bytes, decoded once (principals are frozen at startup). */
+const digests = new WeakMap<Principal, Buffer>();
+
+function digestOf(principal: Principal): Buffer {
+  let digest = digests.get(principal);
+  if (digest === undefined) {
+    digest = Buffer.from(principal.tokenSha256, "hex");
+    digests.set(principal, digest);
+  }
+  return digest;
 }
 
 /** Principals are frozen at startup, so each one's key is hashed once, not on every call. */

@@ -17,6 +17,7 @@ import { consumeRow, releaseRow } from "./usage-store.js";
 
 const CODE = "store_unavailable";
 const STALE: ActResult = Object.freeze({ status: "stale" });
+const SPEND_LOST: ActResult = Object.freeze({ status: "spend_lost" });
 /** A holder's grant version as the grant store hands it out ("0": never held a grant). */
 const VERSION_SQL =
   "SELECT salt || '.' || bumps FROM tessera_grant_versions WHERE namespace_id = ? AND subject = ?";
@@ -45,6 +46,8 @@ const VERSION_SQL =
 export class SqliteActLedger implements ActLedger {
   /** Each act's grant versions are compared with this database's under the write lock. */
   readonly checksVersionsIn: object;
+  /** A spend without its `exhausted` event that loses leaves its act unwritten (`#write`). */
+  readonly undoesLostSpends = true;
   readonly #db: SqliteDatabase;
   readonly #chain: AuditChainWriter;
 
@@ -59,7 +62,7 @@ export class SqliteActLedger implements ActLedger {
     let checked: ReturnType<typeof checkAct>;
     let versions: ReturnType<typeof checkVersions>;
     try {
-      checked = checkAct(act, { checksVersions: true });
+      checked = checkAct(act, { checksVersions: true, undoesLostSpends: true });
       versions = checkVersions(act);
     } catch (error) {
       return Promise.reject(error);
@@ -115,6 +118,36 @@ export class SqliteActLedger implements ActLedger {
     }
   }
 
+  /**
+   * An act whose spend has no `exhausted` event: written only if the spend wins. Under the
+   * write lock the claim is read first (taken: nothing written), then the use spent (lost:
+   * nothing written, `spend_lost`), then the claim inserted and the event linked, as `#write`
+   * does with its other acts.
+   */
+  #spendOrNothing(act: Act, event: AuditEvent): ActResult {
+    if (act.claim !== undefined) {
+      const existing = readClaim(this.#db, act.claim.key);
+      if (existing !== undefined) return { status: "already_claimed", existing };
+    }
+    const { namespaceId, grantId, maxUses } = act.spend as NonNullable<Act["spend"]>;
+    const spent = consumeRow(this.#db, namespaceId, grantId, maxUses);
+    if (!spent.consumed) return SPEND_LOST;
+    if (act.claim !== undefined) {
+      // Read free under this same write lock a moment ago: a taken key now is a fault, and
+      // throwing rolls the batch back, the use just spent with it.
+      if (insertOrRead(this.#db, act.claim.key, act.claim.record).status !== "claimed") {
+        throw new TesseraError(CODE, "a claim read free was taken under the write lock");
+      }
+    }
+    this.#chain.append(event);
+    const denied = deniedAnswerOf(event);
+    if (act.claim !== undefined && denied !== undefined) {
+      const receipt = { status: "denied", settledAt: Date.parse(event.at) } as const;
+      settleRow(this.#db, act.claim.key, receipt, JSON.stringify(denied));
+    }
+    return Object.freeze({ status: "recorded", recorded: "event", used: spent.used });
+  }
+
   /** The act's statements, under the write lock of the transaction the caller holds. */
   #write(
     act: Act,
@@ -128,6 +161,8 @@ export class SqliteActLedger implements ActLedger {
         const now = this.#db.statement(VERSION_SQL).pluck().get(check.namespaceId, check.subject);
         if ((typeof now === "string" ? now : "0") !== check.version) return STALE;
       }
+      if (act.spend !== undefined && exhausted === undefined)
+        return this.#spendOrNothing(act, event);
       if (act.claim !== undefined) {
         const claimed = insertOrRead(this.#db, act.claim.key, act.claim.record);
         // Taken: nothing else of this act is written, and the caller reads the claim's answer.

@@ -18,7 +18,11 @@ import {
  */
 export function checkAct(
   act: Act,
-  options: { readonly checksVersions?: boolean } = {},
+  options: {
+    readonly checksVersions?: boolean;
+    /** The ledger `undoesLostSpends`: a spend may come without its `exhausted` event. */
+    readonly undoesLostSpends?: boolean;
+  } = {},
 ): { event: AuditEvent; exhausted?: AuditEvent } {
   if (typeof act !== "object" || act === null) {
     throw new TesseraError("invalid_input", "an act is { claim?, spend?, event, exhausted? }");
@@ -43,6 +47,7 @@ export function checkAct(
   checkId(act.spend.grantId, "grantId");
   checkMaxUses(act.spend.maxUses);
   if (act.exhausted === undefined) {
+    if (options.undoesLostSpends === true) return { event };
     throw new TesseraError("invalid_input", "an act with a spend needs its exhausted event");
   }
   const exhausted = parseAuditEvent(act.exhausted);
@@ -66,8 +71,9 @@ export function checkWithdrawal(withdrawal: Withdrawal): {
     throw new TesseraError("invalid_input", "a withdrawal is { act, event, answer }");
   }
   const { act } = withdrawal;
-  // The act as it was recorded: the versions it was checked against play no part now.
-  checkAct(act, { checksVersions: true });
+  // The act as it was recorded: the versions it was checked against, and the event it would
+  // have recorded had its spend lost, play no part now.
+  checkAct(act, { checksVersions: true, undoesLostSpends: true });
   if (act.claim === undefined) {
     throw new TesseraError("invalid_input", "only an act with a claim can be withdrawn");
   }

@@ -37,6 +37,12 @@ export type Verdict =
        * still to be spent, by the act that records the decision. Never set otherwise.
        */
       readonly spend?: true;
+      /**
+       * Set with `spend` when other grants not known spent cover the act too and the scope
+       * `triesNextGrant`: the act may then go without its exhausted event, and a lost spend
+       * means deciding again on the next grant.
+       */
+      readonly more?: true;
     }
   | {
       readonly allowed: false;
@@ -56,6 +62,12 @@ export interface DecisionScope {
    * decision's event. Usage is still read, never written, for discovery.
    */
   readonly deferSpend?: boolean;
+  /**
+   * With `deferSpend`, for an act ledger that `undoesLostSpends`: among several grants, the
+   * first not known spent is chosen unread (`more` set), and an act whose spend loses is
+   * decided again on the next one, instead of usage being read before choosing.
+   */
+  readonly triesNextGrant?: boolean;
 }
 
 const NOTHING_GRANTED: Verdict = Object.freeze({
@@ -203,7 +215,9 @@ async function consumeAwaiting(
  * Pass 2 for a deferred spend: the first live bounded grant not known spent, to be spent by
  * the act that records the decision. One grant per act: when its act finds the last use gone,
  * the act records the exhausted event rather than trying the next grant (its claim, if any, is
- * already recorded as refused in that same write).
+ * already recorded as refused in that same write), unless the scope `triesNextGrant`: then
+ * an act with other candidates goes without its exhausted event, records nothing when it
+ * loses, and is decided again on the next grant (`ledger-lease.ts`).
  */
 function chooseSpend(
   scope: DecisionScope,
@@ -225,6 +239,9 @@ function chooseSpend(
   const only = candidates.length === 1 ? candidates[0] : undefined;
   if (only !== undefined) return { allowed: true, grant: only, spend: true };
   if (candidates.length === 0) return refuseSpent(scope, entry, match, spentMatch, resource, now);
+  if (scope.triesNextGrant === true) {
+    return { allowed: true, grant: candidates[0] as IndexedGrant, spend: true, more: true };
+  }
   return chooseAmong(scope, candidates);
 }
 

@@ -20,10 +20,17 @@ function scopeOf(
   view: CachedView | undefined,
   ctx: AccessContext,
   options: KernelOptions,
-  deferSpend: boolean,
+  /** The act ledger, when the kernel has one: spends are then deferred to its acts. */
+  acts: ActLedger | undefined,
 ): DecisionScope | undefined {
   if (view === undefined) return undefined;
-  return { index: view.index, usage: options.usage, namespaceId: ctx.namespaceId, deferSpend };
+  return {
+    index: view.index,
+    usage: options.usage,
+    namespaceId: ctx.namespaceId,
+    deferSpend: acts !== undefined,
+    triesNextGrant: acts?.undoesLostSpends === true,
+  };
 }
 
 function cacheFor(options: KernelOptions): TurnCache | undefined {
@@ -166,7 +173,7 @@ export function createKernel(options: KernelOptions): Kernel {
       const trusted = trusting === undefined ? undefined : trustedView(trusting, ctx);
       const view = trusted?.view ?? (await openIndex(options, cache, reads, ctx));
       const audit = new AuditWriter(options.audit, ctx);
-      const scope = scopeOf(view, ctx, options, acts !== undefined);
+      const scope = scopeOf(view, ctx, options, acts);
       const transport = options.transport;
       // Frozen like everything the kernel returns; its state lives in private fields.
       if (acts !== undefined) {
@@ -176,7 +183,7 @@ export function createKernel(options: KernelOptions): Kernel {
             : {
                 versions: trusted.versions,
                 reopen: async () =>
-                  scopeOf(await openIndex(options, cache, reads, ctx), ctx, options, true),
+                  scopeOf(await openIndex(options, cache, reads, ctx), ctx, options, acts),
               };
         return Object.freeze(
           new LedgerLease({

@@ -40,6 +40,9 @@ import type {
 
 type Claim = ActOptions["claim"];
 
+/** An act whose spend lost with nothing recorded: decide again (`#decide`). */
+const SPEND_LOST: unique symbol = Symbol("spend lost");
+
 /**
  * A lease whose acts are recorded through the act ledger: the decision is made on the turn's
  * indexed grants without spending, then one `acts.record` writes the claim (when the caller
@@ -186,7 +189,12 @@ export class LedgerLease implements TurnAuthority {
     return deliverRecordedSend(this.#turn, this.#mintId(), send, decided.grant);
   }
 
-  /** Decides on the indexed grants, then records the act; the grant when it stands. */
+  /**
+   * Decides on the indexed grants, then records the act; the grant when it stands. An act whose
+   * spend lost with nothing written (`ActLedger.undoesLostSpends`) marked its grant spent, so
+   * deciding again chooses the next one: each round rules out one grant, and the last
+   * candidate's act carries its exhausted event, so this ends.
+   */
   async #decide(
     now: number,
     callId: string,
@@ -195,6 +203,22 @@ export class LedgerLease implements TurnAuthority {
     label: string,
     claim: Claim,
   ): Promise<Refusal | AlreadyClaimed | typeof STALE | { readonly grant: IndexedGrant }> {
+    for (;;) {
+      const decided = await this.#decideOnce(now, callId, action, resource, label, claim);
+      if (decided !== SPEND_LOST) return decided;
+    }
+  }
+
+  async #decideOnce(
+    now: number,
+    callId: string,
+    action: string,
+    resource: ResourceRef,
+    label: string,
+    claim: Claim,
+  ): Promise<
+    Refusal | AlreadyClaimed | typeof STALE | typeof SPEND_LOST | { readonly grant: IndexedGrant }
+  > {
     const scope = this.#scope as DecisionScope;
     let verdict = decide(scope, action, resource, now);
     if (verdict instanceof Promise) verdict = await verdict;
@@ -236,12 +260,18 @@ export class LedgerLease implements TurnAuthority {
     let lost: Refusal | undefined;
     if (verdict.spend === true) {
       const maxUses = grant.maxUses as number;
-      const exhausted = exhaustedRefusal(scope.index.get(action), grant, now);
-      lost = refused(exhausted.code);
-      Object.assign(act, {
-        spend: { namespaceId: scope.namespaceId, grantId: grant.id, maxUses },
-        exhausted: audit.build(Object.assign({}, granted, exhausted)),
-      });
+      const spend = { namespaceId: scope.namespaceId, grantId: grant.id, maxUses };
+      if (verdict.more === true) {
+        // Another grant may still have a use: a lost spend writes nothing and is decided again.
+        Object.assign(act, { spend });
+      } else {
+        const exhausted = exhaustedRefusal(scope.index.get(action), grant, now);
+        lost = refused(exhausted.code);
+        Object.assign(act, {
+          spend,
+          exhausted: audit.build(Object.assign({}, granted, exhausted)),
+        });
+      }
     }
     const result = await this.#record(act, granted, grant);
     if (result.status === "stale") {
@@ -256,12 +286,25 @@ export class LedgerLease implements TurnAuthority {
     // grants read as of then, as if it had opened then.
     if (versions !== undefined && this.#versions === versions) this.#versions = undefined;
     if (result.status === "already_claimed") return result;
+    if (result.status === "spend_lost") {
+      if (verdict.more !== true) {
+        throw new TesseraError("store_unavailable", "the act ledger lost a spend it had to record");
+      }
+      grant.spent = true;
+      return SPEND_LOST;
+    }
     if (result.used !== undefined && result.used >= (grant.maxUses ?? Number.POSITIVE_INFINITY)) {
       grant.spent = true;
     }
     if (result.recorded === "exhausted") {
       grant.spent = true;
-      return lost as Refusal;
+      if (lost === undefined) {
+        throw new TesseraError(
+          "store_unavailable",
+          "the act ledger recorded an event it was not given",
+        );
+      }
+      return lost;
     }
     // The lease closed (a deadline, an abort) while the act was being recorded: nothing more
     // happens under it, so the act is not carried out, whatever it was.

@@ -45,6 +45,14 @@ export interface ActLedger {
    * version first, and lets the record check it (one round trip per act instead of two).
    */
   readonly checksVersionsIn?: NonNullable<GrantSource["versionSpace"]>;
+  /**
+   * Present when an act with a spend and no `exhausted` event is recorded only if its spend
+   * wins: when the use is gone, nothing of the act is written (its claim neither) and the
+   * result is `spend_lost`. The kernel then knows that grant spent and decides again on the
+   * next one covering the act, so acts racing for the last use of one of several grants are
+   * not refused while another has uses. Without it, every spend carries its `exhausted` event.
+   */
+  readonly undoesLostSpends?: true;
 }
 
 /** One holder's grant version as the decision read it (see `Act.versions`). */
@@ -96,7 +104,8 @@ export interface Act {
   readonly event: AuditEvent;
   /**
    * Recorded instead of `event` when the spend loses (another act took the last use); required
-   * with `spend`. A denial: its `outcome` is `"denied"`.
+   * with `spend`, except by a ledger that `undoesLostSpends` (then an act without it whose
+   * spend loses records nothing). A denial: its `outcome` is `"denied"`.
    */
   readonly exhausted?: AuditEvent;
   /**
@@ -122,7 +131,13 @@ export type ActResult =
     }
   | { readonly status: "already_claimed"; readonly existing: StoredClaim }
   /** A version in `Act.versions` had changed: nothing was written; decide again. */
-  | { readonly status: "stale" };
+  | { readonly status: "stale" }
+  /**
+   * The spend lost and the act carried no `exhausted` event (`ActLedger.undoesLostSpends`):
+   * nothing was written; the grant is spent, decide again on another. Its claim was free and
+   * its versions current when the spend was tried (those answers come first).
+   */
+  | { readonly status: "spend_lost" };
 
 /**
  * What a claimed act's claim reads after a record that ends in a denial (the recorded event's
