@@ -66,6 +66,9 @@ function kernelFor(parts: PipelineParts, entry: CatalogEntry): Kernel {
     ...(parts.audit === undefined ? {} : { audit: parts.audit }),
     acts: {
       ...(acts.checksVersionsIn === undefined ? {} : { checksVersionsIn: acts.checksVersionsIn }),
+      // A spend lost with nothing written is recorded again on the next grant: a second
+      // record of the same decision, stamped and traced like the first.
+      ...(acts.undoesLostSpends === true ? { undoesLostSpends: true } : {}),
       record: (act: Act) => {
         const deciding = parts.deciding.get(act.event.traceId);
         if (deciding === undefined) return acts.record(act);
