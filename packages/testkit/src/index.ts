@@ -49,5 +49,6 @@ export {
   type DriverCounter,
 } from "./round-trips.js";
 export { type ServiceVariable, serviceUrl } from "./services.js";
+export { describeSeveralGrantsRace, type SeveralGrantsStores } from "./several-grants-suite.js";
 export { startTcpProxy, type TcpProxy } from "./tcp-proxy.js";
 export { describeUsageStoreConformance } from "./usage-suite.js";
