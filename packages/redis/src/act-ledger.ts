@@ -17,51 +17,22 @@ import {
   linkAuditEvent,
   storageDigest,
 } from "@tessera/core/store-kit";
+import { answerFollowers, asPortFailure, type Pending, type Plan } from "./act-batch.js";
 import { decodeCounter, RECORD_ACTS, readReply, type StaleReply } from "./act-script.js";
 import { withdrawAct } from "./act-withdraw.js";
 import { decodeHead, encodeHead } from "./chain-head.js";
-import { claimKeyOf, claimValueOf, readStoredClaim, settlementOf } from "./claim-store.js";
+import { claimKeyOf, claimValueOf, settlementOf } from "./claim-store.js";
 import type { Connection } from "./connection.js";
 import { usageKeyOf } from "./usage-store.js";
 import { newWriterToken, type TurnWriter, turnKeyOf, WriteTries } from "./write-turn.js";
 
 const CODE = "store_unavailable";
 const STALE: ActResult = Object.freeze({ status: "stale" });
+const SPEND_LOST: ActResult = Object.freeze({ status: "spend_lost" });
 /** Acts per script at most: bounds the script's run, which blocks the server meanwhile. */
 const MAX_BATCH = 128;
 /** Counters remembered between batches; past this the memory is dropped (one more try). */
 const MAX_REMEMBERED = 10_000;
-
-interface Pending {
-  readonly act: Act;
-  readonly event: AuditEvent;
-  readonly exhausted?: AuditEvent;
-  /** The claim's key and its record as stored, when the act claims. */
-  readonly claimKey?: string;
-  readonly claimRecord?: string;
-  readonly usageKey?: string;
-  /** The grant versions the act was decided on: `grants-versions` key, field, version. */
-  readonly versions: readonly { key: string; field: string; version: string }[];
-  readonly resolve: (result: ActResult) => void;
-  readonly reject: (error: unknown) => void;
-  /**
-   * Acts of the same batch with the same claim key, recorded after this one: they write
-   * nothing and are answered `already_claimed` with the claim this act leaves (or the one
-   * that held the key before it).
-   */
-  followers?: Pending[];
-}
-
-/** One batch as the client decided it, before the script checks its assumptions. */
-interface Plan {
-  readonly keys: string[];
-  readonly args: (string | number)[];
-  readonly streams: readonly { name: string; start: ChainHead; end: ChainHead }[];
-  readonly counters: readonly { key: string; start: number; end: number }[];
-  readonly results: readonly ActResult[];
-  /** Each act's claim as the batch writes it ("" without a claim). */
-  readonly claimValues: readonly string[];
-}
 
 /**
  * The act ledger on Redis: each batch of acts in flight is ONE script call (`RECORD_ACTS`),
@@ -76,16 +47,26 @@ interface Plan {
  * lone writer sends one script per batch, and a process's first act on a stream or counter
  * another process moved costs one more. Writers that keep colliding take turns (`write-turn.ts`).
  *
+ * An act with a spend and no `exhausted` event (`undoesLostSpends`) is decided the same way:
+ * when the counter it would spend is at its bound, it writes nothing (no claim, no event, no
+ * use) and is answered `spend_lost` — but it stays in the script, which still checks its grant
+ * versions and its claim key (so `stale` and `already_claimed` come first), and the counter's
+ * value it was decided on, like every other assumption of the batch. Acts after it in the
+ * batch decide from the counters and heads as it left them, which it did not move.
+ *
  * `withdraw` is one script too (`act-withdraw.ts`), linked from the same remembered heads.
  *
  * Batching: one script in flight; acts recorded meanwhile wait and leave together as the next
  * batch (at most `MAX_BATCH`), each caller answered from its own act's outcome. Of acts with
  * one claim key in a batch only the first is sent; the later ones are answered
- * `already_claimed` with the claim it leaves, as if they had come right after it.
+ * `already_claimed` with the claim it leaves, as if they had come right after it; when it
+ * leaves none (it was `stale`, or its spend lost), they go back to the queue's front.
  */
 export class RedisActLedger implements ActLedger {
   /** The script compares each act's grant versions with this connection's (`Act.versions`). */
   readonly checksVersionsIn: object;
+  /** An act whose spend lost without an `exhausted` event writes nothing: `spend_lost`. */
+  readonly undoesLostSpends = true;
   readonly #connection: Connection;
   readonly #ttlMs: number;
   readonly #heads = new Map<string, ChainHead>();
@@ -108,7 +89,7 @@ export class RedisActLedger implements ActLedger {
     let usageKey: string | undefined;
     let versions: Pending["versions"];
     try {
-      checked = checkAct(act, { checksVersions: true });
+      checked = checkAct(act, { checksVersions: true, undoesLostSpends: true });
       if (act.spend !== undefined) {
         usageKey = usageKeyOf(this.#connection, act.spend.namespaceId, act.spend.grantId);
       }
@@ -209,10 +190,17 @@ export class RedisActLedger implements ActLedger {
         if (reply === "written") {
           for (const stream of plan.streams) this.#heads.set(stream.name, stream.end);
           for (const counter of plan.counters) this.#remember(counter.key, counter.end);
+          const again: Pending[] = [];
           acts.forEach((pending, i) => {
-            pending.resolve(plan.results[i] as ActResult);
-            if (pending.followers) answerFollowers(pending.followers, plan.claimValues[i] ?? "");
+            const result = plan.results[i] as ActResult;
+            pending.resolve(result);
+            if (pending.followers === undefined) return;
+            // A lost spend left no claim: the acts that followed it on its key are decided
+            // alone, from the queue's front, as if they had come right after it.
+            if (result === SPEND_LOST) again.push(...pending.followers);
+            else answerFollowers(pending.followers, plan.claimValues[i] ?? "");
           });
+          if (again.length > 0) this.#queue.unshift(...again);
           return;
         }
         acts = this.#learn(acts, plan, reply);
@@ -274,7 +262,9 @@ export class RedisActLedger implements ActLedger {
   /**
    * Decides every act of the batch in order from the remembered heads and counters: which
    * event it records (the spend wins while the counter is below its bound), that event's link,
-   * and its claim as stored (settled `denied`, with the refusal as answer, for a denial).
+   * and its claim as stored (settled `denied`, with the refusal as answer, for a denial). An
+   * act whose spend loses without an `exhausted` event records nothing (`spend_lost`): it is
+   * sent with its claim key (checked, never written) and an empty event, and moves no stream.
    */
   #plan(acts: readonly Pending[], askTurn: "0" | "1"): Plan {
     const keys = [
@@ -309,6 +299,19 @@ export class RedisActLedger implements ActLedger {
         }
         if (counter.end < spend.maxUses) counter.end += 1;
         else if (pending.exhausted !== undefined) recorded = pending.exhausted;
+        else {
+          // Checked (claim key, versions, the counter's value), never written.
+          claimValues.push("");
+          actArgs.push(
+            pending.claimKey === undefined ? 0 : position(pending.claimKey),
+            "",
+            0,
+            0,
+            "",
+          );
+          results.push(SPEND_LOST);
+          continue;
+        }
         used = counter.end;
       }
       const name = auditStreamOf(recorded);
@@ -369,32 +372,5 @@ export class RedisActLedger implements ActLedger {
       results,
       claimValues,
     };
-  }
-}
-
-/**
- * A batch that could not be written fails each act with the code of the first port it
- * touches, as a composition of the ports would (the other backends' ledgers do the same):
- * `claim_store_unavailable` with a claim, `usage_store_unavailable` for a spend without one,
- * `audit_unavailable` for an event alone. Other errors stand as they are.
- */
-function asPortFailure(error: unknown, act: Act): unknown {
-  if (!(error instanceof TesseraError) || error.code !== CODE) return error;
-  const code =
-    act.claim !== undefined
-      ? "claim_store_unavailable"
-      : act.spend !== undefined
-        ? "usage_store_unavailable"
-        : "audit_unavailable";
-  return new TesseraError(code, error.message, { cause: error });
-}
-
-/** Answers acts whose claim key is held by `held` (a claim as stored): `already_claimed`. */
-function answerFollowers(acts: readonly Pending[], held: string): void {
-  const existing = readStoredClaim(held);
-  for (const pending of acts) {
-    if (existing) pending.resolve(Object.freeze({ status: "already_claimed", existing }));
-    // Who holds the key cannot be told: fail closed, never "recorded".
-    else pending.reject(new TesseraError(CODE, "a stored claim is unreadable"));
   }
 }

@@ -18,10 +18,12 @@ import { TURN_ON_STALE, TURN_ON_WRITE, turnCheck } from "./write-turn.js";
  * ARGV: claim TTL (ms); the stream count, then per stream: name, expected head, new head;
  * the counter count, then per counter: key position, expected value, new value; the act
  * count, then per act: claim key position (0: none), claim value, call index position, trace
- * index position, the linked event's JSON; then the grant-version check count, then per
- * check: the act's 1-based position, the holder's `grants-versions` key position, the
- * holder's field, the version the act was decided on (a missing field is version "0"); last,
- * the writer's token and whether this try asks for the turn ('1' or '0').
+ * index position, the linked event's JSON (empty for an act whose spend lost: its claim key
+ * and versions are checked like any other act's, and nothing of it is written); then the
+ * grant-version check count, then per check: the act's 1-based position, the holder's
+ * `grants-versions` key position, the holder's field, the version the act was decided on (a
+ * missing field is version "0"); last, the writer's token and whether this try asks for the
+ * turn ('1' or '0').
  *
  * Answer: 1 when written; otherwise `{0, heads, counters, taken, moved, mine}`: each stream's
  * head and each counter's value as found, for each act whose claim key is held its 1-based
@@ -84,11 +86,13 @@ end
 ${TURN_ON_WRITE}
 i = actsAt
 for a = 1, acts do
-  local claim = tonumber(ARGV[i])
-  if claim > 0 then redis.call('SET', KEYS[claim], ARGV[i + 1], 'PX', ttl) end
-  local id = redis.call('XADD', KEYS[1], '*', 'e', ARGV[i + 4])
-  redis.call('RPUSH', KEYS[tonumber(ARGV[i + 2])], id)
-  redis.call('RPUSH', KEYS[tonumber(ARGV[i + 3])], id)
+  if ARGV[i + 4] ~= '' then
+    local claim = tonumber(ARGV[i])
+    if claim > 0 then redis.call('SET', KEYS[claim], ARGV[i + 1], 'PX', ttl) end
+    local id = redis.call('XADD', KEYS[1], '*', 'e', ARGV[i + 4])
+    redis.call('RPUSH', KEYS[tonumber(ARGV[i + 2])], id)
+    redis.call('RPUSH', KEYS[tonumber(ARGV[i + 3])], id)
+  end
   i = i + 5
 end
 i = countersAt
