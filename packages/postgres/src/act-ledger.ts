@@ -32,7 +32,8 @@ interface EventParams {
   readonly traceKey: string;
   /** The event's content as JSON, without chain fields: the function prepends them. */
   readonly body: string;
-  readonly digest: string;
+  /** NULL only in the exhausted slot of an act that has none: its lost spend is undone. */
+  readonly digest: string | null;
   /** A denial's answer for its claim (JSON), or null when the event allows. */
   readonly answer: string | null;
   readonly settledAt: number;
@@ -59,7 +60,7 @@ interface ActRequest {
 
 interface ResultRow {
   a_n: number;
-  a_outcome: "event" | "exhausted" | "claimed" | "stale";
+  a_outcome: "event" | "exhausted" | "claimed" | "stale" | "lost";
   a_used: string | null;
   a_record: string | null;
   a_status: string | null;
@@ -68,6 +69,7 @@ interface ResultRow {
 }
 
 const STALE: ActResult = Object.freeze({ status: "stale" });
+const SPEND_LOST: ActResult = Object.freeze({ status: "spend_lost" });
 
 const NO_EVENT: Omit<EventParams, "settledAt"> & { settledAt: null } = {
   streamKey: "",
@@ -77,6 +79,15 @@ const NO_EVENT: Omit<EventParams, "settledAt"> & { settledAt: null } = {
   digest: "",
   answer: null,
   settledAt: null,
+};
+
+/**
+ * The exhausted slot of an act with a spend and no exhausted event: its NULL digest tells
+ * `record_acts` (schema 10) to undo the act when its spend loses (`undoesLostSpends`).
+ */
+const UNDO_IF_LOST: Omit<EventParams, "settledAt"> & { settledAt: null } = {
+  ...NO_EVENT,
+  digest: null,
 };
 
 /**
@@ -116,6 +127,13 @@ export class PostgresActLedger implements ActLedger {
   readonly #batches = new Batcher<ActRequest, ActResult>((batch) => this.#send(batch), 1);
   /** `record_acts` (schema 8) compares each act's grant versions with this database's. */
   readonly checksVersionsIn: object;
+  /**
+   * `record_acts` (schema 10) writes nothing of an act whose spend lost when it came without
+   * its exhausted event, and answers `spend_lost`; its claim, inserted first in the batch, is
+   * passed to the batch's next act of the same key (which then goes on as if it had found the
+   * key free, as it would have one after the other) or deleted.
+   */
+  readonly undoesLostSpends = true;
 
   constructor(db: Database) {
     this.#db = db;
@@ -163,7 +181,7 @@ export class PostgresActLedger implements ActLedger {
     // Events at n (the decision's) and at N + n (the exhausted one, or a placeholder).
     const events = [
       ...batch.map((act) => act.event),
-      ...batch.map((act) => act.exhausted ?? NO_EVENT),
+      ...batch.map((act) => act.exhausted ?? (act.spends ? UNDO_IF_LOST : NO_EVENT)),
     ];
     const values: unknown[][] = [
       batch.map((act) => act.claimKey),
@@ -218,7 +236,7 @@ export class PostgresActLedger implements ActLedger {
 
 /** Checks the act (nothing is sent for a bad one) and lays it out for the batch's arrays. */
 function toRequest(act: Act): ActRequest {
-  const { event, exhausted } = checkAct(act, { checksVersions: true });
+  const { event, exhausted } = checkAct(act, { checksVersions: true, undoesLostSpends: true });
   const versions = checkVersions(act).map((check) => ({
     namespaceKey: storageDigest(check.namespaceId),
     subjectKey: storageDigest(check.subject),
@@ -317,6 +335,7 @@ function versionColumns(batch: readonly ActRequest[]): unknown[][] {
 
 function toResult(act: ActRequest, row: ResultRow): ActResult {
   if (row.a_outcome === "stale") return STALE;
+  if (row.a_outcome === "lost") return SPEND_LOST;
   if (row.a_outcome === "claimed") {
     return {
       status: "already_claimed",

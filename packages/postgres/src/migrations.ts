@@ -3,6 +3,7 @@ import { recordActsFunction, recordActsFunctionV6 } from "./act-function.js";
 import { recordActsFunctionV7 } from "./act-function-v7.js";
 import { recordActsFunctionV8 } from "./act-function-v8.js";
 import { recordActsFunctionsV9 } from "./act-function-v9.js";
+import { recordActsFunctionsV10 } from "./act-function-v10.js";
 import type { Database } from "./database.js";
 import { withdrawActFunction } from "./withdraw-function.js";
 
@@ -159,6 +160,14 @@ const MIGRATIONS: readonly {
     // (`act-function-v9.ts`): both overloads replaced, same signatures; no table changes.
     version: 9,
     statements: (t) => recordActsFunctionsV9(t),
+  },
+  {
+    // `record_acts` undoes an act whose spend lost when it came without its exhausted event
+    // (`act-function-v10.ts`, `ActLedger.undoesLostSpends`): nothing of it written, its claim
+    // passed to the batch's next act of its key or deleted. Both overloads replaced, same
+    // signatures; no table changes.
+    version: 10,
+    statements: (t) => recordActsFunctionsV10(t),
   },
 ];
 

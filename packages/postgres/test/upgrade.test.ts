@@ -6,7 +6,8 @@
  * release spelled it), a retry of an old call ID collides with its claim, and acts recorded
  * now link after the old chain's head so the whole trail verifies. A version-4 schema (the
  * act ledger without `withdraw_act`) moves to the current version, and an act recorded before is
- * withdrawn after.
+ * withdrawn after. A version-9 schema refuses an act that undoes its lost spend (fail closed)
+ * until it is upgraded.
  */
 import { type AuditEvent, verifyAuditChain } from "@tessera/core";
 import {
@@ -108,8 +109,8 @@ suite("postgres upgrade from schema version 3", () => {
       url as string,
       `SELECT version FROM "${schema}".schema_version ORDER BY version`,
     );
-    expect(versions.map((row) => row.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
-    expect(SCHEMA_VERSION).toBe(9);
+    expect(versions.map((row) => row.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(SCHEMA_VERSION).toBe(10);
     // Version 8 adds the checked overload beside version 7's, which a process of the previous
     // release still calls while the new one rolls out.
     const overloads = await admin<{ args: number }>(
@@ -212,7 +213,7 @@ suite("postgres upgrade from schema version 4", () => {
       url as string,
       `SELECT version FROM "${schema}".schema_version ORDER BY version`,
     );
-    expect(versions.map((row) => row.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(versions.map((row) => row.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     expect(await stores.acts.withdraw?.(withdrawalOf(act))).toBe("withdrawn");
     expect(await stores.usage.getUsage("ns-acts", "ticket")).toBe(1);
     expect(await stores.claims.listInDoubt("s")).toEqual([
@@ -225,5 +226,40 @@ suite("postgres upgrade from schema version 4", () => {
       ["v4-act", "act_withdrawn", 3],
     ]);
     expect(verifyAuditChain(events)).toMatchObject({ ok: true, events: 3 });
+  });
+});
+
+suite("postgres upgrade from schema version 9", () => {
+  it("an act that undoes its lost spend fails closed on the version-9 function, and is undone after the upgrade", async () => {
+    const schema = freshSchema();
+    cleanups.push(() => dropSchema(url as string, schema));
+    const target = withParams(url as string, { schema });
+    const { exhausted: _dropped, ...undoing } = spendingAct("v9-lost", "ticket", 1);
+    const db = new Database(parsePostgresUrl(target));
+    try {
+      await migrate(db, 9);
+      const ledger = new PostgresActLedger(db);
+      expect(await ledger.record(spendingAct("v9-won", "ticket", 1))).toMatchObject({ used: 1 });
+      // Version 9 knows nothing of the mark: its NULL link is refused, the batch rolled back.
+      await expect(ledger.record(undoing)).rejects.toMatchObject({
+        code: "claim_store_unavailable",
+      });
+    } finally {
+      await db.close();
+    }
+
+    const stores = await openStores(target);
+    cleanups.push(() => stores.close());
+    const versions = await admin<{ version: number }>(
+      url as string,
+      `SELECT version FROM "${schema}".schema_version ORDER BY version`,
+    );
+    expect(versions.map((row) => row.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(await stores.acts.record(undoing)).toEqual({ status: "spend_lost" });
+    expect(await stores.claims.get({ session: "s", functionCallId: "v9-lost" })).toBeUndefined();
+    expect(await stores.usage.getUsage("ns-acts", "ticket")).toBe(1);
+    const events = await stores.audit.read();
+    expect(events.map((event) => event.callId)).toEqual(["v9-won"]);
+    expect(verifyAuditChain(events)).toMatchObject({ ok: true, events: 1 });
   });
 });
