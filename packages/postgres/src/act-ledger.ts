@@ -85,10 +85,9 @@ const NO_EVENT: Omit<EventParams, "settledAt"> & { settledAt: null } = {
  * The exhausted slot of an act with a spend and no exhausted event: its NULL digest tells
  * `record_acts` (schema 10) to undo the act when its spend loses (`undoesLostSpends`).
  */
-const UNDO_IF_LOST: Omit<EventParams, "settledAt"> & { settledAt: null } = {
-  ...NO_EVENT,
-  digest: null,
-};
+const UNDO_IF_LOST: Omit<EventParams, "settledAt"> & { settledAt: null } = Object.freeze(
+  Object.assign({}, NO_EVENT, { digest: null }),
+);
 
 /**
  * The PostgreSQL act ledger: acts recorded all or nothing, one statement per batch.
