@@ -8,24 +8,17 @@ import {
   type GateResult,
   kernelDecision,
 } from "@tessera/a2ui";
-import type { AlreadyClaimed, AuditEvent, AuditSink } from "@tessera/core";
+import type { AlreadyClaimed, AuditEvent } from "@tessera/core";
 import {
   A2uiClaimRequestSchema,
   type A2uiClaimResponse,
   A2uiSettleRequestSchema,
   ROUTES,
 } from "@tessera/core/http";
-import { auditHolds } from "@tessera/core/store-kit";
 import type { FastifyInstance } from "fastify";
 import type { ServiceContext } from "../context.js";
 import { HttpProblem, parse } from "../errors.js";
-import {
-  gateSession,
-  type Principal,
-  principalKey,
-  turnContext,
-  turnIdentity,
-} from "../principals.js";
+import { gateSession, type Principal, principalKey, turnContext } from "../principals.js";
 import {
   clientSpan,
   endClientSpan,
@@ -35,6 +28,8 @@ import {
   traceHeaders,
 } from "../tracing.js";
 import { signedPost } from "../transport/signed-post.js";
+import { stampedAudit } from "./a2ui-audit.js";
+import type { CallScope } from "./a2ui-scope.js";
 
 export interface A2uiOptions {
   /** The A2UI v1.0 catalogs the host serves (see `@tessera/a2ui`). */
@@ -48,19 +43,6 @@ export interface A2uiOptions {
   readonly settleTimeoutMs?: number;
   /** One-step: how long the function endpoint may take (default 10 000 ms). */
   readonly callTimeoutMs?: number;
-}
-
-/**
- * What one gate call runs under. The gates are shared by every principal, and the gate hands
- * its hooks only the call, so the principal travels beside it: the approval decides for it,
- * and every event the gate writes for the call is stamped with it.
- */
-interface CallScope {
-  readonly principal: Principal;
-  /** The request's trace: its ID is the call's audit trace when the caller gave one. */
-  readonly trace: RequestTrace;
-  /** Two-step mode: hands the approved call to the claim request that waits for it. */
-  readonly dispatch?: (invocation: FunctionInvocation) => Promise<unknown>;
 }
 
 interface Pending {
@@ -337,53 +319,6 @@ function decision(context: ServiceContext, calls: AsyncLocalStorage<CallScope>) 
     (answer) =>
       context.metrics.decided("a2ui", answer.status, answer.status === "denied" ? answer.code : ""),
   );
-}
-
-/**
- * The audit sink as the gate sees it: each event stamped with the principal of the call it
- * belongs to, as the kernel stamps its own, so the principal's explain and audit routes find
- * them. The gate itself knows only the host session.
- *
- * Written after the reply, in the service's write window (`AnswerWrites`, with the answers):
- * the gate's event reports what the caller got (receipt, reply code), while what was decided
- * and spent is already durable in the kernel's act, so it need not cost the caller a write of
- * its own. It goes through the act ledger (an act of one event), not beside it: the events of
- * a window share its batches, and on Redis a ledger that sees only its own writes on the audit
- * stream needs no second script to relearn the stream's head. A crash inside the window
- * (≤ 10 ms) can lose a gate event, never the act; the audit and explain routes write what
- * waits before they read. An event the store refuses is offered again (`AnswerWrites`), once
- * the store is asked whether it holds it already; one still refused at close is lost, as the
- * gate's events always were (the gate ignores audit failures: the outcome stands).
- */
-function stampedAudit(context: ServiceContext, calls: AsyncLocalStorage<CallScope>): AuditSink {
-  const { acts, retry } = context;
-  let next = 0;
-  return {
-    append: (event) => {
-      const scope = calls.getStore();
-      const principal = scope?.principal;
-      // The gate names the call ID as the trace; the caller's trace, when it gave one, wins.
-      const traceId = scope?.trace.joined ? scope.trace.traceId : undefined;
-      const stamped =
-        principal === undefined
-          ? event
-          : Object.assign(
-              {},
-              event,
-              turnIdentity(principal),
-              traceId === undefined ? {} : { traceId },
-            );
-      let offered = false;
-      retry.writes.later(`gate-event\u0000${next++}`, async () => {
-        // Offered again after a failure: the write may have landed and only its reply been
-        // lost, and the event is not written twice.
-        if (offered && (await auditHolds(context.stores.audit, stamped))) return;
-        offered = true;
-        await acts.record({ event: stamped });
-      });
-      return Promise.resolve();
-    },
-  };
 }
 
 /** A call's audit trace: the caller's (or the host's tracer's) when there is one, else its ID. */
