@@ -4,10 +4,9 @@
  * kernel over it, sends `sends` messages at once and prints the grants that delivered, as
  * JSON on stdout. Nothing is shared with the parent but the store.
  */
-import { isAbsolute } from "node:path";
-import { pathToFileURL } from "node:url";
 import { createKernel, InProcessTransport, type StoreBundle } from "@tessera/core";
 import type { ProcessSpec } from "./factory.js";
+import { openFromSpec } from "./open-spec.js";
 
 interface Job {
   readonly spec: ProcessSpec;
@@ -16,14 +15,7 @@ interface Job {
 }
 
 const job = JSON.parse(process.argv[2] as string) as Job;
-const specifier =
-  isAbsolute(job.spec.module) && !job.spec.module.startsWith("file:")
-    ? pathToFileURL(job.spec.module).href
-    : job.spec.module;
-const mod = (await import(specifier)) as Record<string, (arg: unknown) => Promise<StoreBundle>>;
-const open = mod[job.spec.exportName];
-if (typeof open !== "function") throw new Error(`${job.spec.exportName} is not a function`);
-const stores = await open(job.spec.arg);
+const stores = (await openFromSpec(job.spec)) as StoreBundle;
 const kernel = createKernel({
   grants: stores.grants,
   usage: stores.usage,

@@ -4,11 +4,10 @@
  * describes, says "ready", waits for "run", does the task against the real store (or runs a
  * gate over it) and reports. Nothing here shares memory with the parent: only the store does.
  */
-import { isAbsolute } from "node:path";
-import { pathToFileURL } from "node:url";
 import type { AuditSink, ClaimStore, GrantInput, GrantStore, GrantUsageStore } from "@tessera/core";
 import type { ProcessSpec } from "./factory.js";
 import { runGateTask } from "./gate-task.js";
+import { openFromSpec } from "./open-spec.js";
 import type { FromWorker, ToWorker, WorkerResult, WorkerTask } from "./worker-protocol.js";
 
 type AnyPort = GrantUsageStore & ClaimStore & GrantStore & AuditSink;
@@ -24,22 +23,7 @@ function send(message: FromWorker): Promise<void> {
 }
 
 async function openPort(spec: ProcessSpec): Promise<void> {
-  const specifier =
-    isAbsolute(spec.module) && !spec.module.startsWith("file:")
-      ? pathToFileURL(spec.module).href
-      : spec.module;
-  const mod = (await import(specifier)) as Record<string, unknown>;
-  // `exportName` may be a dotted path to a static method; keep its owner as `this`.
-  let owner: unknown;
-  let target: unknown = mod;
-  for (const part of spec.exportName.split(".")) {
-    owner = target;
-    target = (target as Record<string, unknown> | undefined)?.[part];
-  }
-  if (typeof target !== "function") {
-    throw new Error(`worker: ${spec.exportName} is not a function of ${spec.module}`);
-  }
-  const opened = await (target as (arg: unknown) => unknown).call(owner, spec.arg);
+  const opened = await openFromSpec(spec);
   const bundle = opened as Record<string, unknown>;
   const chosen = spec.pick === undefined ? opened : bundle[spec.pick];
   if (chosen === undefined || chosen === null) {
