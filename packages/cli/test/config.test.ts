@@ -280,7 +280,7 @@ describe("the bind address", () => {
     expect(await serveStderr(args(), { TESSERA_TLS: "proxy" })).not.toContain("without TLS");
   });
 
-  it("announces listening and stopped as JSON lines with --json", async () => {
+  it("announces listening, stopping and stopped as JSON lines with --json", async () => {
     const child = spawn(process.execPath, [
       BIN,
       "serve",
@@ -310,6 +310,7 @@ describe("the bind address", () => {
       .filter((line) => line.event !== undefined);
     expect(events).toEqual([
       { event: "listening", url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/) },
+      { event: "stopping" },
       { event: "stopped" },
     ]);
   });

@@ -1,4 +1,4 @@
-import { createServer } from "node:http";
+import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { ErrorCode, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
@@ -24,16 +24,51 @@ import { type DecisionObserver, observeActs, observeAudit } from "./observe.js";
 export interface ListeningGateway {
   /** The MCP endpoint, `http://host:port/mcp`. */
   readonly url: string;
+  /**
+   * Graceful: stops accepting, lets the calls under way answer (up to `drainMs`, then cuts
+   * what is still open), closing each connection once it is idle.
+   */
   close(): Promise<void>;
 }
+
+/** The answer to a request that arrives while the gateway closes (JSON-RPC, no id). */
+const STOPPING = JSON.stringify({
+  jsonrpc: "2.0",
+  error: { code: -32000, message: "the gateway is stopping: send the request again later" },
+  id: null,
+});
 
 /** Serves the gateway's Streamable HTTP endpoint at `/mcp` on a node:http server. */
 export async function listenMcpGateway(
   gateway: McpGateway,
-  options: { readonly host?: string; readonly port?: number } = {},
+  options: {
+    readonly host?: string;
+    readonly port?: number;
+    /** How long `close()` lets calls under way answer before cutting them (default 10 s). */
+    readonly drainMs?: number;
+  } = {},
 ): Promise<ListeningGateway> {
+  let closing = false;
+  const closeIdleWhileClosing = () => {
+    if (closing) server.closeIdleConnections();
+  };
+  /** Open `GET /mcp` streams (server-to-client messages): they carry no call's answer. */
+  const streams = new Set<ServerResponse>();
   const server = createServer((req, res) => {
+    // While closing, a connection goes once its answer is out (keep-alive would hold it
+    // open), also for a call that was running when the close began.
+    res.once("finish", closeIdleWhileClosing);
+    if (closing) {
+      // A request on a connection kept alive from before the close: nothing new starts.
+      res.writeHead(503, { "content-type": "application/json", connection: "close" });
+      res.end(STOPPING);
+      return;
+    }
     const path = (req.url ?? "").split("?")[0];
+    if (req.method === "GET" && path === "/mcp") {
+      streams.add(res);
+      res.once("close", () => streams.delete(res));
+    }
     const resource = gateway.protectedResource;
     if (
       resource !== undefined &&
@@ -70,10 +105,20 @@ export async function listenMcpGateway(
   const shown = host.includes(":") ? `[${host}]` : host;
   return Object.freeze({
     url: `http://${shown}:${port}/mcp`,
+    // Cutting every connection at once cut the calls under way too: their tools may have run,
+    // and their callers were left with a broken connection and the calls in doubt.
     close: () =>
       new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
+        closing = true;
+        const cut = setTimeout(() => server.closeAllConnections(), options.drainMs ?? 10_000);
+        server.close(() => {
+          clearTimeout(cut);
+          resolve();
+        });
+        server.closeIdleConnections();
+        // A client keeps its message stream open for as long as it is connected: ended
+        // here, or the drain would last until `drainMs` whenever a client is connected.
+        for (const stream of streams) stream.end();
       }),
   });
 }

@@ -84,14 +84,29 @@ export function mcpCommand(): Command {
         await opened.close();
         throw error;
       });
+      // Node's default for SIGHUP (a log rotation, a service manager's reload) ends the
+      // process, cutting the calls under way and leaving them in doubt. The gateway reads its
+      // config only at start, so there is nothing to reload: say so and go on.
+      const noReload = () =>
+        announce(
+          options.json,
+          { event: "reload_ignored", reason: "no_reload" },
+          "SIGHUP ignored: the config is read at start; restart to apply a change",
+        );
+      process.on("SIGHUP", noReload);
       announce(
         options.json,
         { event: "listening", url: listening.url },
         `listening on ${listening.url}`,
       );
       await stopped;
-      await listening.close();
-      await opened.close();
+      announce(options.json, { event: "stopping" }, "stopping: answering the calls under way");
+      try {
+        await listening.close();
+        await opened.close();
+      } finally {
+        process.off("SIGHUP", noReload);
+      }
       announce(options.json, { event: "stopped" }, "stopped");
     });
 }

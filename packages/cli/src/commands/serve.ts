@@ -158,6 +158,10 @@ export function serveCommand(): Command {
           "SIGHUP ignored: stopping",
         );
       process.on("SIGHUP", notWhileStopping);
+      // Said once the drain's SIGHUP handler is in place: from this line on a SIGHUP is
+      // ignored, before it one is a reload (a SIGHUP and a SIGTERM pending together are
+      // delivered lowest number first, so the reload comes first).
+      announce(options.json, { event: "stopping" }, "stopping: answering the requests under way");
       try {
         await server.close();
         await closeStores();
