@@ -133,7 +133,7 @@ export async function rows(): Promise<{ rows: BenchRow[]; notes: string[] }> {
       notes: [
         `Redis ${server}, AOF ${aof} on this server (the guarantee across a Redis restart needs AOF: see docs)`,
         `c=8 is 8 operations in flight on one connection; ${OPS[1]} (c=1) / ${OPS[8]} (c=8) operations per measurement, store and raw alternated in ${SLICES} slices (ABBA, after one warm-up slice each), median slice rate per side`,
-        "a store claim is one SET key record NX PX ttl GET (it reads the holder's record in the same step); the raw primitive is the bare SET NX PX of a key of the same length and the same record JSON",
+        "a store claim alone in its tick is one SET key record NX PX ttl GET (it reads the holder's record in the same step); claims issued in one tick leave as one script running that SET per key; the raw primitive is the bare SET NX PX of a key of the same length and the same record JSON, each sent as issued",
       ],
     };
   } finally {

@@ -45,6 +45,8 @@ export class Connection {
   readonly #cluster: boolean;
   /** The server's last refusal of the connection itself (`WRONGPASS`), for an open's error. */
   #refused: unknown;
+  /** What `beforeClose` registered. */
+  readonly #beforeClose: (() => void)[] = [];
   #closed = false;
 
   /**
@@ -289,8 +291,18 @@ export class Connection {
     }
   }
 
+  /**
+   * Runs `flush` as the connection closes, before it refuses commands: a store that holds what
+   * a tick queued until the next one (the claim store's batches) sends it ahead of the QUIT,
+   * so a claim issued just before the bundle closes still gets its answer.
+   */
+  beforeClose(flush: () => void): void {
+    this.#beforeClose.push(flush);
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
+    for (const flush of this.#beforeClose) flush();
     this.#closed = true;
     try {
       await this.redis.quit();
