@@ -1,6 +1,8 @@
 import {
+  type ClaimReader,
   type Closable,
   openAuditReader,
+  openClaimReader,
   openStores,
   type ReadableAuditSink,
   type StoreBundle,
@@ -29,6 +31,11 @@ export async function openStoresByUrl(url: string): Promise<StoreBundle> {
 /** Core's `openAuditReader(url)` (the trail to read, nothing written), failures explained. */
 export async function openAuditReaderByUrl(url: string): Promise<Closable<ReadableAuditSink>> {
   return explained(url, openAuditReader);
+}
+
+/** Core's `openClaimReader(url)` (claims to list, nothing written), failures explained. */
+export async function openClaimReaderByUrl(url: string): Promise<ClaimReader> {
+  return explained(url, openClaimReader);
 }
 
 async function explained<T>(url: string, open: (url: string) => Promise<T>): Promise<T> {

@@ -68,6 +68,7 @@ describe("the entry points", () => {
         "messageResource",
         "messageSendCapability",
         "openAuditReader",
+        "openClaimReader",
         "openStores",
         "readAuditPages",
         "releaseUse",

@@ -38,6 +38,7 @@ export {
 } from "./contracts/a2ui-calls.js";
 export type {
   ClaimKey,
+  ClaimReader,
   ClaimReceipt,
   ClaimRecord,
   ClaimResult,
@@ -162,4 +163,9 @@ export type {
   MessageTransport,
 } from "./ports/transport.js";
 export type { ConsumeResult, GrantUsageStore, ReleaseResult } from "./ports/usage-store.js";
-export { openAuditReader, openStores, storePackageFor } from "./stores/open-stores.js";
+export {
+  openAuditReader,
+  openClaimReader,
+  openStores,
+  storePackageFor,
+} from "./stores/open-stores.js";

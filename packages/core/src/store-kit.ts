@@ -64,6 +64,7 @@ export {
   openFailure,
   type StoreBackend,
   type StoreOpeners,
+  type StoreVersion,
   storeOpeners,
 } from "./stores/backend.js";
 export { type ComposedActPorts, composeActLedger } from "./stores/composed-act-ledger.js";

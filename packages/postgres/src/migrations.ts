@@ -218,9 +218,10 @@ export async function migrate(db: Database, upTo: number = SCHEMA_VERSION): Prom
 /**
  * For a reader, which writes nothing: the schema holds a Tessera store, at a version this
  * build reads. An older version is read as it is (every version has the audit table this
- * build reads); a newer one is refused, as `migrate` refuses it.
+ * build reads); a newer one is refused, as `migrate` refuses it. Returns the version found (a
+ * claim reader refuses an older one).
  */
-export async function checkReadable(db: Database): Promise<void> {
+export async function checkReadable(db: Database): Promise<number> {
   let current: number | null | undefined;
   try {
     const { rows } = await db.query<{ version: number | null }>(
@@ -245,4 +246,5 @@ export async function checkReadable(db: Database): Promise<void> {
       `schema ${db.schema} is at version ${current}, newer than this build (${SCHEMA_VERSION})`,
     );
   }
+  return current;
 }

@@ -1,4 +1,5 @@
 import type {
+  ClaimReader,
   ClaimStore,
   Closable as CoreClosable,
   GrantStore,
@@ -13,7 +14,7 @@ import { PostgresClaimStore } from "./claim-store.js";
 import { type PostgresConfig, parsePostgresUrl } from "./config.js";
 import { Database } from "./database.js";
 import { PostgresGrantStore } from "./grant-store.js";
-import { checkReadable, migrate } from "./migrations.js";
+import { checkReadable, migrate, SCHEMA_VERSION } from "./migrations.js";
 import { selfTest } from "./self-test.js";
 import { PostgresUsageStore } from "./usage-store.js";
 
@@ -39,7 +40,10 @@ const openers = storeOpeners<Connected>({
       await selfTest(db, new PostgresClaimStore(db), new PostgresUsageStore(db));
     }
   },
-  inspect: ({ db }) => checkReadable(db),
+  async inspect({ db }) {
+    await checkReadable(db);
+  },
+  version: async ({ db }) => ({ store: await checkReadable(db), build: SCHEMA_VERSION }),
   disconnect: ({ db }) => db.close(),
   usage: ({ db }) => new PostgresUsageStore(db),
   grants: ({ db }) => new PostgresGrantStore(db),
@@ -88,4 +92,14 @@ export async function openAuditSink(url: string): Promise<CoreClosable<ReadableA
  */
 export async function openAuditReader(url: string): Promise<CoreClosable<ReadableAuditSink>> {
   return openers.openAuditReader(url);
+}
+
+/**
+ * The claims to list, writing nothing: every transaction read-only, as `openAuditReader`'s, so
+ * a role with `SELECT` on the claims table (or a hot standby) serves it. A schema at an older
+ * version than this build is `schema_unavailable` and left as it is: listing its claims would
+ * need it migrated, which only a writer's open (`openStores`) does.
+ */
+export async function openClaimReader(url: string): Promise<ClaimReader> {
+  return openers.openClaimReader(url);
 }

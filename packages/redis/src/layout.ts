@@ -65,9 +65,10 @@ export async function checkLayout(connection: Connection): Promise<void> {
 /**
  * For a reader, which writes nothing: the prefix holds a Tessera store, at a layout this build
  * reads. Every layout keeps the audit trail in the same stream, so an older one is read as it
- * is; a newer one is refused, as `checkLayout` refuses it.
+ * is; a newer one is refused, as `checkLayout` refuses it. Returns the version found (a claim
+ * reader refuses an older one).
  */
-export async function checkReadableLayout(connection: Connection): Promise<void> {
+export async function checkReadableLayout(connection: Connection): Promise<number> {
   const key = connection.key("layout-version");
   const stored = await connection.run("store_unavailable", (redis) => redis.get(key));
   if (stored === null) {
@@ -80,6 +81,7 @@ export async function checkReadableLayout(connection: Connection): Promise<void>
       `the key prefix is at layout version ${version}, newer than this build (${LAYOUT_VERSION})`,
     );
   }
+  return version;
 }
 
 async function readVersion(redis: Client, key: string): Promise<number> {

@@ -1,4 +1,5 @@
 import type {
+  ClaimReader,
   ClaimStore,
   Closable as CoreClosable,
   GrantStore,
@@ -13,7 +14,7 @@ import { RedisClaimStore } from "./claim-store.js";
 import { parseRedisUrl, type RedisConfig } from "./config.js";
 import { Connection } from "./connection.js";
 import { RedisGrantStore } from "./grant-store.js";
-import { checkLayout, checkReadableLayout } from "./layout.js";
+import { checkLayout, checkReadableLayout, LAYOUT_VERSION } from "./layout.js";
 import { selfTest } from "./self-test.js";
 import { RedisUsageStore } from "./usage-store.js";
 
@@ -57,6 +58,13 @@ const openers = storeOpeners<Connected>({
     try {
       await connection.refuseClusterNode();
       await checkReadableLayout(connection);
+    } catch (error) {
+      throw await connection.explainOpenFailure(error);
+    }
+  },
+  async version({ connection }) {
+    try {
+      return { store: await checkReadableLayout(connection), build: LAYOUT_VERSION };
     } catch (error) {
       throw await connection.explainOpenFailure(error);
     }
@@ -119,4 +127,14 @@ export async function openAuditSink(url: string): Promise<CoreClosable<ReadableA
  */
 export async function openAuditReader(url: string): Promise<CoreClosable<ReadableAuditSink>> {
   return openers.openAuditReader(url);
+}
+
+/**
+ * The claims to list, writing nothing: no layout migration, no self-test, read commands only
+ * (GET, SCAN). A prefix at an older layout version than this build is `schema_unavailable`
+ * and left as it is: listing its claims would need it migrated, which only a writer's open
+ * (`openStores`) does.
+ */
+export async function openClaimReader(url: string): Promise<ClaimReader> {
+  return openers.openClaimReader(url);
 }

@@ -5,6 +5,7 @@ export type { Closable, SqliteStores } from "./open.js";
 export {
   openAuditReader,
   openAuditSink,
+  openClaimReader,
   openClaimStore,
   openGrantStore,
   openStores,

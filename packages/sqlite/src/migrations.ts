@@ -174,9 +174,10 @@ export function migrate(
 /**
  * For a reader, which writes nothing: the file holds a Tessera store, at a version this build
  * reads. An older version is read as it is (every version has the audit table this build
- * reads); a newer one is refused, as `migrate` refuses it.
+ * reads); a newer one is refused, as `migrate` refuses it. Returns the version found (a claim
+ * reader refuses an older one).
  */
-export function checkReadable(db: SqliteDatabase, failCode: UnavailableCode): void {
+export function checkReadable(db: SqliteDatabase, failCode: UnavailableCode): number {
   const found = db.run(
     failCode,
     () =>
@@ -207,4 +208,5 @@ export function checkReadable(db: SqliteDatabase, failCode: UnavailableCode): vo
       `the database schema (version ${current}) is newer than this @tessera/sqlite (${SCHEMA_VERSION})`,
     );
   }
+  return current;
 }

@@ -1,5 +1,6 @@
 import { statSync } from "node:fs";
 import type {
+  ClaimReader,
   ClaimStore,
   Closable as CoreClosable,
   GrantStore,
@@ -15,7 +16,7 @@ import { SqliteClaimStore } from "./claim-store.js";
 import { parseSqliteUrl } from "./config.js";
 import { SqliteDatabase } from "./database.js";
 import { SqliteGrantStore } from "./grant-store.js";
-import { checkReadable, migrate } from "./migrations.js";
+import { checkReadable, migrate, SCHEMA_VERSION } from "./migrations.js";
 import { selfTest } from "./self-test.js";
 import { SqliteUsageStore } from "./usage-store.js";
 
@@ -43,7 +44,10 @@ const openers = storeOpeners<SqliteDatabase>({
     migrate(db, "store_unavailable");
     if (db.config.selfTest) selfTest(db, new SqliteClaimStore(db), new SqliteUsageStore(db));
   },
-  inspect: (db) => checkReadable(db, "store_unavailable"),
+  inspect: (db) => {
+    checkReadable(db, "store_unavailable");
+  },
+  version: (db) => ({ store: checkReadable(db, "store_unavailable"), build: SCHEMA_VERSION }),
   disconnect: (db) => db.close(),
   usage: (db) => new SqliteUsageStore(db),
   grants: (db) => new SqliteGrantStore(db),
@@ -107,4 +111,13 @@ export async function openAuditSink(url: string): Promise<CoreClosable<ReadableA
  */
 export async function openAuditReader(url: string): Promise<CoreClosable<ReadableAuditSink>> {
   return openers.openAuditReader(url);
+}
+
+/**
+ * The claims to list, writing nothing, opened as `openAuditReader` opens the trail. A file at
+ * an older schema version than this build is `schema_unavailable` and left as it is: listing
+ * its claims would need it migrated, which only a writer's open (`openStores`) does.
+ */
+export async function openClaimReader(url: string): Promise<ClaimReader> {
+  return openers.openClaimReader(url);
 }

@@ -1,10 +1,12 @@
 import { spawn } from "node:child_process";
 import {
+  type ClaimReader,
   type ClaimStore,
   type Closable,
   type GrantStore,
   type GrantUsageStore,
   openAuditReader,
+  openClaimReader,
   openStores,
   type ReadableAuditSink,
   type StoreBundle,
@@ -22,6 +24,7 @@ export interface BackendOpeners {
   openGrantStore(url: string): Promise<Closable<GrantStore>>;
   openAuditSink(url: string): Promise<Closable<ReadableAuditSink>>;
   openAuditReader(url: string): Promise<Closable<ReadableAuditSink>>;
+  openClaimReader(url: string): Promise<ClaimReader>;
 }
 
 export interface BundleFactory {
@@ -161,6 +164,28 @@ export function describeStoreBundleConformance(name: string, factory: BundleFact
       }
     });
 
+    it("core's openClaimReader(url) lists what the bundle claimed; where no store is, it says so", async () => {
+      const { url, remove } = await factory.fresh();
+      try {
+        expect(errorCode(await failureOf(() => openClaimReader(url)))).toBe("schema_unavailable");
+        const stores = await openStores(url);
+        const key = { session: "s", functionCallId: "in-doubt" };
+        await stores.claims.claim(key, { bodyHash: "h", claimedAt: 1 });
+        await stores.close();
+        for (const open of [openClaimReader, factory.backend.openClaimReader]) {
+          const reader = await open(url);
+          expect((await reader.listInDoubt()).map((claim) => claim.functionCallId)).toEqual([
+            "in-doubt",
+          ]);
+          expect(await reader.get(key)).toMatchObject({ bodyHash: "h", claimedAt: 1 });
+          expect(reader).not.toHaveProperty("claim");
+          await reader.close();
+        }
+      } finally {
+        await remove();
+      }
+    });
+
     it("closing a bundle's claim store closes that port only: the bundle owns the connection", async () => {
       const { url, remove } = await factory.fresh();
       try {
@@ -221,6 +246,8 @@ export function describeStoreBundleConformance(name: string, factory: BundleFact
           expect(errorCode(await failureOf(() => openStores(bad)))).toBe("invalid_config");
           const reading = await failureOf(() => factory.backend.openAuditReader(bad));
           expect(errorCode(reading), `openAuditReader ${name}=${value}`).toBe("invalid_config");
+          const listing = await failureOf(() => factory.backend.openClaimReader(bad));
+          expect(errorCode(listing), `openClaimReader ${name}=${value}`).toBe("invalid_config");
         }
       } finally {
         await remove();

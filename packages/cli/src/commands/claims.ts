@@ -1,7 +1,7 @@
 import { lstat } from "node:fs/promises";
 import { join } from "node:path";
 import { DirectoryClaimStore, type SkippedMarker } from "@tessera/a2ui";
-import { isTesseraError, TesseraError } from "@tessera/core";
+import { type ClaimReader, isTesseraError, TesseraError } from "@tessera/core";
 import { Command } from "commander";
 import { dataDirClaims } from "../config/load.js";
 import {
@@ -14,7 +14,7 @@ import {
 } from "../config/remote.js";
 import { nonEmpty } from "../options.js";
 import { printJson, printLines } from "../output.js";
-import { openAuditReaderByUrl, openStoresByUrl } from "../stores.js";
+import { openAuditReaderByUrl, openClaimReaderByUrl, openStoresByUrl } from "../stores.js";
 
 interface ClaimsOptions extends RemoteOptions {
   inDoubt?: boolean;
@@ -22,6 +22,7 @@ interface ClaimsOptions extends RemoteOptions {
   store?: string;
   session?: string;
   json?: boolean;
+  upgrade?: boolean;
 }
 
 interface InDoubt {
@@ -58,6 +59,12 @@ async function openClaims(options: ClaimsOptions): Promise<LocalClaims> {
   }
   // A data directory's claims are where its service keeps them.
   const { dir, store } = data === undefined ? options : dataDirClaims(data);
+  if (options.dir !== undefined && options.upgrade) {
+    throw new TesseraError(
+      "invalid_usage",
+      "a claim directory has no layout to upgrade: --upgrade goes with --store or --data",
+    );
+  }
   if (dir !== undefined) {
     const claims = await DirectoryClaimStore.open(dir);
     return {
@@ -69,13 +76,10 @@ async function openClaims(options: ClaimsOptions): Promise<LocalClaims> {
     };
   }
   if (store !== undefined) {
-    const stores = await openStoreToRead(store);
+    const claims = await (options.upgrade ? openStoreToUpgrade(store) : openStoreToRead(store));
     return {
-      report: async (session) => ({
-        inDoubt: await stores.claims.listInDoubt(session),
-        unreadable: [],
-      }),
-      close: () => stores.close(),
+      report: async (session) => ({ inDoubt: await claims.listInDoubt(session), unreadable: [] }),
+      close: () => claims.close(),
     };
   }
   throw new TesseraError(
@@ -85,24 +89,45 @@ async function openClaims(options: ClaimsOptions): Promise<LocalClaims> {
 }
 
 /**
- * Opens a store whose claims are only to be listed. It is first opened as the audit readers
- * open it (`audit verify --store`), which writes nothing: a store that is not there (a mistyped
- * SQLite path, a database or prefix with no Tessera tables or keys) is `schema_unavailable`,
- * and a newer one too, rather than created, migrated and listed as "0 claim(s) in doubt". Only
- * a store found there is then opened with its claim port (no backend has a claim reader).
+ * Opens a store whose claims are only to be listed, writing nothing (core's claim reader): no
+ * migration, no self-test, a read-only connection where the backend has one. A store that is
+ * not there (a mistyped SQLite path, a database or prefix with no Tessera tables or keys) is
+ * `schema_unavailable` rather than created and listed as "0 claim(s) in doubt"; a newer one
+ * too; and an older one, left as it is: an old release's instance may still be running on it.
  */
-async function openStoreToRead(url: string) {
+async function openStoreToRead(url: string): Promise<ClaimReader> {
+  try {
+    return await openClaimReaderByUrl(url);
+  } catch (error) {
+    // The reader's port code would name the claim port; this command opens the store.
+    throw storeCoded(error, "claim_store_unavailable");
+  }
+}
+
+/**
+ * `--upgrade`: the store is checked as a reader first (one that is not there, or is newer, is
+ * still refused, not created), then opened as a writer, which migrates an older store in
+ * place. What the operator asked for, once every instance of the old release is stopped.
+ */
+async function openStoreToUpgrade(url: string): Promise<ClaimReader> {
   try {
     const reader = await openAuditReaderByUrl(url);
     await reader.close();
   } catch (error) {
-    // The reader's port code would name the audit trail; this command opens the store.
-    if (isTesseraError(error, "audit_unavailable")) {
-      throw new TesseraError("store_unavailable", error.message, { cause: error });
-    }
-    throw error;
+    throw storeCoded(error, "audit_unavailable");
   }
-  return openStoresByUrl(url);
+  const stores = await openStoresByUrl(url);
+  return {
+    get: (key) => stores.claims.get(key),
+    listInDoubt: (session) => stores.claims.listInDoubt(session),
+    close: () => stores.close(),
+  };
+}
+
+function storeCoded(error: unknown, portCode: "claim_store_unavailable" | "audit_unavailable") {
+  return isTesseraError(error, portCode)
+    ? new TesseraError("store_unavailable", error.message, { cause: error })
+    : error;
 }
 
 async function dated(dir: string, skipped: SkippedMarker): Promise<Unreadable> {
@@ -139,6 +164,12 @@ async function remoteInDoubt(options: ClaimsOptions): Promise<readonly InDoubt[]
       "a service lists the token's own session: --session goes with --dir, --store or --data",
     );
   }
+  if (options.upgrade) {
+    throw new TesseraError(
+      "invalid_usage",
+      "a service's store is its own: --upgrade goes with --store or --data",
+    );
+  }
   return (await client.inDoubtClaims()).claims;
 }
 
@@ -150,7 +181,11 @@ export function claimsCommand(): Command {
       .option("--dir <dir>", "a private claim directory", nonEmpty)
       .option("--store <url>", "a shared claim store (sqlite:, postgres://, redis://)", nonEmpty)
       .option("--session <session>", "only this trusted host session", nonEmpty)
-      .option("--json", "print JSON"),
+      .option("--json", "print JSON")
+      .option(
+        "--upgrade",
+        "with --store or --data: open the store as a writer, migrating one an older release left (stop that release's instances first); without it the listing writes nothing and refuses an older store",
+      ),
     DATA_READ_HELP,
   ).action(async (options: ClaimsOptions) => {
     if (!options.inDoubt) {

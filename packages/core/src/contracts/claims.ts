@@ -72,6 +72,18 @@ export interface ClaimStore {
 }
 
 /**
+ * A claim store opened to be read (`openClaimReader(url)`): what an operator's listing needs
+ * and nothing that writes, so a listing cannot claim, settle or forget a call, whatever the
+ * connection's credentials would allow. `close()` closes its connection.
+ */
+export interface ClaimReader {
+  get(key: ClaimKey): Promise<StoredClaim | undefined>;
+  /** Claims never settled (their worker died between claim and outcome), oldest first. */
+  listInDoubt(session?: string): Promise<StoredClaim[]>;
+  close(): Promise<void>;
+}
+
+/**
  * The storage key every store derives from (session, ID): a `storageDigest` of both, so no
  * input can reach outside a directory or a key space, no pair can collide by concatenation,
  * and IDs differing only in a lone surrogate stay apart.

@@ -177,7 +177,8 @@ export const ERROR_CATALOG = {
     httpStatus: 500,
   },
   schema_unavailable: {
-    meaning: "A schema is missing or newer than this build (store tables or keys, A2UI schemas).",
+    meaning:
+      "A schema (store or A2UI) is missing or newer than this build; older, to a claim reader.",
     httpStatus: 503,
   },
   unsupported_store_url: {

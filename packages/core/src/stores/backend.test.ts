@@ -1,11 +1,18 @@
 import { describe, expect, it } from "vitest";
 import { auditEventOf } from "../../test/fixtures.js";
 import { InMemoryAuditSink } from "../memory/audit-sink.js";
-import { type ConnectOptions, type StoreBackend, storeOpeners } from "./backend.js";
+import { InMemoryClaimStore } from "../memory/claim-store.js";
+import {
+  type ConnectOptions,
+  type StoreBackend,
+  type StoreVersion,
+  storeOpeners,
+} from "./backend.js";
 
-/** A backend that records what the openers asked of it. */
-function recordingBackend(withInspect: boolean) {
+/** A backend that records what the openers asked of it; `version` adds the version hook. */
+function recordingBackend(withInspect: boolean, version?: StoreVersion) {
   const calls: string[] = [];
+  const claims = new InMemoryClaimStore();
   const unused = () => {
     throw new Error("not used here");
   };
@@ -25,15 +32,23 @@ function recordingBackend(withInspect: boolean) {
           },
         }
       : {}),
+    ...(version === undefined
+      ? {}
+      : {
+          version: () => {
+            calls.push("version");
+            return version;
+          },
+        }),
     disconnect: () => {
       calls.push("disconnect");
     },
     usage: unused,
     grants: unused,
-    claims: unused,
+    claims: () => claims,
     audit: () => new InMemoryAuditSink(),
   };
-  return { calls, openers: storeOpeners(backend) };
+  return { calls, claims, openers: storeOpeners(backend) };
 }
 
 describe("storeOpeners: the audit reader", () => {
@@ -79,5 +94,63 @@ describe("storeOpeners: the audit reader", () => {
       code: "audit_unavailable",
     });
     expect(calls).toEqual(["disconnect"]);
+  });
+});
+
+describe("storeOpeners: the claim reader", () => {
+  const key = { session: "s", functionCallId: "c" };
+
+  it("connects read-only, inspects and reads the version, never migrating", async () => {
+    const { calls, claims, openers } = recordingBackend(true, { store: 4, build: 4 });
+    await claims.claim(key, { bodyHash: "h", claimedAt: 1 });
+    const reader = await openers.openClaimReader("recording:");
+    expect((await reader.listInDoubt()).map((claim) => claim.functionCallId)).toEqual(["c"]);
+    expect((await reader.get(key))?.bodyHash).toBe("h");
+    await reader.close();
+    expect(calls).toEqual(["connect readOnly=true", "inspect", "version", "disconnect"]);
+  });
+
+  it("hands out the reads only: nothing that claims, settles or forgets a call", async () => {
+    const { openers } = recordingBackend(true, { store: 4, build: 4 });
+    const reader = await openers.openClaimReader("recording:");
+    expect(Object.keys(reader).sort()).toEqual(["close", "get", "listInDoubt"]);
+    for (const write of ["claim", "settle", "endSession"]) expect(reader).not.toHaveProperty(write);
+    expect(Object.isFrozen(reader)).toBe(true);
+    await reader.close();
+  });
+
+  it("refuses a store older than this build, saying how to upgrade it, and closes it", async () => {
+    const { calls, openers } = recordingBackend(true, { store: 3, build: 4 });
+    const refused = openers.openClaimReader("recording:");
+    await expect(refused).rejects.toMatchObject({
+      code: "schema_unavailable",
+      message: expect.stringMatching(
+        /at version 3, older than this build \(4\): listing its claims would need it upgraded.*service.*--upgrade/,
+      ),
+    });
+    expect(calls).toEqual(["connect readOnly=true", "inspect", "version", "disconnect"]);
+  });
+
+  it("a backend without the version hook opens its claim readers as writers", async () => {
+    const { calls, openers } = recordingBackend(true);
+    const reader = await openers.openClaimReader("recording:");
+    expect(reader).not.toHaveProperty("claim");
+    await reader.close();
+    expect(calls).toEqual(["connect readOnly=false", "prepare", "disconnect"]);
+  });
+
+  it("a driver's failure is claim_store_unavailable", async () => {
+    const failing = storeOpeners({
+      ...({} as StoreBackend<object>),
+      name: "Failing",
+      connect: () => {
+        throw Object.assign(new Error("refused"), { code: "ECONNREFUSED" });
+      },
+      version: () => ({ store: 1, build: 1 }),
+    });
+    await expect(failing.openClaimReader("failing:")).rejects.toMatchObject({
+      code: "claim_store_unavailable",
+      message: "could not open the Failing store (ECONNREFUSED)",
+    });
   });
 });

@@ -1,4 +1,4 @@
-import type { ClaimStore } from "../contracts/claims.js";
+import type { ClaimKey, ClaimReader, ClaimStore } from "../contracts/claims.js";
 import { isTesseraError, TesseraError } from "../contracts/errors.js";
 import type { ActLedger } from "../ports/act-ledger.js";
 import type { AuditFilter, ReadableAuditSink } from "../ports/audit-sink.js";
@@ -25,8 +25,8 @@ export interface StoreBackend<Connection> {
   readonly name: string;
   /**
    * Parses the URL (`invalid_config` when it is wrong) and connects. With `readOnly` (a
-   * reader's open, `openAuditReader`) the connection writes nothing where the backend can
-   * make it so (PostgreSQL: read-only transactions).
+   * reader's open, `openAuditReader`, `openClaimReader`) the connection writes nothing where
+   * the backend can make it so (PostgreSQL: read-only transactions).
    */
   connect(url: string, options?: ConnectOptions): Connection | Promise<Connection>;
   /** Migrates and self-tests; the connection is closed when this throws. */
@@ -37,6 +37,15 @@ export interface StoreBackend<Connection> {
    * `schema_unavailable`). A backend without it opens readers as writers (`prepare`).
    */
   inspect?(connection: Connection): void | Promise<void>;
+  /**
+   * The version the store is at and this build's, read writing nothing once `inspect` has
+   * passed (SQLite and PostgreSQL: the schema version; Redis: the layout version). A claim
+   * reader (`openClaimReader`) reads claims only at this build's version, since an older
+   * layout may keep them otherwise, and refuses an older store rather than migrate it. A
+   * backend without it (or without `inspect`) opens claim readers as writers: `prepare`, which
+   * migrates an older store, then only the reads are handed out.
+   */
+  version?(connection: Connection): StoreVersion | Promise<StoreVersion>;
   disconnect(connection: Connection): void | Promise<void>;
   usage(connection: Connection): GrantUsageStore;
   grants(connection: Connection): GrantStore;
@@ -54,6 +63,12 @@ export interface ConnectOptions {
   readonly readOnly?: boolean;
 }
 
+/** A store's layout version (`store`) beside the one this build writes (`build`). */
+export interface StoreVersion {
+  readonly store: number;
+  readonly build: number;
+}
+
 /** The openers every backend exports, the bundle and each port alone. */
 export interface StoreOpeners {
   openStores(url: string): Promise<StoreBundle>;
@@ -68,14 +83,27 @@ export interface StoreOpeners {
    * read replica or a store of a build not yet upgraded can serve (`tessera audit …`).
    */
   openAuditReader(url: string): Promise<Closable<ReadableAuditSink>>;
+  /**
+   * The claims opened to be listed, writing nothing, as `openAuditReader` opens the trail: a
+   * store that is not there or newer than this build is `schema_unavailable`, and so is one
+   * older than this build, which is left as it is (listing its claims would need it migrated:
+   * a writer's open, such as `openStores` or this build's service, does that).
+   */
+  openClaimReader(url: string): Promise<ClaimReader>;
 }
 
 /**
- * The five openers of a backend. Each opens its own connection; a bundle's ports share one,
+ * The openers of a backend. Each opens its own connection; a bundle's ports share one,
  * which only the bundle's `close()` closes.
  */
 export function storeOpeners<Connection>(backend: StoreBackend<Connection>): StoreOpeners {
-  const open = async (url: string, failCode: OpenFailCode, reader = false): Promise<Connection> => {
+  /** `reader`: opened to be read (`inspect`); `current`: and only at this build's version. */
+  const open = async (
+    url: string,
+    failCode: OpenFailCode,
+    reader = false,
+    current = false,
+  ): Promise<Connection> => {
     let connection: Connection;
     try {
       connection = await backend.connect(url, reader ? { readOnly: true } : {});
@@ -83,8 +111,12 @@ export function storeOpeners<Connection>(backend: StoreBackend<Connection>): Sto
       throw openFailure(error, failCode, backend.name);
     }
     try {
-      if (reader && backend.inspect !== undefined) await backend.inspect(connection);
-      else await backend.prepare(connection);
+      if (reader && backend.inspect !== undefined) {
+        await backend.inspect(connection);
+        if (current && backend.version !== undefined) {
+          refuseOlder(backend.name, await backend.version(connection));
+        }
+      } else await backend.prepare(connection);
       return connection;
     } catch (error) {
       try {
@@ -135,6 +167,34 @@ export function storeOpeners<Connection>(backend: StoreBackend<Connection>): Sto
       const connection = await open(url, "audit_unavailable", true);
       return readOnly(backend.audit(connection), closer(connection));
     },
+    async openClaimReader(url: string): Promise<ClaimReader> {
+      // Without a version to check, a reader's open could list an older layout wrongly: such a
+      // backend's claims are opened as a writer's, as before claim readers.
+      const reads = backend.version !== undefined;
+      const connection = await open(url, "claim_store_unavailable", reads, reads);
+      return readOnlyClaims(backend.claims(connection), closer(connection));
+    },
+  });
+}
+
+/** An older store is refused, said with what would upgrade it; the reader never does. */
+function refuseOlder(name: string, { store, build }: StoreVersion): void {
+  if (store >= build) return;
+  throw new TesseraError(
+    "schema_unavailable",
+    `the ${name} store is at version ${store}, older than this build (${build}): listing its claims would need it upgraded, which a reader never does. A writer's open upgrades it (this build's service, or tessera claims --in-doubt --upgrade), once the older release's instances are stopped`,
+  );
+}
+
+/**
+ * `claims` as a listing holds them: the reads only, so nothing that claims, settles or forgets
+ * a call is there to call, whatever the backend's credentials would have allowed.
+ */
+export function readOnlyClaims(claims: ClaimStore, close: () => Promise<void>): ClaimReader {
+  return Object.freeze({
+    get: (key: ClaimKey) => claims.get(key),
+    listInDoubt: (session?: string) => claims.listInDoubt(session),
+    close,
   });
 }
 

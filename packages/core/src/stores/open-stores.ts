@@ -1,8 +1,9 @@
 import { createRequire } from "node:module";
+import type { ClaimReader } from "../contracts/claims.js";
 import { TesseraError } from "../contracts/errors.js";
 import type { ReadableAuditSink } from "../ports/audit-sink.js";
 import type { Closable, StoreBundle } from "../ports/stores.js";
-import { readOnly } from "./backend.js";
+import { readOnly, readOnlyClaims } from "./backend.js";
 
 /**
  * URL scheme → the backend package that serves it. Each is an optional peer dependency of
@@ -37,6 +38,8 @@ interface BackendModule {
   openStores(url: string): Promise<StoreBundle>;
   /** Absent from a backend package older than it: such a trail is opened as `openStores` opens it. */
   openAuditReader?(url: string): Promise<Closable<ReadableAuditSink>>;
+  /** Absent from a backend package older than it: such claims are opened as `openStores` opens them. */
+  openClaimReader?(url: string): Promise<ClaimReader>;
 }
 
 /**
@@ -62,6 +65,20 @@ export async function openAuditReader(url: string): Promise<Closable<ReadableAud
   if (backend.openAuditReader !== undefined) return backend.openAuditReader(url);
   const stores = await backend.openStores(url);
   return readOnly(stores.audit, () => stores.close());
+}
+
+/**
+ * The claims of the store a URL names, opened to be listed and nothing else (the backend's own
+ * `openClaimReader`): no migration, no self-test, a read-only connection where the backend has
+ * one. A store older than this build is `schema_unavailable` and left as it is; a writer's
+ * open (`openStores`) is what upgrades it.
+ */
+export async function openClaimReader(url: string): Promise<ClaimReader> {
+  const name = storePackageFor(url);
+  const backend = await loadBackend(name);
+  if (backend.openClaimReader !== undefined) return backend.openClaimReader(url);
+  const stores = await backend.openStores(url);
+  return readOnlyClaims(stores.claims, () => stores.close());
 }
 
 async function loadBackend(name: string): Promise<BackendModule> {
