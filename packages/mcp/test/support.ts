@@ -19,6 +19,7 @@ import {
 } from "@tessera/core";
 import {
   createMcpGateway,
+  type ListeningGateway,
   listenMcpGateway,
   type McpGateway,
   type McpGatewayOptions,
@@ -75,6 +76,8 @@ export function toolGrant(
 
 export interface Harness {
   readonly url: string;
+  /** The gateway's HTTP side: `close()` here stops it alone, as `tessera mcp` does. */
+  readonly listening: ListeningGateway;
   readonly gateway: McpGateway;
   readonly grants: GrantStore;
   readonly audit: InMemoryAuditSink;
@@ -89,6 +92,7 @@ export interface Harness {
 export async function startHarness(
   extra: Partial<McpGatewayOptions> = {},
   grants: GrantInput[] = [],
+  listen: Parameters<typeof listenMcpGateway>[1] = {},
 ): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), "tessera-mcp-"));
   const countFile = join(dir, "count.jsonl");
@@ -112,10 +116,11 @@ export async function startHarness(
     audit,
     ...extra,
   });
-  const listening = await listenMcpGateway(gateway);
+  const listening = await listenMcpGateway(gateway, listen);
   const clients: Client[] = [];
   return {
     url: listening.url,
+    listening,
     gateway,
     grants: grantStore,
     audit,
