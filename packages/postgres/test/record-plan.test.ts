@@ -8,7 +8,9 @@
  * flushed them (its inserts are counted too, so the test knows the counts are in): the current
  * function scans nothing, whether an act comes alone (schema 9's single-act path) or in a
  * batch; the version-4 text, put back in the same schema, scans on every act,
- * so the count can fail.
+ * so the count can fail. The control needs its cached plan to live through the test, which a
+ * schema created or dropped anywhere in the database ends: this file runs alone
+ * (vitest.config.ts, `ALONE`), and autovacuum is kept off its tables.
  */
 import type { Act } from "@tessera/core";
 import { serviceUrl, spendingAct } from "@tessera/testkit";
