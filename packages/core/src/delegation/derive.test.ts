@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { cap, NS, T0 } from "../../test/fixtures.js";
+import { ASKER, cap, ctx, grant, NS, rig, T0 } from "../../test/fixtures.js";
 import {
   addDerivedGrant,
   carveDelegatedUses,
@@ -339,6 +339,42 @@ describe("addDerivedGrant", () => {
       code: "grant_store_unavailable",
     });
     expect(await usage.getUsage(NS, "p")).toBe(2);
+  });
+
+  it("uses given back after a refused child are usable at once by a kernel that saw them spent", async () => {
+    const r = rig();
+    const p = GrantSchema.parse(
+      grant({ id: "p2", capabilities: [cap(["a"])], constraints: { maxUses: 2 } }),
+    );
+    await r.grants.add(p);
+    const kid = deriveGrant(
+      p,
+      { id: "kid", subject: "bob", capabilities: [cap(["a"])], constraints: { maxUses: 2 } },
+      { issuer: ASKER },
+    );
+    const read = { action: "files.read", resource: { namespace: "files", path: ["a"] } };
+    let refuse = () => {};
+    const stored = new Promise<void>((resolve) => {
+      refuse = resolve;
+    });
+    // The store answers only after the kernel has decided on the parent with both uses carved.
+    const racing = {
+      add: async (): Promise<Grant> => {
+        await stored;
+        throw new TesseraError("invalid_grant", "grant kid already exists");
+      },
+    };
+    const adding = addDerivedGrant(racing, r.usage, p, kid);
+    await expect.poll(() => r.usage.getUsage(NS, "p2")).toBe(2);
+    const meanwhile = await r.kernel.openTurnAuthority(ctx());
+    expect((await meanwhile.authorize(read)).status).toBe("denied");
+    refuse();
+    await expect(adding).rejects.toMatchObject({ code: "invalid_grant" });
+    expect(await r.usage.getUsage(NS, "p2")).toBe(0);
+    const after = await r.kernel.openTurnAuthority(ctx());
+    expect((await after.authorize(read)).status).toBe("allowed");
+    expect((await after.authorize(read)).status).toBe("allowed");
+    expect((await after.authorize(read)).status).toBe("denied");
   });
 });
 

@@ -1,6 +1,7 @@
 import { isTesseraError, redact, TesseraError } from "../contracts/errors.js";
 import type { Capability, Grant, GrantConstraints } from "../contracts/schemas.js";
 import { checkMaxUses, parseGrantInput } from "../contracts/store-input.js";
+import { releaseUse } from "../kernel/returned-uses.js";
 import { sealValidatedGrant } from "../kernel/validated-grants.js";
 import type { GrantStore } from "../ports/grant-source.js";
 import type { GrantUsageStore } from "../ports/usage-store.js";
@@ -135,8 +136,10 @@ export async function carveDelegatedUses(
  * Carves `child`'s uses out of `parent` (`carveDelegatedUses`), then adds `child` to `grants`.
  * When the grant store refuses the child (`invalid_grant`: its ID taken, as by a second derive
  * racing the first), the child never existed, so the carved uses are given back, one
- * `release` each. Any other failure of `add` leaves them spent: the child may have been
- * stored before the answer was lost, and uses lost are the safe side (never gained).
+ * `releaseUse` each: a kernel over the same usage store that saw the parent spent meanwhile
+ * forgets that mark, as it does for any use given back. Any other failure of `add` leaves
+ * them spent: the child may have been stored before the answer was lost, and uses lost are
+ * the safe side (never gained).
  */
 export async function addDerivedGrant(
   grants: Pick<GrantStore, "add">,
@@ -159,10 +162,10 @@ async function returnCarvedUses(
   child: Grant,
 ): Promise<void> {
   const carved = parent.constraints.maxUses === undefined ? 0 : (child.constraints.maxUses ?? 0);
-  if (typeof usage.release !== "function") return;
   for (let i = 0; i < carved; i++) {
     try {
-      await usage.release(parent.namespaceId, parent.id);
+      // Undefined when the store has no `release`: the uses stay spent (fails safe).
+      if ((await releaseUse(usage, parent.namespaceId, parent.id)) === undefined) return;
     } catch {
       // The refusal is what the caller must hear; a use not given back stays spent (safe).
       return;
