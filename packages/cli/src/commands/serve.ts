@@ -55,7 +55,7 @@ export function serveCommand(): Command {
     )
     .option(
       "--identity <file>",
-      "JSON: the identity provider whose JWT access tokens are accepted beside the principals, or alone (issuer, audience, jwksUri, claims; see docs/service.md; reloaded on SIGHUP) (or TESSERA_IDENTITY, or identity in tessera.json)",
+      "JSON: the identity provider whose JWT access tokens are accepted beside the principals, or alone (issuer, audience, jwksUri, claims, tokenType; see docs/service.md; reloaded on SIGHUP) (or TESSERA_IDENTITY, or identity in tessera.json)",
       nonEmpty,
     )
     .option(

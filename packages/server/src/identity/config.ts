@@ -59,6 +59,43 @@ const ClaimMapSchema = z
   });
 export type ClaimMap = z.infer<typeof ClaimMapSchema>;
 
+/**
+ * A media type's name (RFC 6838 restricted names), with or without its `application/`. Quotes
+ * and backslashes cannot pass: the type is named in a `WWW-Authenticate` quoted string.
+ */
+const MEDIA_TYPE =
+  /^([A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/)?[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$/;
+
+/**
+ * `typ` values that registered specifications give to JWTs that are never access tokens, yet
+ * may be signed by the same provider for the same audience: refused even without `tokenType`,
+ * since a provider following those specifications never labels an access token so (RFC 8725,
+ * 3.11: explicit typing is there to keep one kind of token from being taken for another).
+ */
+export const NOT_ACCESS_TOKEN_TYPES = [
+  "logout+jwt", // OpenID Connect Back-Channel Logout 1.0, 2.4
+  "secevent+jwt", // RFC 8417, Security Event Tokens
+  "token-introspection+jwt", // RFC 9701, signed introspection answers
+  "dpop+jwt", // RFC 9449, DPoP proofs
+  "oauth-authz-req+jwt", // RFC 9101, request objects
+] as const;
+
+/**
+ * A `typ` as RFC 7515 (4.1.9) compares it: case-insensitive, `application/` implied when no
+ * `/` is written. The same rule as jose's own `typ` check.
+ */
+function normalizeTokenType(typ: string): string {
+  const lower = typ.toLowerCase();
+  return lower.includes("/") ? lower : `application/${lower}`;
+}
+
+const NOT_ACCESS = new Map(NOT_ACCESS_TOKEN_TYPES.map((t) => [normalizeTokenType(t), t]));
+
+/** The listed never-an-access-token type this `typ` is, or undefined. */
+export function notAccessTokenType(typ: string): string | undefined {
+  return NOT_ACCESS.get(normalizeTokenType(typ));
+}
+
 export const JwtIdentitySchema = z
   .strictObject({
     /** The `iss` every token must carry, exactly. */
@@ -81,6 +118,16 @@ export const JwtIdentitySchema = z
     requiredScope: z
       .string()
       .regex(/^[\x21\x23-\x5B\x5D-\x7E]+$/, "one scope token")
+      .optional(),
+    /**
+     * The header `typ` every token must carry (`at+jwt`, RFC 9068), compared as RFC 7515 says:
+     * case-insensitively, with `application/` implied. Unset: any `typ` but a never-an-access-
+     * token one (`NOT_ACCESS_TOKEN_TYPES`).
+     */
+    tokenType: z
+      .string()
+      .regex(MEDIA_TYPE, "a media type such as at+jwt")
+      .refine((t) => notAccessTokenType(t) === undefined, "names a token never an access token")
       .optional(),
     claims: ClaimMapSchema,
   })

@@ -1,7 +1,8 @@
 /**
  * `@tessera/server/identity`: JWT access tokens from the host's identity provider, verified
- * with `jose` (issuer, audience, expiry, asymmetric algorithms, cached JWKS) and mapped to a
- * principal by configured claims. The service and the MCP gateway both verify through it.
+ * with `jose` (issuer, audience, token type, expiry, asymmetric algorithms, cached JWKS) and
+ * mapped to a principal by configured claims. The service and the MCP gateway both verify
+ * through it.
  */
 export {
   ASYMMETRIC_ALGORITHMS,
@@ -13,6 +14,7 @@ export {
   type JwtIdentityInput,
   JwtIdentitySchema,
   loadJwtIdentity,
+  NOT_ACCESS_TOKEN_TYPES,
   parseJwtIdentity,
 } from "./config.js";
 export {

@@ -7,7 +7,12 @@ import {
   errors as joseErrors,
   jwtVerify,
 } from "jose";
-import type { ClaimMap, ClaimSource, JwtIdentityConfig } from "./config.js";
+import {
+  type ClaimMap,
+  type ClaimSource,
+  type JwtIdentityConfig,
+  notAccessTokenType,
+} from "./config.js";
 import {
   CachedKeySet,
   jwksFromFile,
@@ -46,6 +51,7 @@ export type TokenRefusal =
   | "not_yet_valid"
   | "wrong_issuer"
   | "wrong_audience"
+  | "wrong_type"
   | "invalid_claims"
   | "unmapped_claims"
   | "insufficient_scope";
@@ -106,9 +112,9 @@ export class JwtVerifier {
   }
 
   /**
-   * Puts a new configuration in force (`tessera serve` on SIGHUP): its issuer, audience, keys
-   * and claim mapping judge the next token; every verified token is forgotten, since what made
-   * it good may have changed. `config` must already be checked (`parseJwtIdentity`). A
+   * Puts a new configuration in force (`tessera serve` on SIGHUP): its issuer, audience, token
+   * type, keys and claim mapping judge the next token; every verified token is forgotten,
+   * since what made it good may have changed. `config` must already be checked (`parseJwtIdentity`). A
    * `jwksFile` is read now: when it is missing or bad this throws `invalid_config` and the
    * configuration in force stays.
    */
@@ -151,19 +157,31 @@ export class JwtVerifier {
     this.#verifications++;
     let payload: JWTPayload;
     let kid: string | undefined;
+    let typ: unknown;
     try {
-      let protectedHeader: { kid?: string };
+      let protectedHeader: { kid?: string; typ?: unknown };
       ({ payload, protectedHeader } = await verifyAgainstSet(token, keys.key, {
         issuer: config.issuer,
         audience: config.audience,
         algorithms: [...config.algorithms],
         clockTolerance: config.clockSkewSeconds,
         requiredClaims: ["exp"],
+        // jose compares as RFC 7515 says (case, `application/`), after the signature verifies.
+        ...(config.tokenType === undefined ? {} : { typ: config.tokenType }),
         ...(this.#options.now === undefined ? {} : { currentDate: new Date(this.#now()) }),
       }));
-      kid = protectedHeader.kid;
+      ({ kid, typ } = protectedHeader);
     } catch (error) {
-      return verificationFailure(error);
+      return verificationFailure(error, config);
+    }
+    // Checked with or without `tokenType`: a token that says it is another kind is never one.
+    const other = typeof typ === "string" ? notAccessTokenType(typ) : undefined;
+    if (other !== undefined) {
+      return refused(
+        401,
+        "wrong_type",
+        `the token's type (typ) is ${other}, never an access token`,
+      );
     }
     const mapped = mapClaims(payload, config.claims);
     if (typeof mapped === "string") return refused(403, "unmapped_claims", mapped);
@@ -268,7 +286,7 @@ function refused(status: 401 | 403, reason: TokenRefusal, detail: string): Token
   return { ok: false, status, reason, detail };
 }
 
-function verificationFailure(error: unknown): TokenVerdict {
+function verificationFailure(error: unknown, config: JwtIdentityConfig): TokenVerdict {
   if (error instanceof joseErrors.JWTExpired) {
     return refused(401, "expired", "the token is expired");
   }
@@ -280,6 +298,8 @@ function verificationFailure(error: unknown): TokenVerdict {
         return refused(401, "wrong_audience", "the token is for another audience");
       case "nbf":
         return refused(401, "not_yet_valid", "the token is not valid yet");
+      case "typ":
+        return refused(401, "wrong_type", `the token's type (typ) is not ${config.tokenType}`);
       default:
         return refused(401, "invalid_claims", `the token's ${error.claim} claim is invalid`);
     }
