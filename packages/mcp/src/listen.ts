@@ -20,6 +20,7 @@ import type { GatewayConfig } from "./config.js";
 import { existingStore } from "./config-paths.js";
 import { createMcpGateway, type McpGateway } from "./gateway.js";
 import { type DecisionObserver, observeActs, observeAudit } from "./observe.js";
+import { DrainingTransport, GATEWAY_STOPPING } from "./stdio-drain.js";
 
 export interface ListeningGateway {
   /** The MCP endpoint, `http://host:port/mcp`. */
@@ -32,11 +33,7 @@ export interface ListeningGateway {
 }
 
 /** The answer to a request that arrives while the gateway closes (JSON-RPC, no id). */
-const STOPPING = JSON.stringify({
-  jsonrpc: "2.0",
-  error: { code: -32000, message: "the gateway is stopping: send the request again later" },
-  id: null,
-});
+const STOPPING = JSON.stringify({ jsonrpc: "2.0", error: GATEWAY_STOPPING, id: null });
 
 /** Serves the gateway's Streamable HTTP endpoint at `/mcp` on a node:http server. */
 export async function listenMcpGateway(
@@ -196,13 +193,25 @@ export async function openMcpGateway(
 
 /**
  * Serves one client over this process's stdin/stdout as the principal whose token this is.
- * Resolves once serving; `closed` settles when the client goes away.
+ * Resolves once serving; `closed` settles when the client goes away (stdin ends).
  */
 export async function serveMcpStdio(
   gateway: McpGateway,
   token: string,
-): Promise<{ readonly closed: Promise<void> }> {
-  const transport = new StdioServerTransport();
+  options: {
+    /** How long `close()` lets calls under way answer before cutting them (default 10 s). */
+    readonly drainMs?: number;
+  } = {},
+): Promise<{
+  readonly closed: Promise<void>;
+  /**
+   * Graceful, as `ListeningGateway.close()`: a request read from now on is answered with a
+   * JSON-RPC error (-32000) and runs nothing; the calls under way answer (up to `drainMs`, then
+   * they are cut); then the connection closes.
+   */
+  close(): Promise<void>;
+}> {
+  const transport = new DrainingTransport(new StdioServerTransport());
   // The SDK's transport drops a line it cannot read (reporting it to `onerror` only): the
   // client then waits for an answer that never comes. JSON-RPC answers it, with a null id.
   transport.onerror = (error) => {
@@ -214,7 +223,7 @@ export async function serveMcpStdio(
     process.stdin.once("end", () => resolve());
   });
   await gateway.serve(transport, token);
-  return { closed };
+  return { closed, close: () => transport.stop(options.drainMs ?? 10_000) };
 }
 
 /**

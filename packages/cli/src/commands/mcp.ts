@@ -39,7 +39,10 @@ export function mcpCommand(): Command {
     .option("--stdio", "serve one client over stdin/stdout; the token is TESSERA_MCP_TOKEN")
     .option("--host <host>", "address to listen on (default 127.0.0.1)", nonEmpty)
     .option("--port <port>", "port, 0 picks a free one (default 8931)", wholeNumber(0, 65_535))
-    .option("--json", "print the listening and stopped events as JSON lines")
+    .option(
+      "--json",
+      "print the listening, stopping and stopped events as JSON lines (on stderr with --stdio)",
+    )
     .action(async (options: McpCommandOptions) => {
       const config = loadGatewayConfig(options.config);
       if (options.stdio && config.principals.length === 0) {
@@ -65,6 +68,17 @@ export function mcpCommand(): Command {
         process.once("SIGINT", () => resolve());
         process.once("SIGTERM", () => resolve());
       });
+      // Over stdio, standard output is the MCP protocol itself: the lines go to standard error.
+      const say = (event: object, text: string) =>
+        announce(options.json, options.stdio ? process.stderr : process.stdout, event, text);
+      // Node's default for SIGHUP (a log rotation, a service manager's reload) ends the
+      // process, cutting the calls under way and leaving them in doubt. The gateway reads its
+      // config only at start, so there is nothing to reload: say so and go on.
+      const noReload = () =>
+        say(
+          { event: "reload_ignored", reason: "no_reload" },
+          "SIGHUP ignored: the config is read at start; restart to apply a change",
+        );
       if (options.stdio) {
         const served = await serveMcpStdio(opened.gateway, token as string).catch(
           async (error: unknown) => {
@@ -72,9 +86,21 @@ export function mcpCommand(): Command {
             throw error;
           },
         );
+        process.on("SIGHUP", noReload);
         process.stderr.write("tessera mcp: serving on stdio\n");
-        await Promise.race([stopped, served.closed]);
-        await opened.close();
+        const signalled = await Promise.race([
+          stopped.then(() => true),
+          served.closed.then(() => false),
+        ]);
+        // A client that closed stdin is gone quietly, as before; its calls still answer first.
+        if (signalled) say({ event: "stopping" }, "stopping: answering the calls under way");
+        try {
+          await served.close();
+          await opened.close();
+        } finally {
+          process.off("SIGHUP", noReload);
+        }
+        if (signalled) say({ event: "stopped" }, "stopped");
         return;
       }
       const listening = await listenMcpGateway(opened.gateway, {
@@ -84,30 +110,17 @@ export function mcpCommand(): Command {
         await opened.close();
         throw error;
       });
-      // Node's default for SIGHUP (a log rotation, a service manager's reload) ends the
-      // process, cutting the calls under way and leaving them in doubt. The gateway reads its
-      // config only at start, so there is nothing to reload: say so and go on.
-      const noReload = () =>
-        announce(
-          options.json,
-          { event: "reload_ignored", reason: "no_reload" },
-          "SIGHUP ignored: the config is read at start; restart to apply a change",
-        );
       process.on("SIGHUP", noReload);
-      announce(
-        options.json,
-        { event: "listening", url: listening.url },
-        `listening on ${listening.url}`,
-      );
+      say({ event: "listening", url: listening.url }, `listening on ${listening.url}`);
       await stopped;
-      announce(options.json, { event: "stopping" }, "stopping: answering the calls under way");
+      say({ event: "stopping" }, "stopping: answering the calls under way");
       try {
         await listening.close();
         await opened.close();
       } finally {
         process.off("SIGHUP", noReload);
       }
-      announce(options.json, { event: "stopped" }, "stopped");
+      say({ event: "stopped" }, "stopped");
     });
 }
 
@@ -166,6 +179,11 @@ function identityOf(config: GatewayConfig): ProtectedResource | undefined {
   };
 }
 
-function announce(json: boolean | undefined, event: object, text: string): void {
-  process.stdout.write(json ? `${JSON.stringify(event)}\n` : `tessera mcp: ${printable(text)}\n`);
+function announce(
+  json: boolean | undefined,
+  to: NodeJS.WritableStream,
+  event: object,
+  text: string,
+): void {
+  to.write(json ? `${JSON.stringify(event)}\n` : `tessera mcp: ${printable(text)}\n`);
 }
