@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { openStores, type StoreBundle } from "@tessera/core";
-import { medianRatesAbba, throughput } from "../measure.js";
+import { medianRatesAbba, throughput, throughputInFlight } from "../measure.js";
 import { type BenchRow, type BenchSection, ratioRow } from "../report.js";
 import { deleteRedisPrefix, dropPostgresSchema } from "../scratch.js";
 import { act } from "../stores/acts.js";
@@ -57,18 +57,15 @@ function rate(c: Client, name: string): () => Promise<number> {
     (await throughput(() => c.callTool({ name, arguments: ARGS }), 1, MEASURE)).opsPerSec;
 }
 
-/** Calls per second of `name` through `c` with `inFlight` calls in flight (in waves). */
+/**
+ * Calls per second of `name` through `c` with `inFlight` calls in flight: each of `inFlight`
+ * callers sends its next call when its last answered, as clients of a gateway do.
+ */
 function rateAt(c: Client, name: string, inFlight: number): () => Promise<number> {
   if (inFlight === 1) return rate(c, name);
-  const wave = Array.from({ length: inFlight });
   return async () =>
-    (
-      await throughput(
-        () => Promise.all(wave.map(() => c.callTool({ name, arguments: ARGS }))),
-        inFlight,
-        MEASURE,
-      )
-    ).opsPerSec;
+    (await throughputInFlight(() => c.callTool({ name, arguments: ARGS }), inFlight, MEASURE))
+      .opsPerSec;
 }
 
 /**
@@ -104,22 +101,19 @@ async function versusMemoryRows(
   let n = 0;
   const tag = `ceiling-${randomUUID()}`;
   // The memory gateway's call, then one act recorded by the store's own ledger in this
-  // process; at c=8 in waves of eight such pairs, as `rateAt` sends the calls.
+  // process; at c=8 by eight callers in turn, as `rateAt` sends the calls.
   const pair = async () => {
     await stores.acts.record(act(tag, n++));
     await viaMemory.callTool({ name: "up.echo", arguments: ARGS });
   };
   for (const inFlight of [1, 8]) {
-    const wave = Array.from({ length: inFlight });
     const [ceiling, memory] = await medianRatesAbba(
       ROUNDS,
       async () =>
         (
-          await throughput(
-            inFlight === 1 ? pair : () => Promise.all(wave.map(pair)),
-            inFlight,
-            MEASURE,
-          )
+          await (inFlight === 1
+            ? throughput(pair, 1, MEASURE)
+            : throughputInFlight(pair, inFlight, MEASURE))
         ).opsPerSec,
       rateAt(viaMemory, "up.echo", inFlight),
     );
