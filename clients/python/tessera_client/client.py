@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import urllib.parse
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, TypeVar, cast
 
 from . import _parse
 from ._http import RetryPolicy, Transport, parse_json_or_shape
@@ -18,6 +19,7 @@ from .models import (
     AuthorizeResult,
     Capability,
     Constraints,
+    Denied,
     Explanation,
     Grant,
     GrantUsage,
@@ -260,6 +262,10 @@ class TesseraClient:
             body["callId"] = call_id
         value = self._http.call("POST", path, body=body, retry_safe=call_id is not None)
         result: T = parse_json_or_shape(parse, value, "POST", path)
+        if isinstance(result, Denied) and call_id is not None:
+            # The service does not repeat the ID in a denial; the caller needs it to explain.
+            refused: T = cast(T, dataclasses.replace(result, call_id=call_id))
+            return refused
         return result
 
     def _get(

@@ -70,10 +70,16 @@ AUDIT_REASONS = (
 
 @dataclass(frozen=True)
 class Denied:
-    """A decision that refused (HTTP 200): ``code`` is what the caller may learn, never why."""
+    """A decision that refused (HTTP 200): ``code`` is what the caller may learn, never why.
+
+    ``call_id`` is the call ID the request carried (the caller's, or the one the client made
+    up), for ``explain``: the service does not repeat it in a denial. ``None`` for a request
+    sent without one.
+    """
 
     code: str
     status: Literal["denied"] = "denied"
+    call_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -148,9 +148,14 @@ class DecisionsTest(ServiceTest):
         self.assertEqual(delivered[0]["messageId"], sent.message_id)
         self.assertEqual(service.webhook.rejected, 0)
 
-        again = self.asker.send_message("bob", {"question": "dinner?"}, call_id=unique("send"))
-        self.assertEqual(again, Denied(code="tool_unavailable"))
+        refused_id = unique("send")
+        again = self.asker.send_message("bob", {"question": "dinner?"}, call_id=refused_id)
+        self.assertEqual(again, Denied(code="tool_unavailable", call_id=refused_id))
         self.assertEqual(self.asker.explain(call_id).verdict, "allowed")
+        # A refusal of a call whose ID the client made up carries it: explain finds it.
+        made_up = self.asker.send_message("bob", {"question": "tea?"})
+        assert isinstance(made_up, Denied) and made_up.call_id is not None
+        self.assertEqual(self.asker.explain(made_up.call_id).verdict, "spent")
 
     def test_send_to_a_recipient_without_a_ticket_is_denied(self) -> None:
         call_id = unique("stranger")

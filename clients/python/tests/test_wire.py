@@ -86,7 +86,7 @@ class StrictAnswersTest(unittest.TestCase):
         authorize = lambda c: c.authorize("a.b", {"namespace": "n", "path": []})  # noqa: E731
         self.refused({"status": "denied", "code": "rate_limited"}, authorize)
         denied = self.answer({"status": "denied", "code": "no_matching_grant"}, send)
-        self.assertEqual(denied, Denied("no_matching_grant"))
+        self.assertEqual(denied, Denied("no_matching_grant", call_id="c-1"))
 
     def test_an_answer_with_a_field_its_route_does_not_document_is_invalid_response(self) -> None:
         send = lambda c: c.send_message("bob", {}, call_id="c-1")  # noqa: E731
@@ -329,6 +329,33 @@ class OnTheWireTest(unittest.TestCase):
         call(TesseraClient(fake.url, "t"))
         self.assertEqual(len(fake.requests), 1)
         return fake.requests[0]
+
+    def test_a_denial_carries_the_call_id_the_request_was_sent_with(self) -> None:
+        # The service does not repeat it in a denial; one the client made up is the caller's
+        # only way to explain the refusal.
+        denied = {"status": "denied", "code": "no_matching_grant"}
+        calls: list[Callable[[TesseraClient], object]] = [
+            lambda c: c.send_message("bob", {}),
+            lambda c: c.authorize("a.b", {"namespace": "n", "path": []}),
+            lambda c: c.send_message("bob", {}, call_id="mine"),
+        ]
+        for call in calls:
+            results: list[object] = []
+
+            def keep(c: TesseraClient, call: Callable[[TesseraClient], object] = call) -> None:
+                results.append(call(c))
+
+            request = self.sent(denied, keep)
+            sent_id = json.loads(request.partition(b"\r\n\r\n")[2])["callId"]
+            result = results[0]
+            assert isinstance(result, Denied)
+            self.assertEqual((result.code, result.call_id), ("no_matching_grant", sent_id))
+        self.assertEqual(sent_id, "mine")
+        # Without retries no ID is made up, and none is given back.
+        fake = server(200, denied)
+        self.addCleanup(fake.close)
+        alone = TesseraClient(fake.url, "t", retry=RetryPolicy(attempts=1)).send_message("bob", {})
+        self.assertEqual(alone, Denied("no_matching_grant"))
 
     def test_grant_ids_dot_and_dot_dot_are_sent_percent_encoded(self) -> None:
         # Intended: the service reads %2E back as "." (tests/test_service.py revokes both), and

@@ -48,6 +48,15 @@ export interface TesseraClientOptions {
 /** What a route answers with 200, as its shared schema says. */
 export type RouteResponse<N extends RouteName> = z.output<(typeof ROUTES)[N]["response"]>;
 
+/**
+ * What a decision route answers, with a refusal's call ID: the service sends none in a denial,
+ * but this client knows the one its request carried (the caller's, or the one it made up), and
+ * without it a caller could not `explain` a refusal whose ID it never saw.
+ */
+export type DecisionResponse<N extends "authorize" | "sendMessage"> =
+  | Exclude<RouteResponse<N>, { status: "denied" }>
+  | (Extract<RouteResponse<N>, { status: "denied" }> & { readonly callId?: string });
+
 interface CallInput extends RequestParts {
   readonly signal?: AbortSignal;
 }
@@ -102,19 +111,23 @@ export class TesseraClient {
     return this.#call("tools", { ...options });
   }
 
+  /** `allowed` with the grant and call ID, or `denied` with a code and the request's call ID. */
   authorize(
     request: AuthorizeRequestBody,
     options?: CallOptions,
-  ): Promise<RouteResponse<"authorize">> {
-    return this.#call("authorize", { body: this.#withCallId(request), ...options });
+  ): Promise<DecisionResponse<"authorize">> {
+    return this.#decide("authorize", this.#withCallId(request), options);
   }
 
-  /** Decided, spent and delivered once: `delivered` with the reply, or `denied` with a code. */
+  /**
+   * Decided, spent and delivered once: `delivered` with the reply, or `denied` with a code and
+   * the request's call ID.
+   */
   sendMessage(
     request: SendMessageRequestBody,
     options?: CallOptions,
-  ): Promise<RouteResponse<"sendMessage">> {
-    return this.#call("sendMessage", { body: this.#withCallId(request), ...options });
+  ): Promise<DecisionResponse<"sendMessage">> {
+    return this.#decide("sendMessage", this.#withCallId(request), options);
   }
 
   /** Claims an A2UI call: the refusal reply to send, or a handle to settle after running it. */
@@ -190,6 +203,17 @@ export class TesseraClient {
       );
     }
     return this.#call("revokeGrant", { params: { grantId }, ...options });
+  }
+
+  async #decide<N extends "authorize" | "sendMessage">(
+    name: N,
+    body: { readonly callId?: string | undefined },
+    options: CallOptions | undefined,
+  ): Promise<DecisionResponse<N>> {
+    // A route's answer is its schema's output; TypeScript cannot narrow a generic route's.
+    const answer = (await this.#call(name, { body, ...options })) as DecisionResponse<N>;
+    if (answer.status !== "denied" || body.callId === undefined) return answer;
+    return Object.assign({}, answer, { callId: body.callId });
   }
 
   #withCallId<T extends { callId?: string | undefined }>(request: T): T {

@@ -5,6 +5,7 @@
 export {
   type CallOptions,
   createTesseraClient,
+  type DecisionResponse,
   type RouteResponse,
   TesseraClient,
   type TesseraClientOptions,

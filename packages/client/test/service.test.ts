@@ -94,8 +94,25 @@ describe("the client against the real service on loopback", () => {
     const again = await agent.sendMessage({ recipient: "bob", payload: "hi", callId: "c-1" });
     expect(again).toEqual(first);
     const other = await agent.sendMessage({ recipient: "bob", payload: "hi", callId: "c-2" });
-    expect(other).toEqual({ status: "denied", code: "tool_unavailable" });
+    expect(other).toEqual({ status: "denied", code: "tool_unavailable", callId: "c-2" });
     expect((await agent.tools()).tools).not.toContain("messages.send");
+  });
+
+  it("a refusal of a call whose ID the client made up carries that ID, which explains it", async () => {
+    const refused = await agent.sendMessage({ recipient: "bob", payload: "no ID given" });
+    expect(refused).toEqual({
+      status: "denied",
+      code: "tool_unavailable",
+      callId: expect.any(String),
+    });
+    const explained = await agent.explain(refused.callId as string);
+    expect(explained).toMatchObject({ callId: refused.callId, code: "tool_unavailable" });
+    // No retries: no ID is made up, so none is there to give back.
+    const once = createTesseraClient({ url: server.url, token: AGENT, retry: { attempts: 1 } });
+    expect(await once.sendMessage({ recipient: "bob", payload: "x" })).toEqual({
+      status: "denied",
+      code: "tool_unavailable",
+    });
   });
 
   it("a call ID reused with another body is a conflict, not a second decision", async () => {
@@ -131,6 +148,7 @@ describe("the client against the real service on loopback", () => {
     await expect(agent.authorize(asked)).resolves.toEqual({
       status: "denied",
       code: expect.any(String),
+      callId: "a-1",
     });
     await expect(issuer.revokeGrant("g-bob")).resolves.toEqual({ revoked: true });
     const { grants } = await issuer.listGrants();
