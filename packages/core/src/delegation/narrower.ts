@@ -1,3 +1,4 @@
+import { openingMs } from "../contracts/instants.js";
 import { type Capability, type Grant, MAX_DELEGATION_DEPTH } from "../contracts/schemas.js";
 import type { ErrorCode } from "../contracts/vocabulary.js";
 
@@ -68,9 +69,9 @@ function contains(parent: Capability, child: Capability): boolean {
 
 /** The instant a grant starts counting: its issue time or its notBefore, whichever is later. */
 function opens(grant: Grant): number {
-  const issued = Date.parse(grant.issuedAt);
+  const issued = openingMs(grant.issuedAt);
   const notBefore = grant.constraints.notBefore;
-  return notBefore === undefined ? issued : Math.max(issued, Date.parse(notBefore));
+  return notBefore === undefined ? issued : Math.max(issued, openingMs(notBefore));
 }
 
 function closes(grant: Grant): number {

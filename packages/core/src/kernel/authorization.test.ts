@@ -85,6 +85,34 @@ describe("authorization: each condition allowed and denied", () => {
     expect(late.event?.reason).toBe("expired");
   });
 
+  it("a notBefore or issuedAt with digits past the millisecond opens at the next one, not before", async () => {
+    const T = new Date(T0).toISOString().slice(0, -1); // "….000", then the extra digits
+    const at = async (constraints: object, issuedAt: string | undefined, ms: number) =>
+      decideOnce(
+        (r) =>
+          r.grants.add(
+            grant({
+              constraints,
+              ...(issuedAt === undefined ? {} : { issuedAt }),
+              capabilities: [cap(["docs", "cell-3"])],
+            }),
+          ),
+        READ,
+        ctx({ now: new Date(ms).toISOString() }),
+      );
+    for (const [constraints, issuedAt] of [
+      [{ notBefore: `${T}5Z` }, undefined],
+      [{}, `${T}0001Z`],
+      [{ notBefore: `${T}999999Z` }, undefined],
+    ] as const) {
+      const early = await at(constraints, issuedAt, T0);
+      expect(early.event?.reason).toBe("not_yet_valid");
+      expect((await at(constraints, issuedAt, T0 + 1)).result.status).toBe("allowed");
+    }
+    // Zeros past the millisecond are the millisecond itself.
+    expect((await at({ notBefore: `${T}000Z` }, undefined, T0)).result.status).toBe("allowed");
+  });
+
   it("treats a grant issued in the future as not yet valid until its issue time", async () => {
     const issued = (ms: number) =>
       decideOnce(

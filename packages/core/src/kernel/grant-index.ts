@@ -1,3 +1,4 @@
+import { openingMs } from "../contracts/instants.js";
 import type { AccessContext, Grant } from "../contracts/schemas.js";
 import type { GrantReason } from "../contracts/vocabulary.js";
 import type { ChainInfo } from "./chains.js";
@@ -136,8 +137,8 @@ class Windows {
     }
     const made: GrantWindow = {
       notBefore: Math.max(
-        notBefore === undefined ? Number.NEGATIVE_INFINITY : Date.parse(notBefore),
-        Date.parse(issuedAt),
+        notBefore === undefined ? Number.NEGATIVE_INFINITY : openingMs(notBefore),
+        openingMs(issuedAt),
       ),
       expiresAt: expiresAt === undefined ? Number.POSITIVE_INFINITY : Date.parse(expiresAt),
     };
