@@ -1,10 +1,12 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { PRINCIPALS, UPSTREAM } from "./support.js";
+import { openStores } from "@tessera/core";
+import { PRINCIPALS, toolGrant, UPSTREAM } from "./support.js";
 
 /** The `tessera` command as built: tests drive the real gateway process. */
 export const CLI = fileURLToPath(new URL("../../cli/dist/bin.js", import.meta.url));
@@ -34,6 +36,22 @@ export function writeConfig(
     }),
   );
   return file;
+}
+
+/**
+ * A new folder holding a SQLite store where alice may call the upstream's `messages.slow`, and
+ * a config for it whose upstream counts its calls in `countFile`: what the signal tests stop.
+ */
+export async function slowToolSetup(
+  prefix: string,
+): Promise<{ dir: string; config: string; countFile: string }> {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const countFile = join(dir, "count.jsonl");
+  const store = `sqlite:${join(dir, "mcp.db")}`;
+  const stores = await openStores(`${store}?create=true`);
+  await stores.grants.add(toolGrant("alice", ["messages", "slow"]));
+  await stores.close();
+  return { dir, config: writeConfig(dir, store, countFile), countFile };
 }
 
 export interface GatewayProcess {

@@ -4,13 +4,10 @@
  * sends one; the gateway has nothing to reload, so it says so and goes on serving, also
  * while it drains after a SIGTERM.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { openStores } from "@tessera/core";
+import { rmSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { spawnGateway, writeConfig } from "./processes.js";
-import { ALICE_TOKEN, connectClient, readCounts, textOf, toolGrant } from "./support.js";
+import { slowToolSetup, spawnGateway } from "./processes.js";
+import { ALICE_TOKEN, connectClient, readCounts, textOf } from "./support.js";
 
 async function waitFor(check: () => boolean, ms: number): Promise<void> {
   const until = Date.now() + ms;
@@ -26,13 +23,7 @@ describe("tessera mcp and SIGHUP", () => {
   let countFile: string;
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "tessera-mcp-signals-"));
-    countFile = join(dir, "count.jsonl");
-    const store = `sqlite:${join(dir, "mcp.db")}`;
-    const stores = await openStores(`${store}?create=true`);
-    await stores.grants.add(toolGrant("alice", ["messages", "slow"]));
-    await stores.close();
-    config = writeConfig(dir, store, countFile);
+    ({ dir, config, countFile } = await slowToolSetup("tessera-mcp-signals-"));
   });
 
   afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -6,13 +6,10 @@
  * `stopping` / `stopped` lines go to stderr, leaving stdout to the protocol.
  */
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { openStores } from "@tessera/core";
+import { rmSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CLI, writeConfig } from "./processes.js";
-import { ALICE_TOKEN, readCounts, textOf, toolGrant } from "./support.js";
+import { CLI, slowToolSetup } from "./processes.js";
+import { ALICE_TOKEN, readCounts, textOf } from "./support.js";
 
 interface Answer {
   jsonrpc: string;
@@ -118,13 +115,7 @@ describe("tessera mcp --stdio stopping", () => {
   const started: StdioGateway[] = [];
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "tessera-mcp-stdio-signals-"));
-    countFile = join(dir, "count.jsonl");
-    const store = `sqlite:${join(dir, "mcp.db")}`;
-    const stores = await openStores(`${store}?create=true`);
-    await stores.grants.add(toolGrant("alice", ["messages", "slow"]));
-    await stores.close();
-    config = writeConfig(dir, store, countFile);
+    ({ dir, config, countFile } = await slowToolSetup("tessera-mcp-stdio-signals-"));
   });
 
   afterAll(async () => {
