@@ -1,7 +1,7 @@
 /** One measured figure. `ratio` compares it to `baseline` measured in the same run. */
 export interface BenchRow {
   readonly name: string;
-  readonly unit: "ops/s" | "ms" | "µs" | "bytes" | "MB";
+  readonly unit: "ops/s" | "ms" | "µs" | "bytes" | "MB" | "writes/act";
   readonly value: number;
   /** The raw primitive or peer library, measured in the same run. */
   readonly baseline?: { readonly name: string; readonly value: number };

@@ -15,6 +15,7 @@ const SECTIONS: Record<string, () => Promise<BenchModule>> = {
   mcp: () => import("./mcp/index.js"),
   service: () => import("./service/index.js"),
   cli: () => import("./cli/index.js"),
+  roundtrips: () => import("./roundtrips/index.js"),
 };
 
 const USAGE = `usage: npm run bench [-- --only <sections>]
