@@ -5,19 +5,12 @@ import {
   messageSendCapability,
   openStores,
 } from "@tessera/core";
-import { buildApp, type Principal, tokenDigest } from "@tessera/server";
+import { buildApp, type Principal } from "@tessera/server";
 import type { DriverCounter } from "@tessera/testkit/round-trips";
 import { CATALOG, CATALOG_ID } from "../a2ui/fixtures.js";
+import { PRINCIPAL, TOKEN } from "../service/service.js";
 
-const TOKEN = "bench-round-trips-token";
-const PRINCIPAL = {
-  tokenSha256: tokenDigest(TOKEN),
-  role: "agent",
-  namespaceId: "bench",
-  actor: "asker",
-  authority: "host",
-  owner: "alice",
-} as Principal;
+const AGENT = { ...PRINCIPAL, role: "agent" } as Principal;
 const HEADERS = { authorization: `Bearer ${TOKEN}` };
 
 /** The writes counted before each reply of one kind of act, over `acts` of them. */
@@ -78,7 +71,7 @@ export async function countService(
   });
   const app = buildApp({
     stores,
-    principals: [PRINCIPAL],
+    principals: [AGENT],
     transport: InProcessTransport.echo(),
     a2ui: { catalogs: [CATALOG] },
     log: false,

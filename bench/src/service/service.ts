@@ -14,8 +14,9 @@ import { CATALOG, CATALOG_ID } from "../a2ui/fixtures.js";
 import type { DurableRows, Running } from "./baselines.js";
 
 /** The token `client.ts` sends. */
-const TOKEN = "bench-service-token";
-const PRINCIPAL = {
+export const TOKEN = "bench-service-token";
+/** Who holds it: the asker, owner alice, in namespace `bench` (also `roundtrips`'s caller). */
+export const PRINCIPAL = {
   tokenSha256: tokenDigest(TOKEN),
   namespaceId: "bench",
   actor: "asker",
