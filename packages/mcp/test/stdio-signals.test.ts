@@ -171,7 +171,7 @@ describe("tessera mcp --stdio stopping", () => {
   it("a SIGHUP is ignored while serving and while draining, said on stderr (--json)", async () => {
     const gateway = start(["--json"]);
     await initialized(gateway);
-    await gateway.stderrHas("serving on stdio");
+    await gateway.stderrHas('"serving"');
     gateway.child.kill("SIGHUP");
     await gateway.stderrHas('"reload_ignored"');
     // Still serving.
@@ -192,7 +192,7 @@ describe("tessera mcp --stdio stopping", () => {
       .filter((line) => line.startsWith("{"))
       .map((line) => (JSON.parse(line) as { event?: string }).event)
       .filter((event) => event !== undefined);
-    expect(events).toEqual(["reload_ignored", "stopping", "reload_ignored", "stopped"]);
+    expect(events).toEqual(["serving", "reload_ignored", "stopping", "reload_ignored", "stopped"]);
     expect(gateway.lines.every((line) => line.jsonrpc === "2.0")).toBe(true);
   }, 60_000);
 

@@ -87,7 +87,7 @@ export function mcpCommand(): Command {
           },
         );
         process.on("SIGHUP", noReload);
-        process.stderr.write("tessera mcp: serving on stdio\n");
+        say({ event: "serving", transport: "stdio" }, "serving on stdio");
         const signalled = await Promise.race([
           stopped.then(() => true),
           served.closed.then(() => false),
