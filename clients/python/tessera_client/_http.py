@@ -2,8 +2,9 @@
 
 Standard library only: ``urllib.request`` with redirects refused (a bearer token and a signed
 decision must not follow a redirect to another host), JSON in and out. Each attempt is bounded
-as a whole by ``timeout_s`` (a timer shuts its socket down), and an answer the service sent
-while the request was still being written (a 413 for a body over its limit) is read and used.
+as a whole by ``timeout_s`` (the name lookup and a TLS handshake included; a timer shuts its
+socket down), and an answer the service sent while the request was still being written (a 413
+for a body over its limit) is read and used.
 """
 
 from __future__ import annotations
@@ -156,6 +157,10 @@ def checked_timeout(timeout_s: object) -> float:
 # ---- one attempt, bounded as a whole ----------------------------------------------------------
 
 
+#: One answer of ``socket.getaddrinfo``: family, type, protocol, canonical name, address.
+_AddressInfo = tuple[socket.AddressFamily, socket.SocketKind, int, str, Any]
+
+
 class _Deadline:
     """One attempt's bound: when ``timeout_s`` has passed, a timer shuts its socket down.
 
@@ -179,6 +184,34 @@ class _Deadline:
 
     def passed(self) -> bool:
         return self._fired or time.monotonic() >= self._at
+
+    def remaining(self) -> float:
+        return max(0.0, self._at - time.monotonic())
+
+    def resolve(self, host: str, port: int) -> list[_AddressInfo]:
+        """``getaddrinfo`` within what is left of the attempt.
+
+        The lookup has no timeout of its own (a resolver that does not answer holds the caller
+        for as long as the system's retries last), so it runs in a daemon thread that is left
+        behind, and its answer dropped, once the deadline passes.
+        """
+        found: list[list[_AddressInfo]] = []
+        failed: list[BaseException] = []
+
+        def look_up() -> None:
+            try:
+                found.append(socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM))
+            except BaseException as error:  # handed to the caller's thread as is
+                failed.append(error)
+
+        worker = threading.Thread(target=look_up, name="tessera-resolve", daemon=True)
+        worker.start()
+        worker.join(self.remaining())
+        if failed:
+            raise failed[0]
+        if not found:
+            raise TimeoutError(f"resolving {host} took longer than the attempt's {self.timeout_s} s")
+        return found[0]
 
     def watch(self, sock: socket.socket | None) -> None:
         """Puts a connected socket under the deadline (shut down at once if it has passed)."""
@@ -220,6 +253,38 @@ def _shut_down(sock: socket.socket) -> None:
         pass
 
 
+def _connect_within(
+    deadline: _Deadline,
+    address: tuple[str, int],
+    timeout: Any = None,
+    source_address: tuple[str, int] | None = None,
+) -> socket.socket:
+    """``socket.create_connection`` with the name lookup and the connect under ``deadline``.
+
+    The socket is watched from before its connect, so the attempt's one bound also covers the
+    connect and the TLS handshake (``http.client`` wraps this socket after it returns), not
+    only what follows them.
+    """
+    host, port = address
+    last: OSError | None = None
+    for family, kind, proto, _, sockaddr in deadline.resolve(host, port):
+        sock = socket.socket(family, kind, proto)
+        try:
+            step = deadline.remaining()
+            sock.settimeout(step if not isinstance(timeout, (int, float)) else min(step, timeout))
+            if source_address is not None:
+                sock.bind(source_address)
+            deadline.watch(sock)
+            sock.connect(sockaddr)
+            return sock
+        except OSError as error:
+            sock.close()
+            last = error
+            if deadline.passed():
+                break
+    raise last if last is not None else OSError(f"{host} resolved to no address")
+
+
 class _Connection(http.client.HTTPConnection):
     """``http.client``'s connection, under a deadline, reading the answer to a cut-off send.
 
@@ -233,6 +298,8 @@ class _Connection(http.client.HTTPConnection):
         super().__init__(*args, **kwargs)
         self._deadline = deadline
         self._send_error: OSError | None = None
+        if deadline is not None:
+            self._create_connection = functools.partial(_connect_within, deadline)
 
     def connect(self) -> None:
         super().connect()

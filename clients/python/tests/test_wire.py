@@ -9,6 +9,7 @@ import socket
 import threading
 import time
 import unittest
+import unittest.mock
 from collections.abc import Callable
 from typing import Any
 
@@ -277,6 +278,69 @@ class WholeExchangeTimeoutTest(unittest.TestCase):
         self.assertEqual(fake.connections, 3)
         self.assertGreaterEqual(elapsed, 1.4)
         self.assertLess(elapsed, 6.0)
+
+
+def trickle_tls(server: RawServer, connection: socket.socket) -> None:
+    """Reads the ClientHello, then a TLS record header announcing 16 KiB, one byte every 0.1 s."""
+    connection.recv(4096)
+    for byte in b"\x16\x03\x03\x40\x00" + b"\x00" * 16384:
+        connection.sendall(bytes([byte]))
+        time.sleep(0.1)
+
+
+SLOW_HOST = "tessera-slow-resolver.test"
+
+
+class LookupAndHandshakeTimeoutTest(unittest.TestCase):
+    """``timeout_s`` bounds the name lookup too. Before, the lookup had no bound at all: it
+    lasted as long as the system's resolver retried. The TLS handshake was already bounded by
+    CPython's own deadline for it (the socket's timeout, for the whole handshake); it now counts
+    against the attempt's one bound, and this test keeps a trickled handshake from holding."""
+
+    def outcome_of(self, call: Callable[[], object]) -> tuple[BaseException, float]:
+        outcome: list[BaseException] = []
+        started = time.monotonic()
+
+        def run() -> None:
+            try:
+                call()
+            except BaseException as error:  # noqa: BLE001 (handed to the test thread)
+                outcome.append(error)
+
+        worker = threading.Thread(target=run, daemon=True)
+        worker.start()
+        worker.join(timeout=20)
+        self.assertFalse(worker.is_alive(), "the call was still blocked 20 s later with timeout_s=0.5")
+        self.assertEqual(len(outcome), 1)
+        return outcome[0], time.monotonic() - started
+
+    def test_a_name_lookup_that_does_not_answer_times_out(self) -> None:
+        real = socket.getaddrinfo
+
+        def slow(host: Any, *args: Any, **kwargs: Any) -> Any:
+            if host == SLOW_HOST:
+                time.sleep(6)  # a resolver that does not answer, then gives up
+                raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+            return real(host, *args, **kwargs)
+
+        client = TesseraClient(f"http://{SLOW_HOST}:8787", "t", timeout_s=0.5, retry=RetryPolicy(attempts=1))
+        with unittest.mock.patch("socket.getaddrinfo", slow):
+            error, elapsed = self.outcome_of(client.tools)
+        assert isinstance(error, UnavailableError), repr(error)
+        self.assertEqual((error.code, error.attempts), ("service_unreachable", 1))
+        self.assertIn("no answer within 0.5 s", error.message)
+        self.assertLess(elapsed, 3.0)
+
+    def test_a_trickled_tls_handshake_times_out(self) -> None:
+        fake = RawServer(trickle_tls)
+        self.addCleanup(fake.close)
+        url = fake.url.replace("http://", "https://")
+        client = TesseraClient(url, "t", timeout_s=0.5, retry=RetryPolicy(attempts=1))
+        error, elapsed = self.outcome_of(client.tools)
+        assert isinstance(error, UnavailableError), repr(error)
+        self.assertEqual(error.code, "service_unreachable")
+        self.assertIn("no answer within 0.5 s", error.message)
+        self.assertLess(elapsed, 3.0)
 
 
 def answer_before_reading(status: int, body: dict[str, Any] | None) -> Callable[[RawServer, socket.socket], None]:
