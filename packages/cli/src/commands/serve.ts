@@ -133,7 +133,6 @@ export function serveCommand(): Command {
       // Warned once it listens: a bind that fails says only why it failed.
       warnIfExposed(config);
       if (transport === undefined) warnNoTransport();
-      announce(options.json, { event: "listening", url: server.url }, `listening on ${server.url}`);
       // SIGHUP reads the principals file and the identity file again: a revoked token, a new
       // audience or claim mapping need no restart.
       const reload = () => {
@@ -143,11 +142,15 @@ export function serveCommand(): Command {
         if (config.identity !== undefined) reloadIdentity(server, config.identity, options.json);
       };
       process.on("SIGHUP", reload);
-      await new Promise<void>((resolve) => {
+      const stopped = new Promise<void>((resolve) => {
         const stop = () => resolve();
         process.once("SIGINT", stop);
         process.once("SIGTERM", stop);
       });
+      // Said only once every handler is in place: a signal sent on reading this line found the
+      // default action (the process ended at once, the drain skipped) when it came first.
+      announce(options.json, { event: "listening", url: server.url }, `listening on ${server.url}`);
+      await stopped;
       process.off("SIGHUP", reload);
       // Still handled while the requests under way answer: Node's default for SIGHUP (a log
       // rotation, a config push) ends the process, cutting them and leaving their calls in doubt.
