@@ -6,6 +6,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { openClaimReader, openStores, SCHEMA_VERSION } from "@tessera/sqlite";
+import { expectClaimReaderReads } from "@tessera/testkit";
 import BetterSqlite3 from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseSqliteUrl } from "../src/config.js";
@@ -42,9 +43,7 @@ describe("SQLite openClaimReader", () => {
     await stores.close();
     const reader = await openClaimReader(url);
     try {
-      expect((await reader.listInDoubt("s")).map((c) => c.functionCallId)).toEqual(["open"]);
-      expect((await reader.get({ session: "s", functionCallId: "open" }))?.bodyHash).toBe("h");
-      expect(Object.keys(reader).sort()).toEqual(["close", "get", "listInDoubt"]);
+      await expectClaimReaderReads(reader);
     } finally {
       await reader.close();
     }

@@ -15,6 +15,7 @@ export {
   type BundleFactory,
   describeStoreBundleConformance,
 } from "./bundle-suite.js";
+export { expectClaimReaderReads } from "./claim-reader.js";
 export { describeClaimStoreConformance } from "./claims-suite.js";
 export { expectClosedStoresRefuse, type StoresBundle } from "./closed-stores.js";
 export type { OpenedStore, OutageControl, ProcessSpec, StoreFactory } from "./factory.js";
