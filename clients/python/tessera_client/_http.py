@@ -12,6 +12,7 @@ from __future__ import annotations
 import email.utils
 import functools
 import http.client
+import ipaddress
 import json
 import math
 import random
@@ -157,6 +158,14 @@ def checked_timeout(timeout_s: object) -> float:
 # ---- one attempt, bounded as a whole ----------------------------------------------------------
 
 
+def _is_ip_literal(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
 #: One answer of ``socket.getaddrinfo``: family, type, protocol, canonical name, address.
 _AddressInfo = tuple[socket.AddressFamily, socket.SocketKind, int, str, Any]
 
@@ -195,6 +204,9 @@ class _Deadline:
         for as long as the system's retries last), so it runs in a daemon thread that is left
         behind, and its answer dropped, once the deadline passes.
         """
+        if _is_ip_literal(host):
+            # Nothing to look up: no thread for the usual loopback or IP address.
+            return socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM, 0, socket.AI_NUMERICHOST)
         found: list[list[_AddressInfo]] = []
         failed: list[BaseException] = []
 
