@@ -31,7 +31,7 @@ import {
 } from "./baselines.js";
 import { identityRows } from "./identity.js";
 import { LoadClient, type LoadSpec } from "./load.js";
-import { answerSize, service } from "./service.js";
+import { answerSize, service, storesAuditInMemory } from "./service.js";
 
 /** Alternating slices per side, and the length of one slice. */
 const ROUNDS = 4;
@@ -113,6 +113,9 @@ async function deniedRows(
   const memory = await service("memory");
   const recording = new DurableRows(join(scratch, "service-rows.db"));
   const recorded = await service("memory", recording);
+  const readsOnly = await service(
+    await storesAuditInMemory(`sqlite:${join(scratch, "service-reads.db")}`),
+  );
   const size = await answerSize(sqlite.url, "denied");
   const bare = await bareRoute(size);
   const ceiling = await durableRowRoute(join(scratch, "route-rows.db"), size);
@@ -138,8 +141,13 @@ async function deniedRows(
           shape: "denied",
           connections: c,
         }),
+        http(client, "denied send (sqlite reads, audit in memory)", {
+          url: readsOnly.url,
+          shape: "denied",
+          connections: c,
+        }),
       ];
-      const [ours, mem, bareRate, floor, both] = await alternate(sides);
+      const [ours, mem, bareRate, floor, both, reads] = await alternate(sides);
       const base = { name: baseline, value: bareRate?.rate ?? 0 };
       rows.push(
         c === MANY
@@ -178,13 +186,20 @@ async function deniedRows(
           base,
           `${meaning} (information: the service's own work with stores in memory, each audit event also awaiting one durable row: what any durable audit sink can give the denied send at most)`,
         ),
+        ratioRow(
+          `ceiling: service denied send (sqlite stores, its event kept in memory) vs memory stores, c=${c}`,
+          reads?.rate ?? 0,
+          { name: "denied send (memory stores)", value: mem?.rate ?? 0 },
+          "requests/s ÷ the memory-store service, same run (information: every read the denial makes goes to SQLite, the grant set's version and the caller's ticket use, and its event is written nowhere durable: what the SQLite service can reach with an audit write that costs this process nothing)",
+        ),
       );
-      notes.push(...latencies(sides, [ours, mem, bareRate, floor, both] as Measured[], c));
+      notes.push(...latencies(sides, [ours, mem, bareRate, floor, both, reads] as Measured[], c));
     }
   } finally {
     await bare.close();
     await ceiling.close();
     await recorded.close();
+    await readsOnly.close();
     recording.close();
     await memory.close();
     await sqlite.close();

@@ -56,21 +56,42 @@ function memoryStoresRecordingTo(rows: DurableRows): ServiceStores & { close(): 
 }
 
 /**
+ * The ports of `storeUrl`, but audit in memory: every read a decision makes goes to the store,
+ * and no event is written there. A denial without a call ID writes nothing else, so this is
+ * the most any audit sink written on the event loop can give that denial over this store.
+ */
+export async function storesAuditInMemory(
+  storeUrl: string,
+): Promise<ServiceStores & { close(): Promise<void> }> {
+  const stores = await openStores(storeUrl);
+  return {
+    grants: stores.grants,
+    usage: stores.usage,
+    claims: stores.claims,
+    acts: stores.acts,
+    audit: new InMemoryAuditSink(),
+    close: () => stores.close(),
+  };
+}
+
+/**
  * The service over `storeUrl` (or memory, where `recordTo` adds a `DurableRows` row to each
- * audit event), holding one bounded ticket for `colleague`.
+ * audit event; or the given stores), holding one bounded ticket for `colleague`.
  */
 export async function service(
-  storeUrl: string | "memory",
+  storeUrl: string | "memory" | (ServiceStores & { close(): Promise<void> }),
   recordTo?: DurableRows,
   /** JWT access tokens accepted beside the static token (`bench/src/service/identity.ts`). */
   identity?: ListenOptions["identity"],
 ): Promise<Running> {
   const stores =
-    storeUrl !== "memory"
-      ? await openStores(storeUrl)
-      : recordTo === undefined
-        ? memoryStores()
-        : memoryStoresRecordingTo(recordTo);
+    typeof storeUrl !== "string"
+      ? storeUrl
+      : storeUrl !== "memory"
+        ? await openStores(storeUrl)
+        : recordTo === undefined
+          ? memoryStores()
+          : memoryStoresRecordingTo(recordTo);
   await stores.grants.add({
     id: `bench-ticket-${randomBytes(4).toString("hex")}`,
     namespaceId: "bench",
