@@ -72,23 +72,71 @@ async function send(
   again = false,
 ): Promise<Forwarded> {
   const upstream = entry.upstream;
-  let client: Client;
-  try {
-    // A client that exited is restarted here, for this new call (never for one in doubt).
-    client = await upstream.client();
-  } catch (error) {
-    // An upstream whose token could not be had is named with its token endpoint and cause.
-    const why = error instanceof UpstreamTokenError ? error.message : "upstream not connected";
-    return { kind: "failed", why, sent: false };
-  }
   // The deadline is a signal of our own, rejecting with this very object: a -32001 the
   // upstream sends cannot pass for it. Over HTTP it also aborts the request (see upstream-http.ts).
+  // It runs from before the client is had: a restarted upstream whose handshake hangs holds the
+  // call no longer than one that hangs on the call itself.
   const deadline = new AbortController();
   let timedOut: McpError | undefined;
   const timer = setTimeout(() => {
     timedOut = new McpError(ErrorCode.RequestTimeout, `no answer in ${timeoutMs} ms`);
     deadline.abort(timedOut);
   }, timeoutMs);
+  try {
+    let client: Client;
+    try {
+      // A client that exited is restarted here, for this new call (never for one in doubt).
+      client = await beforeDeadline(upstream.client(), deadline.signal);
+    } catch (error) {
+      // Nothing of the call was sent: the upstream was not ready for it within its deadline.
+      if (timedOut !== undefined && error === timedOut) {
+        return {
+          kind: "failed",
+          why: `the upstream did not start in ${timeoutMs} ms`,
+          sent: false,
+        };
+      }
+      // An upstream whose token could not be had is named with its token endpoint and cause.
+      const why = error instanceof UpstreamTokenError ? error.message : "upstream not connected";
+      return { kind: "failed", why, sent: false };
+    }
+    return await sendOn(client, entry, args, timeoutMs, traced, again, deadline, () => timedOut);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** `promise`, or the deadline's reason once it has passed (the promise goes on unheeded). */
+function beforeDeadline<T>(promise: Promise<T>, deadline: AbortSignal): Promise<T> {
+  if (deadline.aborted) return Promise.reject(deadline.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(deadline.reason);
+    deadline.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (value) => {
+        deadline.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        deadline.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+/** The call on a connected client, under the call's deadline. */
+async function sendOn(
+  client: Client,
+  entry: CatalogEntry,
+  args: Record<string, unknown>,
+  timeoutMs: number,
+  traced: UpstreamTrace,
+  again: boolean,
+  deadline: AbortController,
+  timedOut: () => McpError | undefined,
+): Promise<Forwarded> {
+  const upstream = entry.upstream;
   const transport = client.transport;
   const http = transport instanceof CallTransport;
   const request = (): Promise<CallToolResult> =>
@@ -105,7 +153,8 @@ async function send(
     );
     return { kind: "result", result };
   } catch (error) {
-    if (timedOut !== undefined && error === timedOut)
+    const expired = timedOut();
+    if (expired !== undefined && error === expired)
       return { kind: "in_doubt", why: `no answer in ${timeoutMs} ms` };
     const outcome = ending(error, client, transport);
     if (outcome.retire) upstream.retire(client);
@@ -113,8 +162,6 @@ async function send(
     // on its way when the call took it): nothing was sent, so a fresh client sends it, once.
     if (outcome.unsent && !again) return send(entry, args, timeoutMs, traced, true);
     return outcome.forwarded;
-  } finally {
-    clearTimeout(timer);
   }
 }
 

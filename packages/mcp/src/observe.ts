@@ -1,22 +1,39 @@
 import type { ActLedger, AuditEvent, AuditSink } from "@tessera/core";
+import { wrapActLedger } from "@tessera/core/store-kit";
 
 /**
  * The gateway's decision events, seen on their way to the store: `tessera mcp` writes one log
  * line per tool call from them. Only an event the store took is seen (an act's recorded event,
- * or the exhausted one when its spend lost; an append that resolved).
+ * or the exhausted one when its spend lost; a withdrawal's event; an append that resolved).
  */
 export type DecisionObserver = (event: AuditEvent) => void;
 
+/**
+ * The store's act ledger, its decisions seen. What the ledger declares is kept: its `withdraw`
+ * (an act whose reply was lost is withdrawn, so its call ID is not blocked and its use comes
+ * back), the grant versions it checks in each act (`checksVersionsIn`: a warm call is its act
+ * alone, one round trip) and `undoesLostSpends`. Keeping `record` only lost all three.
+ */
 export function observeActs(inner: ActLedger, seen: DecisionObserver): ActLedger {
-  return {
-    record: async (act) => {
-      const result = await inner.record(act);
-      if (result.status === "recorded") {
-        seen(result.recorded === "exhausted" && act.exhausted ? act.exhausted : act.event);
-      }
-      return result;
-    },
+  const record: ActLedger["record"] = async (act) => {
+    const result = await inner.record(act);
+    if (result.status === "recorded") {
+      seen(result.recorded === "exhausted" && act.exhausted ? act.exhausted : act.event);
+    }
+    return result;
   };
+  const withdraw = inner.withdraw?.bind(inner);
+  return wrapActLedger(
+    inner,
+    record,
+    withdraw &&
+      (async (withdrawal) => {
+        const result = await withdraw(withdrawal);
+        // A withdrawal's event is a decision's record like any other: one line.
+        if (result === "withdrawn") seen(withdrawal.event);
+        return result;
+      }),
+  );
 }
 
 export function observeAudit<S extends AuditSink>(inner: S, seen: DecisionObserver): S {
@@ -26,8 +43,9 @@ export function observeAudit<S extends AuditSink>(inner: S, seen: DecisionObserv
         const value = Reflect.get(target, key, receiver);
         return typeof value === "function" ? value.bind(target) : value;
       }
-      return (event: AuditEvent) => {
-        const appended = target.append(event);
+      // The options pass on: a denial after its reply may be written unflushed (AppendOptions).
+      return (event: AuditEvent, options?: Parameters<AuditSink["append"]>[1]) => {
+        const appended = target.append(event, options);
         if (appended === undefined) {
           seen(event);
           return appended;

@@ -52,6 +52,8 @@ export class Upstream {
   readonly #auth: ClientCredentials | undefined;
   #client: Client | undefined;
   #connecting: Promise<Client> | undefined;
+  /** The client of a handshake under way: closing the upstream ends it rather than waits. */
+  #handshaking: Client | undefined;
   #fetch: UpstreamFetch | undefined;
   #failures = 0;
   #notBefore = 0;
@@ -118,6 +120,7 @@ export class Upstream {
   /** One client, connected and its tools listed; closed again if any of that fails. */
   async #handshake(): Promise<Client> {
     const client = new Client(GATEWAY_INFO);
+    this.#handshaking = client;
     try {
       await client.connect(this.#transport());
       const tools = await listAll(client);
@@ -140,6 +143,8 @@ export class Upstream {
     } catch (error) {
       await client.close().catch(() => undefined);
       throw error;
+    } finally {
+      if (this.#handshaking === client) this.#handshaking = undefined;
     }
   }
 
@@ -191,6 +196,9 @@ export class Upstream {
 
   async close(): Promise<void> {
     this.#closed = true;
+    // A start that hangs (a server that never answers its handshake) is ended, not waited for:
+    // the SDK's own handshake timeout is 60 s.
+    await this.#handshaking?.close().catch(() => undefined);
     const client = this.#client ?? (await this.#connecting?.catch(() => undefined));
     this.#client = undefined;
     await client?.close().catch(() => undefined);

@@ -257,6 +257,42 @@ describe("hostile input at the MCP gateway", () => {
     await post(harness.url, ALICE_TOKEN, call, other);
     expect(harness.counts("echo")).toBe(2);
   });
+
+  it("a JSON-RPC id too long to key a call is a protocol error: nothing claimed or run, one bounded event", async () => {
+    harness = await startHarness({}, [toolGrant("alice", ["messages", "echo"])]);
+    const session = await rawSession(harness.url, ALICE_TOKEN);
+    const call = (id: string, meta?: Record<string, string>) =>
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id,
+        method: "tools/call",
+        params: {
+          name: "messages.echo",
+          arguments: { text: "x" },
+          ...(meta ? { _meta: meta } : {}),
+        },
+      });
+    const long = "i".repeat(60_000);
+    const answer = await post(harness.url, ALICE_TOKEN, call(long), session);
+    expect(answer.status).toBe(200);
+    const body = (await answer.json()) as { id: unknown; error?: { code: number; data?: unknown } };
+    // Before: a tool result refusing invalid_request, its claim and event keyed by the whole id.
+    expect(body.id).toBe(long);
+    expect(body.error?.code).toBe(-32602);
+    expect(body.error?.data).toEqual({ code: "invalid_request" });
+    expect(harness.counts("echo")).toBe(0);
+    const events = await harness.audit.read();
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({ reason: "invalid_request", code: "invalid_request" });
+    expect(events[0]?.callId.length).toBeLessThan(200);
+    expect(events[0]?.callId).toMatch(/:sha256:[0-9a-f]{64}$/);
+    // With an idempotency key the id keys nothing: the call runs; and a 256-character id does.
+    const keyed = await post(harness.url, ALICE_TOKEN, call(long, { [KEY]: "long-id" }), session);
+    expect(((await keyed.json()) as { result?: unknown }).result).toBeDefined();
+    const fits = await post(harness.url, ALICE_TOKEN, call("j".repeat(254)), session);
+    expect(((await fits.json()) as { result?: unknown }).result).toBeDefined();
+    expect(harness.counts("echo")).toBe(2);
+  });
 });
 
 describe("HTTP sessions", () => {

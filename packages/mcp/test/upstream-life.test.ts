@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { type GrantInput, type GrantUsageStore, InMemoryGrantUsageStore } from "@tessera/core";
 import { afterEach, describe, expect, it } from "vitest";
 import { ALICE_TOKEN, type Harness, startHarness, textOf, toolGrant, UPSTREAM } from "./support.js";
 
@@ -20,20 +21,31 @@ function rpcCode(error: unknown): string | undefined {
   return (error as { data?: { code?: string } }).data?.code;
 }
 
-/** A harness whose upstream also logs its starts and can be told to refuse to start. */
+/**
+ * A harness whose upstream also logs its starts and can be told to refuse to start (`refuse`)
+ * or to start and never answer its handshake (`hang`).
+ */
 async function lifeHarness(
   restartBackoffMs = 250,
-): Promise<{ harness: Harness; starts(): number; refuse: string }> {
+  extra: { upstreamTimeoutMs?: number; grants?: GrantInput[]; usage?: GrantUsageStore } = {},
+): Promise<{ harness: Harness; starts(): number; refuse: string; hang: string }> {
   const dir = join(
     process.env.TMPDIR ?? "/tmp",
     `tessera-mcp-life-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`,
   );
   const startFile = `${dir}.starts`;
   const refuse = `${dir}.refuse`;
+  const hang = `${dir}.hang`;
   const countFile = `${dir}.count`;
   const h = await startHarness(
     {
-      limits: { restartBackoffMs },
+      ...(extra.usage === undefined ? {} : { usage: extra.usage }),
+      limits: {
+        restartBackoffMs,
+        ...(extra.upstreamTimeoutMs === undefined
+          ? {}
+          : { upstreamTimeoutMs: extra.upstreamTimeoutMs }),
+      },
       upstreams: {
         messages: {
           command: process.execPath,
@@ -42,12 +54,13 @@ async function lifeHarness(
             COUNT_FILE: countFile,
             START_FILE: startFile,
             REFUSE_FILE: refuse,
+            HANG_FILE: hang,
             PATH: process.env.PATH ?? "",
           },
         },
       },
     },
-    [toolGrant("alice", ["messages"], { scope: "descendants" })],
+    extra.grants ?? [toolGrant("alice", ["messages"], { scope: "descendants" })],
   );
   const close = h.close;
   const harness: Harness = {
@@ -61,12 +74,12 @@ async function lifeHarness(
         : 0,
     close: async () => {
       await close();
-      for (const f of [startFile, refuse, countFile]) rmSync(f, { force: true });
+      for (const f of [startFile, refuse, hang, countFile]) rmSync(f, { force: true });
     },
   };
   const starts = () =>
     existsSync(startFile) ? readFileSync(startFile, "utf8").split("\n").length - 1 : 0;
-  return { harness, starts, refuse };
+  return { harness, starts, refuse, hang };
 }
 
 describe("an upstream that exits", () => {
@@ -121,6 +134,43 @@ describe("an upstream that exits", () => {
     expect(textOf(answer)).toBe("c");
     expect(harness.counts("echo")).toBe(1);
   });
+  it("and starts again hanging in its handshake fails the next call within the call's deadline, nothing sent, its ticket's use given back", async () => {
+    const usage = new InMemoryGrantUsageStore();
+    const ticket = toolGrant("alice", ["messages", "send_message", "bob"], { maxUses: 1 });
+    const life = await lifeHarness(100, {
+      upstreamTimeoutMs: 1500,
+      grants: [toolGrant("alice", ["messages", "crash"]), ticket],
+      usage,
+    });
+    harness = life.harness;
+    const alice = await harness.client(ALICE_TOKEN);
+    await expect(alice.callTool({ name: "messages.crash", arguments: {} })).rejects.toSatisfy(
+      (e) => rpcCode(e) === "call_in_doubt",
+    );
+    writeFileSync(life.hang, "");
+    const call = {
+      name: "messages.send_message",
+      arguments: { to: "bob", text: "hi" },
+      _meta: { [KEY]: "hung-start" },
+    };
+    // Before, the call waited for the SDK's own 60 s handshake timeout: this client gave up first.
+    const failed = await alice.callTool(call, undefined, { timeout: 20_000 }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(rpcCode(failed)).toBe("upstream_failed");
+    expect(String((failed as Error).message)).toContain("did not start");
+    expect(harness.counts("send_message")).toBe(0);
+    const events = await harness.audit.read({ callId: "hung-start" });
+    expect(events.map((e) => e.reason)).toEqual(["allowed", "delivery_failed", "use_returned"]);
+    // The ticket's use came back: bob's ticket reaches the tool again.
+    expect(await usage.getUsage("acme", ticket.id)).toBe(0);
+    expect((await alice.listTools()).tools.map((t) => t.name)).toContain("messages.send_message");
+    // Its replay is the same error, never forwarded.
+    await expect(alice.callTool(call)).rejects.toSatisfy((e) => rpcCode(e) === "upstream_failed");
+    expect(harness.counts("send_message")).toBe(0);
+    // Closing the gateway ends the start still hanging (harness.close below) at once.
+  }, 40_000);
 });
 
 describe("an upstream whose tools change", () => {
