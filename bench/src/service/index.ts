@@ -386,7 +386,7 @@ export async function run(): Promise<BenchSection> {
   notes.push(
     `autocannon in a child process of its own (the services and baselines share this one), ${ROUNDS} alternating ${SLICE_MS} ms slices per side (order reversed every other round), median slice rate per side; targets judged at c=${MANY} (autocannon's default), c=${ONE} rows are information`,
     "denied send: no callId (not retry-safe), a recipient nobody holds a ticket for; the decision is still audited in the store",
-    "allowed send: a fresh callId per request, one bounded ticket spent per send; the caller waits for the call's claim, the spend and the audit event; the answer and two settles are written after the reply",
+    "allowed send: a fresh callId per request, one bounded ticket spent per send; the caller waits for its act (the call's claim, the spend and the audit event: one write of the store's act ledger, shared by the acts in flight); after the reply, the answer is settled into the claim (one write for the settles of that moment)",
     `raw-write route: the bare Fastify route awaiting exactly one raw claim-row write per request (SQLite: the same WAL/synchronous=FULL settings, its own file; PostgreSQL: the store's claims table, a pool of ${PG_POOL} as the store's); the in-process row calls the same write with no HTTP`,
   );
   return { name: "service", rows, notes };
