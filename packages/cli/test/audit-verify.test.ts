@@ -1,4 +1,4 @@
-import { readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type AuditEvent, JsonlAuditSink } from "@tessera/core";
 import { EMPTY_HEAD, linkAuditEvent } from "@tessera/core/store-kit";
@@ -247,5 +247,37 @@ describe("tessera audit checkpoint and keygen", () => {
     );
     expect(refused.code).toBe(3);
     expect(refused.stdout).toContain('not signed: deleted event in stream "team"');
+  });
+
+  // Before: `--json` printed the text line "not signed: …" on stdout, which a script that
+  // asked for JSON could not parse (and `> checkpoints.json` kept as the checkpoint file).
+  it("with --json, refuses to sign a broken trail in JSON: signed false and the break", () => {
+    const { dir, file, lines } = signed();
+    write(
+      file,
+      lines.filter((_, i) => i !== 1),
+    );
+    const key = join(dir, "keys", "audit-signing.key");
+    for (const out of [[], ["--out", join(dir, "unsigned.json")]]) {
+      const refused = tessera(
+        "audit",
+        "checkpoint",
+        "--file",
+        file,
+        "--private-key",
+        key,
+        ...out,
+        "--json",
+      );
+      expect(refused.code).toBe(3);
+      expect(refused.stderr).toBe("");
+      const report = JSON.parse(refused.stdout) as {
+        signed: boolean;
+        break: { kind: string; stream: string };
+      };
+      expect(report.signed).toBe(false);
+      expect(report.break).toMatchObject({ kind: "deleted", stream: "team" });
+    }
+    expect(existsSync(join(dir, "unsigned.json"))).toBe(false);
   });
 });

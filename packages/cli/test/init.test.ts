@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import {
   chmodSync,
   existsSync,
@@ -13,7 +14,7 @@ import { join } from "node:path";
 import { createTesseraClient } from "@tessera/client";
 import { tokenDigest } from "@tessera/server";
 import { describe, expect, it } from "vitest";
-import { expectRefusal, scratch, serveProcess, tesseraWith } from "./support/cli.js";
+import { BIN, expectRefusal, scratch, serveProcess, tesseraWith } from "./support/cli.js";
 
 const run = tesseraWith;
 
@@ -163,6 +164,57 @@ describe("tessera init", () => {
     const root = scratch();
     expectRefusal(run({}, "init", join(root, "a", "b")), "data_dir_missing");
     expect(existsSync(join(root, "a"))).toBe(false);
+  });
+
+  // Before: init printed two tokens and exit 0, then serve refused the principals file it wrote
+  // (invalid_config: principals.1.actor too big), and a second init refused the directory as
+  // not empty: provisioned, yet unusable, with no way forward but removing it by hand.
+  it("refuses IDs serve would refuse, naming the flag, and makes nothing", () => {
+    const root = scratch();
+    const long = "a".repeat(513);
+    for (const [flag, value] of [
+      ["--agent", long],
+      ["--namespace", long],
+      ["--authority", long],
+      ["--host", "h".repeat(4097)],
+    ] as const) {
+      const dir = join(root, flag.slice(2));
+      const done = run({}, "init", dir, flag, value);
+      expectRefusal(done, "invalid_usage");
+      expect(done.stderr).toContain(`${flag}: Too big`);
+      expect(done.stdout).not.toContain("tsk_");
+      expect(existsSync(dir)).toBe(false);
+    }
+    // At the limit, what init makes serve takes.
+    const made = init(join(root, "limit"), "--agent", "a".repeat(512), "--port", "0");
+    expect(readdirSync(made.dataDir)).toContain("tessera.json");
+  });
+
+  it("serves a directory provisioned with the longest IDs it takes", async () => {
+    const max = "x".repeat(512);
+    const made = init(join(scratch(), "data"), "--agent", max, "--namespace", max, "--port", "0");
+    const served = await serveProcess(["--data", made.dataDir]);
+    expect(await served.stop()).toBe(0);
+  });
+
+  // Before: `init ""` (`init "$DIR"` with DIR unset) and an empty TESSERA_DATA both named the
+  // current directory, which init provisioned when it was empty and closed to others (0700).
+  it("refuses an empty directory name or TESSERA_DATA instead of provisioning the current directory", () => {
+    const cwd = scratch();
+    const inCwd = (env: Record<string, string>, ...args: string[]) => {
+      const done = spawnSync(process.execPath, [BIN, "init", ...args], {
+        cwd,
+        encoding: "utf8",
+        env: { PATH: process.env.PATH ?? "", ...env },
+      });
+      return { code: done.status, stdout: done.stdout, stderr: done.stderr };
+    };
+    expectRefusal(inCwd({}, ""), "invalid_usage");
+    expectRefusal(inCwd({ TESSERA_DATA: "" }), "invalid_config");
+    expect(readdirSync(cwd)).toEqual([]);
+    // With a directory named, an empty TESSERA_DATA is not consulted.
+    expect(inCwd({ TESSERA_DATA: "" }, "data", "--json").code).toBe(0);
+    expect(readdirSync(cwd)).toEqual(["data"]);
   });
 
   it("refuses with JSON on stderr under --json", () => {

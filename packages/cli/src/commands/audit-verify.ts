@@ -193,8 +193,11 @@ export function auditCheckpointCommand(): Command {
       const privateKey = readText(options.privateKey, "private key");
       const { result } = await walkTrail(options);
       if (!result.ok) {
-        // Signing a broken trail would vouch for the tampering.
-        printLines([`not signed: ${describeBreak(result.break)}`]);
+        // Signing a broken trail would vouch for the tampering. With --json the refusal is
+        // JSON too (the break as `audit verify --json` gives it): a script that asked for
+        // JSON parses standard output, and `> checkpoints.json` never catches a line of text.
+        if (options.json) printJson({ signed: false, break: result.break });
+        else printLines([`not signed: ${describeBreak(result.break)}`]);
         process.exitCode = EXIT_NOT_INTACT;
         return;
       }

@@ -24,6 +24,8 @@ export function initCommand(): Command {
       .argument(
         "[dir]",
         "the directory to provision (new, or empty); default $TESSERA_DATA or ./tessera-data",
+        // `init "$DIR"` with DIR unset is a slip, never the current directory.
+        nonEmpty,
       )
       // The flag every other command names a data directory with, so `init --data d` then
       // `serve --data d` reads as one flow.
@@ -60,6 +62,11 @@ export function initCommand(): Command {
             "invalid_usage",
             `two directories given (${dir} and --data ${options.data}); give one`,
           );
+        }
+        // An empty TESSERA_DATA is refused as serve and tokens refuse it: taken as a path, it
+        // named the current directory, which init then provisioned and closed to others.
+        if (dir === undefined && options.data === undefined && process.env.TESSERA_DATA === "") {
+          throw new TesseraError("invalid_config", "TESSERA_DATA is set but empty");
         }
         const target = dir ?? options.data ?? process.env.TESSERA_DATA ?? "tessera-data";
         const made = await provisionDataDir(target, options);

@@ -9,8 +9,8 @@ import {
 } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { DirectoryClaimStore } from "@tessera/a2ui";
-import { TesseraError } from "@tessera/core";
-import { tokenDigest } from "@tessera/server";
+import { isTesseraError, TesseraError } from "@tessera/core";
+import { parsePrincipals, tokenDigest } from "@tessera/server";
 import { openStoresByUrl } from "../stores.js";
 import {
   DATA_LAYOUT,
@@ -20,7 +20,7 @@ import {
   unsafeBecause,
 } from "./data-dir.js";
 import { mintToken } from "./principals-file.js";
-import type { ConfigFile } from "./schema.js";
+import { type ConfigFile, ConfigFileSchema } from "./schema.js";
 
 export interface ProvisionOptions {
   readonly namespace: string;
@@ -56,6 +56,37 @@ export async function provisionDataDir(
   options: ProvisionOptions,
 ): Promise<Provisioned> {
   const dataDir = resolve(dir);
+  const issuerToken = mintToken();
+  const agentToken = mintToken();
+  const principalsFile = {
+    principals: [
+      {
+        tokenSha256: tokenDigest(issuerToken),
+        role: "issuer",
+        namespaceId: options.namespace,
+        actor: "issuer",
+        authority: options.authority,
+      },
+      {
+        tokenSha256: tokenDigest(agentToken),
+        role: "agent",
+        namespaceId: options.namespace,
+        actor: options.agent,
+        authority: options.authority,
+      },
+    ],
+  };
+  const file: ConfigFile = {
+    version: 1,
+    store: `sqlite:${DATA_LAYOUT.database}?create=false`,
+    principals: DATA_LAYOUT.principals,
+    claims: DATA_LAYOUT.claims,
+    host: options.host,
+    port: options.port,
+  };
+  // Checked as serve will check them, before anything is made: a directory whose principals
+  // or config serve refuses could neither be served nor provisioned again (it is not empty).
+  checkAsServeWould(principalsFile, file);
   const created = prepareDirectory(dataDir);
   try {
     const claims = dataPath(dataDir, "claims");
@@ -68,37 +99,10 @@ export async function provisionDataDir(
     await stores.close();
     chmodSync(database, PRIVATE_FILE_MODE);
 
-    const issuerToken = mintToken();
-    const agentToken = mintToken();
     const principals = dataPath(dataDir, "principals");
-    writePrivate(principals, {
-      principals: [
-        {
-          tokenSha256: tokenDigest(issuerToken),
-          role: "issuer",
-          namespaceId: options.namespace,
-          actor: "issuer",
-          authority: options.authority,
-        },
-        {
-          tokenSha256: tokenDigest(agentToken),
-          role: "agent",
-          namespaceId: options.namespace,
-          actor: options.agent,
-          authority: options.authority,
-        },
-      ],
-    });
+    writePrivate(principals, principalsFile);
 
     const config = dataPath(dataDir, "config");
-    const file: ConfigFile = {
-      version: 1,
-      store: `sqlite:${DATA_LAYOUT.database}?create=false`,
-      principals: DATA_LAYOUT.principals,
-      claims: DATA_LAYOUT.claims,
-      host: options.host,
-      port: options.port,
-    };
     writePrivate(config, file);
     return Object.freeze({
       dataDir,
@@ -121,6 +125,50 @@ export async function provisionDataDir(
       { cause: error },
     );
   }
+}
+
+/** The flag of `tessera init` each checked field comes from. */
+const FLAG_OF: Readonly<Record<string, string>> = {
+  namespaceId: "--namespace",
+  authority: "--authority",
+  actor: "--agent",
+  host: "--host",
+  port: "--port",
+};
+
+/**
+ * The principals file and `tessera.json` checked whole, with the schemas `tessera serve` and
+ * `tessera tokens` check them with. A value serve would refuse (an ID over 512 characters, a
+ * host over 4096) is the operator's `invalid_usage`, naming the flag, and nothing is made.
+ */
+function checkAsServeWould(principals: unknown, config: ConfigFile): void {
+  const issues: string[] = [];
+  try {
+    parsePrincipals(principals);
+  } catch (error) {
+    if (!isTesseraError(error)) throw error;
+    issues.push(...fieldsOf(error.message));
+  }
+  const parsed = ConfigFileSchema.safeParse(config);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      const field = String(issue.path.at(-1) ?? "");
+      issues.push(`${FLAG_OF[field] ?? field}: ${issue.message}`);
+    }
+  }
+  if (issues.length > 0) {
+    throw new TesseraError(
+      "invalid_usage",
+      `tessera serve would refuse what these flags provision, so nothing was made: ${[...new Set(issues)].join("; ")}`,
+    );
+  }
+}
+
+/** `principals.1.actor: Too big…; …` (the principals check's message) as flags and reasons. */
+function fieldsOf(message: string): string[] {
+  const found = [...message.matchAll(/principals\.\d+\.(\w+): ([^;]+)/g)];
+  if (found.length === 0) return [message];
+  return found.map(([, field = "", why = ""]) => `${FLAG_OF[field] ?? field}: ${why.trim()}`);
 }
 
 /**
