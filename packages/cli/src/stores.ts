@@ -1,12 +1,14 @@
 import {
   type ClaimReader,
   type Closable,
+  isTesseraError,
   openAuditReader,
   openClaimReader,
   openStores,
   type ReadableAuditSink,
   type StoreBundle,
   storePackageFor,
+  TesseraError,
 } from "@tessera/core";
 import { explainOpenFailure } from "./open-failure.js";
 
@@ -26,6 +28,31 @@ const URL_PARSERS: Readonly<Record<string, string>> = {
  */
 export async function openStoresByUrl(url: string): Promise<StoreBundle> {
   return explained(url, openStores);
+}
+
+/**
+ * `openStoresByUrl` for a command that works on what a store already holds (`grants list`,
+ * `revoke`, `derive`): a URL that names no Tessera store (a mistyped file, schema or key
+ * prefix) is refused `schema_unavailable`, as the reading commands refuse it, instead of the
+ * writer's open making an empty store there and the command answering that it found nothing.
+ * Whether one is there is asked of the audit reader, which writes nothing; any other failure
+ * of that look is left for the writer's open to report in its own words.
+ */
+export async function openExistingStoresByUrl(url: string, command: string): Promise<StoreBundle> {
+  let reader: Closable<ReadableAuditSink> | undefined;
+  try {
+    reader = await openAuditReader(url);
+  } catch (error) {
+    if (isTesseraError(error) && error.code === "schema_unavailable") {
+      throw new TesseraError(
+        "schema_unavailable",
+        `${error.message}: ${command} works on an existing store (grants add makes one)`,
+        { cause: error },
+      );
+    }
+  }
+  await reader?.close();
+  return openStoresByUrl(url);
 }
 
 /** Core's `openAuditReader(url)` (the trail to read, nothing written), failures explained. */

@@ -153,9 +153,35 @@ describe("stores that do not open say why", () => {
     expect(run.stderr).toContain('"synchronus"');
   });
 
+  /** `grants add` of one grant to `store`: a writer's open, which may make the store. */
+  function addGrant(store: string) {
+    const file = join(scratch(), "grant.json");
+    writeFileSync(
+      file,
+      JSON.stringify({
+        subject: "agent",
+        capabilities: [
+          { resource: { namespace: "messages", path: ["bob"] }, actions: ["send"], scope: "exact" },
+        ],
+      }),
+    );
+    return tessera(
+      "grants",
+      "add",
+      "--store",
+      store,
+      "--file",
+      file,
+      "--namespace",
+      "team",
+      "--issuer",
+      "host",
+    );
+  }
+
   it("says the SQLite file's directory is missing", () => {
     const dir = join(scratch(), "not-made", "deeper");
-    const run = tessera("grants", "list", "--store", `sqlite:${dir}/g.db`, "--namespace", "team");
+    const run = addGrant(`sqlite:${dir}/g.db`);
     expectRefusal(run, "store_unavailable");
     expect(run.stderr).toContain("directory");
     expect(run.stderr).toContain("does not exist");
@@ -163,14 +189,7 @@ describe("stores that do not open say why", () => {
 
   it("says the SQLite file is missing when the URL forbids creating it", () => {
     const file = join(scratch(), "g.db");
-    const run = tessera(
-      "grants",
-      "list",
-      "--store",
-      `sqlite:${file}?create=false`,
-      "--namespace",
-      "team",
-    );
+    const run = addGrant(`sqlite:${file}?create=false`);
     expectRefusal(run, "store_unavailable");
     expect(run.stderr).toContain("no database file");
   });

@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { openStores } from "@tessera/sqlite";
 import { describe, expect, it } from "vitest";
@@ -146,12 +146,15 @@ describe("tessera grants", () => {
     expect([first.code, first.stderr]).toEqual([2, expect.stringContaining("invalid_input")]);
     const second = tessera("grants", "add", "--store", store, "--file", wrongShape);
     expect([second.code, second.stderr]).toEqual([2, expect.stringContaining("invalid_grant")]);
-    const listed = tessera("grants", "list", "--store", store, "--namespace", "team", "--json");
-    expect(JSON.parse(listed.stdout)).toEqual([]);
+    // Nothing stored, not even a store: both were refused before it was opened.
+    expect(existsSync(join(dir, "g.db"))).toBe(false);
+    const listed = tessera("grants", "list", "--store", store, "--namespace", "team");
+    expectRefusal(listed, "schema_unavailable");
   });
 
-  it("refuses to revoke a grant that does not exist", () => {
+  it("refuses to revoke a grant that does not exist", async () => {
     const store = `sqlite:${join(scratch(), "g.db")}`;
+    await (await openStores(store)).close();
     const run = tessera(
       "grants",
       "revoke",

@@ -22,8 +22,10 @@ function emptyStore() {
 }
 
 describe("listings that find nothing", () => {
-  it("grants list: a note on stderr, nothing on stdout; one line per grant once there is one", () => {
+  it("grants list: a note on stderr, nothing on stdout; one line per grant once there is one", async () => {
     const { dir, store } = emptyStore();
+    // A store with nothing in it yet (grants list works on an existing store, never makes one).
+    await (await openStores(store)).close();
     const none = tessera("grants", "list", "--store", store, "--namespace", "team");
     expect([none.code, none.stdout]).toEqual([0, ""]);
     expect(none.stderr).toBe("no grants in namespace team\n");
@@ -38,8 +40,9 @@ describe("listings that find nothing", () => {
     expect(one.stdout).toContain("subject=agent");
   });
 
-  it("grants list --json: [] and no note, so a script reads stdout alone", () => {
+  it("grants list --json: [] and no note, so a script reads stdout alone", async () => {
     const { store } = emptyStore();
+    await (await openStores(store)).close();
     const none = tessera("grants", "list", "--store", store, "--namespace", "team", "--json");
     expect([none.code, none.stdout, none.stderr]).toEqual([0, "[]\n", ""]);
   });

@@ -18,7 +18,7 @@ import {
 import { readNamedFile } from "../files.js";
 import { nonEmpty } from "../options.js";
 import { printJson, printLines, printList } from "../output.js";
-import { openStoresByUrl } from "../stores.js";
+import { openExistingStoresByUrl, openStoresByUrl } from "../stores.js";
 
 interface StoreOption {
   store: string;
@@ -81,12 +81,20 @@ function describe(issues: readonly { path: readonly PropertyKey[]; message: stri
   return issues.map((i) => `${i.path.map(String).join(".") || "(root)"}: ${i.message}`).join("; ");
 }
 
-/** Runs `task` against the stores at `url`, closing them on every exit path. */
+/**
+ * Runs `task` against the stores at `url`, closing them on every exit path. `existing` names
+ * a command that only works on what a store holds: a URL naming no store is refused then,
+ * never made into an empty one (`openExistingStoresByUrl`).
+ */
 async function withStores<T>(
   url: string,
   task: (stores: Awaited<ReturnType<typeof openStoresByUrl>>) => Promise<T>,
+  existing?: string,
 ): Promise<T> {
-  const stores = await openStoresByUrl(url);
+  const stores =
+    existing === undefined
+      ? await openStoresByUrl(url)
+      : await openExistingStoresByUrl(url, existing);
   try {
     return await task(stores);
   } finally {
@@ -171,18 +179,22 @@ export function grantsCommand(): Command {
     }
     const namespace = requireNamespace(options);
     // A bounded grant's uses, read beside it, as a service lists them: is the ticket spent?
-    const listed = await withStores(options.store, async (s) => {
-      const all = await s.grants.listNamespace(namespace);
-      return Promise.all(
-        all.map(async (grant) => ({
-          grant,
-          uses:
-            grant.constraints.maxUses === undefined
-              ? undefined
-              : await s.usage.getUsage(namespace, grant.id),
-        })),
-      );
-    });
+    const listed = await withStores(
+      options.store,
+      async (s) => {
+        const all = await s.grants.listNamespace(namespace);
+        return Promise.all(
+          all.map(async (grant) => ({
+            grant,
+            uses:
+              grant.constraints.maxUses === undefined
+                ? undefined
+                : await s.usage.getUsage(namespace, grant.id),
+          })),
+        );
+      },
+      "grants list",
+    );
     if (options.json) printJson(listed.map(({ grant }) => grant));
     else
       printList(
@@ -269,18 +281,22 @@ export function grantsCommand(): Command {
         },
       ) => {
         const request = readGrantFile(options.file) as DerivationRequest;
-        const child = await withStores(options.store, async (s) => {
-          const parent = (await s.grants.listNamespace(options.namespace)).find(
-            (grant) => grant.id === options.parent,
-          );
-          if (parent === undefined) {
-            throw new TesseraError("invalid_input", "no such parent grant in that namespace");
-          }
-          const derived = deriveGrant(parent, request, { issuer: options.issuer });
-          // Spent before the child exists: a crash in between loses uses, never gains any; a
-          // child the store refuses (its ID taken) gets them given back.
-          return addDerivedGrant(s.grants, s.usage, parent, derived);
-        });
+        const child = await withStores(
+          options.store,
+          async (s) => {
+            const parent = (await s.grants.listNamespace(options.namespace)).find(
+              (grant) => grant.id === options.parent,
+            );
+            if (parent === undefined) {
+              throw new TesseraError("invalid_input", "no such parent grant in that namespace");
+            }
+            const derived = deriveGrant(parent, request, { issuer: options.issuer });
+            // Spent before the child exists: a crash in between loses uses, never gains any; a
+            // child the store refuses (its ID taken) gets them given back.
+            return addDerivedGrant(s.grants, s.usage, parent, derived);
+          },
+          "grants derive",
+        );
         if (options.json) printJson(child);
         else {
           printLines([
@@ -308,7 +324,11 @@ export function grantsCommand(): Command {
     } else {
       const namespace = requireNamespace(options);
       const store = options.store;
-      revoked = await withStores(store, (s) => s.grants.revoke(namespace, options.id));
+      revoked = await withStores(
+        store,
+        (s) => s.grants.revoke(namespace, options.id),
+        "grants revoke",
+      );
     }
     if (!revoked) throw new TesseraError("invalid_input", "no such grant in that namespace");
     if (options.json) printJson({ revoked: options.id });
