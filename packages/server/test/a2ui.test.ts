@@ -163,6 +163,38 @@ describe("the A2UI gate: claim, then settle", () => {
     expect(settled.body.receipt).toBe("dispatched");
   });
 
+  it("refuses a settle value nested past 64 levels (400), and the handle stays open", async () => {
+    // Settled, such a value became the call's recorded answer, then overflowed the stack as
+    // the reply was written: a 500, the call dispatched, its reply lost and its handle spent.
+    const claim = await call(base, "POST", "/v1/a2ui/claim", {
+      token: alice.token,
+      body: { message: a2uiCall("fc-deep") },
+    });
+    const handle = claim.body.handle as string;
+    const deep = `${"[".repeat(20_000)}${"]".repeat(20_000)}`;
+    const refused = await call(base, "POST", "/v1/a2ui/settle", {
+      token: alice.token,
+      raw: `{"handle":${JSON.stringify(handle)},"value":${deep}}`,
+    });
+    expect(refused).toMatchObject({
+      status: 400,
+      body: { error: { code: "invalid_request", field: "value" } },
+    });
+    // 64 levels are a value like any other.
+    const at64 = JSON.parse(`${"[".repeat(64)}${"]".repeat(64)}`);
+    const settled = await call(base, "POST", "/v1/a2ui/settle", {
+      token: alice.token,
+      body: { handle, value: at64 },
+    });
+    expect(settled.body).toEqual({
+      reply: {
+        version: "v1.0",
+        rendererFunctionResponse: { functionCallId: "fc-deep", value: at64 },
+      },
+      receipt: "dispatched",
+    });
+  });
+
   it("answers another principal's handle like an unknown one (404), and it stays open", async () => {
     const claim = await call(base, "POST", "/v1/a2ui/claim", {
       token: alice.token,

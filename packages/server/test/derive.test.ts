@@ -59,6 +59,7 @@ beforeAll(async () => {
       parent("p-retry"),
       parent("p-budget"),
       parent("p-revoked"),
+      parent("p-delegated", "dave"),
       { ...parent("p-foreign"), issuer: "other-host" },
     ],
   );
@@ -172,6 +173,51 @@ describe("POST /v1/grants/derive", () => {
     });
     expect(await ids()).not.toContain("c-revoked");
     expect(await uses("p-revoked")).toBe(0);
+  });
+
+  it("lists and revokes the children its token derived; another issuer sees none of them", async () => {
+    // A child's own issuer is its delegator (the parent's subject), not the token's authority:
+    // compared by `issuer` alone, the token could neither list its children nor revoke one
+    // (`revoked: false`, like a missing grant), which stayed in force.
+    expect(
+      (await derive(issuer.token, { ...child("p-delegated", 2, "dave"), id: "c-delegated" }))
+        .status,
+    ).toBe(200);
+    const grandchild = { ...child("c-delegated", 1, "dave"), subject: "asker", id: "g-delegated" };
+    expect((await derive(issuer.token, grandchild)).status).toBe(200);
+    const listed = async (token: string) => {
+      const list = await call(base, "GET", "/v1/grants", { token });
+      expect(list.status).toBe(200);
+      const rows = list.body.grants as { grant: { id: string }; uses: number }[];
+      return new Map(rows.map((row) => [row.grant.id, row.uses]));
+    };
+    const mine = await listed(issuer.token);
+    expect(mine.get("p-delegated")).toBe(2);
+    expect(mine.get("c-delegated")).toBe(1);
+    expect(mine.get("g-delegated")).toBe(0);
+    const theirs = await listed(otherIssuer.token);
+    expect([...theirs.keys()].filter((id) => id.endsWith("-delegated"))).toEqual([]);
+    const foreign = await call(base, "DELETE", "/v1/grants/c-delegated", {
+      token: otherIssuer.token,
+    });
+    expect(foreign.body).toEqual({ revoked: false });
+
+    const before = await call(base, "POST", "/v1/authorize", {
+      token: helper.token,
+      body: send("dave", "delegated-call-1"),
+    });
+    expect(before.body).toMatchObject({ status: "allowed", grantId: "c-delegated" });
+    const revoked = await call(base, "DELETE", "/v1/grants/c-delegated", { token: issuer.token });
+    expect(revoked).toMatchObject({ status: 200, body: { revoked: true } });
+    const after = await call(base, "POST", "/v1/authorize", {
+      token: helper.token,
+      body: send("dave", "delegated-call-2"),
+    });
+    expect(after.body).toMatchObject({ status: "denied" });
+    const explained = await call(base, "GET", "/v1/explain?callId=delegated-call-2", {
+      token: helper.token,
+    });
+    expect(explained.body).toMatchObject({ verdict: "revoked" });
   });
 
   it("is in the OpenAPI document with its request schema", async () => {

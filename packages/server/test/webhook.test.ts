@@ -32,7 +32,47 @@ const behaviour: Record<string, (req: IncomingMessage, res: ServerResponse, body
     "/moved": (_req, res) => res.writeHead(302, { location: "/ok" }).end(),
     "/moved-for-good": (_req, res) => res.writeHead(308, { location: `${base}/ok` }).end(),
     "/not-modified": (_req, res) => res.writeHead(304).end(),
+    // A JSON array that never ends, written as fast as the client reads it.
+    "/endless": (_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      stream(res, "[", "0,");
+    },
+    // Says 100 MiB are coming, sends a first chunk, then holds the connection open.
+    "/huge-declared": (_req, res) => {
+      res.writeHead(200, { "content-type": "application/json", "content-length": 100 * MIB });
+      res.write(`[${"0,".repeat(1024)}`);
+    },
+    "/endless-error": (_req, res) => {
+      res.writeHead(503, { "content-type": "text/plain" });
+      stream(res, "", "down ");
+    },
   };
+
+const MIB = 1024 * 1024;
+/** Bytes each endless answer wrote before the client let go of it. */
+const streamed: number[] = [];
+
+/** Writes `head`, then `unit` over and over while the client reads, until it hangs up. */
+function stream(res: ServerResponse, head: string, unit: string): void {
+  const chunk = unit.repeat(Math.ceil((64 * 1024) / unit.length));
+  let written = 0;
+  let open = true;
+  res.on("close", () => {
+    open = false;
+    streamed.push(written);
+  });
+  const more = () => {
+    while (open) {
+      written += chunk.length;
+      if (!res.write(chunk)) {
+        res.once("drain", more);
+        return;
+      }
+    }
+  };
+  res.write(head);
+  more();
+}
 
 beforeAll(async () => {
   receiver = createServer((req, res) => {
@@ -128,6 +168,27 @@ describe("webhook transport", () => {
       code: "invalid_reply",
     });
   });
+
+  it("reads no reply past 64 KiB: an endless or oversized 2xx is invalid_reply, a streaming 5xx receiver_error", async () => {
+    // The whole body was read before its size was checked: an endless one until the timeout
+    // ("timeout"), a large one into memory (400 MB took the service from 94 MB to 1.3 GB).
+    const before = streamed.length;
+    expect(await transportTo("/endless", 30_000).deliver(envelope("bob"))).toEqual({
+      status: "failed",
+      code: "invalid_reply",
+    });
+    expect(await transportTo("/huge-declared", 30_000).deliver(envelope("bob"))).toEqual({
+      status: "failed",
+      code: "invalid_reply",
+    });
+    expect(await transportTo("/endless-error", 30_000).deliver(envelope("bob"))).toEqual({
+      status: "failed",
+      code: "receiver_error",
+    });
+    // Once refused, the answers are let go: their receivers see the connection close.
+    await expect.poll(() => streamed.length - before).toBe(2);
+    for (const bytes of streamed.slice(before)) expect(bytes).toBeLessThan(64 * MIB);
+  }, 60_000);
 
   it("fails invalid_reply on a reply nested past 64 levels; 64 are delivered", async () => {
     expect(await transportTo("/deep").deliver(envelope("bob"))).toEqual({

@@ -15,6 +15,7 @@ import {
   A2uiSettleRequestSchema,
   ROUTES,
 } from "@tessera/core/http";
+import { MAX_JSON_DEPTH, withinJsonDepth } from "@tessera/core/store-kit";
 import type { FastifyInstance } from "fastify";
 import type { ServiceContext } from "../context.js";
 import { HttpProblem, parse } from "../errors.js";
@@ -182,6 +183,17 @@ export function a2uiRoutes(
     ...route("a2uiSettle"),
     handler: async (request) => {
       const body = parse(A2uiSettleRequestSchema, request.body, "body");
+      // Bounded as every other value a call carries (args, a webhook's or the function
+      // endpoint's reply): settled, one nested past 64 levels was recorded as the call's answer
+      // and then overflowed the stack writing the reply, a 500 whose reply was lost for good
+      // (the handle spent). Refused first, the handle stays open for a settle that fits.
+      if ("value" in body && !withinJsonDepth(body.value)) {
+        throw new HttpProblem(
+          "invalid_request",
+          `value: nests deeper than ${MAX_JSON_DEPTH} levels`,
+          "value",
+        );
+      }
       const open = pending.get(body.handle);
       // Another principal's handle answers like one that never existed.
       if (

@@ -75,14 +75,23 @@ export function deriveRoute(app: FastifyInstance, context: ServiceContext): void
 
 /**
  * The issuer at the root of `grant`'s chain, read from the namespace's grants; undefined when
- * a link is missing or the chain is longer than any derivation can make (a cycle).
+ * a link is missing or the chain is longer than any derivation can make (a cycle). An issuer
+ * token holds the grants whose chain starts at its `authority`: it derives from, lists and
+ * revokes exactly those (grants.ts).
  */
-function rootIssuer(grant: Grant, namespace: readonly Grant[]): string | undefined {
+export function rootIssuer(grant: Grant, namespace: readonly Grant[]): string | undefined {
+  return chainRoots(namespace)(grant);
+}
+
+/** `rootIssuer` for many grants of one namespace: its grants indexed once, not per grant. */
+export function chainRoots(namespace: readonly Grant[]): (grant: Grant) => string | undefined {
   const byId = new Map(namespace.map((g) => [g.id, g]));
-  let link: Grant | undefined = grant;
-  for (let step = 0; step <= MAX_DELEGATION_DEPTH && link !== undefined; step++) {
-    if (link.parentId === undefined) return link.issuer;
-    link = byId.get(link.parentId);
-  }
-  return undefined;
+  return (grant) => {
+    let link: Grant | undefined = grant;
+    for (let step = 0; step <= MAX_DELEGATION_DEPTH && link !== undefined; step++) {
+      if (link.parentId === undefined) return link.issuer;
+      link = byId.get(link.parentId);
+    }
+    return undefined;
+  };
 }

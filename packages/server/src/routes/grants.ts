@@ -5,10 +5,13 @@ import type { FastifyInstance } from "fastify";
 import type { ServiceContext } from "../context.js";
 import { HttpProblem, parse } from "../errors.js";
 import { principalOf } from "./decisions.js";
+import { chainRoots } from "./derive.js";
 
 /**
  * Grants, for issuer tokens only. The namespace and the issuer are the token's: an issuer
- * cannot mint in another namespace, nor in another issuer's name.
+ * cannot mint in another namespace, nor in another issuer's name. It lists and revokes the
+ * grants whose chain starts at its `authority`: those it issued, and the children derived
+ * from them (`POST /v1/grants/derive`), whose own issuer is the delegator.
  */
 export function grantRoutes(app: FastifyInstance, context: ServiceContext): void {
   const { grants, usage } = context.stores;
@@ -47,9 +50,12 @@ export function grantRoutes(app: FastifyInstance, context: ServiceContext): void
     ...route("listGrants"),
     handler: async (request) => {
       const issuer = principalOf(request);
-      const own = (await grants.listNamespace(issuer.namespaceId)).filter(
-        (g) => g.issuer === issuer.authority,
-      );
+      const namespace = await grants.listNamespace(issuer.namespaceId);
+      // A derived child's `issuer` is its delegator: it is the token's by its chain's root.
+      // Compared as `g.issuer` alone, the children the token derived were neither listed nor
+      // revocable (`revoked: false`, like a missing grant), and stayed in force.
+      const root = chainRoots(namespace);
+      const own = namespace.filter((g) => root(g) === issuer.authority);
       const uses = await Promise.all(own.map((g) => usage.getUsage(g.namespaceId, g.id)));
       return { grants: own.map((grant, i) => ({ grant, uses: uses[i] ?? 0 })) };
     },
@@ -60,10 +66,13 @@ export function grantRoutes(app: FastifyInstance, context: ServiceContext): void
     handler: async (request) => {
       const issuer = principalOf(request);
       const { grantId } = request.params as { grantId: string };
-      // Another issuer's grant answers like a missing one.
-      const grant = (await grants.listNamespace(issuer.namespaceId)).find(
-        (g) => g.id === grantId && g.issuer === issuer.authority,
-      );
+      // Another issuer's grant (one whose chain starts elsewhere) answers like a missing one.
+      const namespace = await grants.listNamespace(issuer.namespaceId);
+      const found = namespace.find((g) => g.id === grantId);
+      const grant =
+        found !== undefined && chainRoots(namespace)(found) === issuer.authority
+          ? found
+          : undefined;
       return {
         revoked: grant === undefined ? false : await grants.revoke(issuer.namespaceId, grantId),
       };
