@@ -4,8 +4,13 @@ import { z } from "zod";
 const schema = (type: z.ZodType, io: "input" | "output") =>
   z.toJSONSchema(type, { io, unrepresentable: "any", target: "openapi-3.0" });
 
-/** The routes that decide and audit: each takes the caller's trace (docs/service.md, "Traces"). */
-const TRACED = new Set(["authorize", "sendMessage", "a2uiClaim", "a2uiSettle", "a2uiCall"]);
+/**
+ * The routes that read the caller's trace (docs/service.md, "Traces"): the four that decide. A
+ * settle reads none: its call's trace is the claim's.
+ */
+const TRACED = new Set(["authorize", "sendMessage", "a2uiClaim", "a2uiCall"]);
+/** The A2UI gate's routes: 404 where no catalog is configured (a settle: no such open handle). */
+const A2UI = new Set(["a2uiClaim", "a2uiSettle", "a2uiCall"]);
 const TRACEPARENT = {
   name: "traceparent",
   in: "header",
@@ -58,14 +63,48 @@ export function openApiDocument(): Record<string, unknown> {
           content: { "application/json": { schema: schema(route.response, "output") } },
         },
         ...(route.role === "public"
-          ? { 503: { description: "Not ready: the store does not answer.", ...error } }
+          ? name === "ready"
+            ? { 503: { description: "Not ready: the store does not answer.", ...error } }
+            : {}
           : {
               400: { description: "Invalid request: `error.field` names the field.", ...error },
               401: { description: "No or unknown bearer token.", ...error },
               403: { description: "The token's role may not use this route.", ...error },
-              ...(route.retrySafe
-                ? { 409: { description: "The call ID was used with another body.", ...error } }
+              ...(A2UI.has(name)
+                ? {
+                    404: {
+                      description:
+                        name === "a2uiSettle"
+                          ? "No A2UI catalog is configured, or no open dispatch has this handle (`not_found`)."
+                          : "No A2UI catalog is configured (`not_found`).",
+                      ...error,
+                    },
+                  }
                 : {}),
+              ...(route.retrySafe
+                ? {
+                    409: {
+                      description:
+                        "The call ID was used with another body (`call_id_conflict`), or another request holds it and has not answered yet (`call_in_progress`).",
+                      ...error,
+                    },
+                  }
+                : {}),
+              ...(name === "deriveGrant"
+                ? {
+                    409: {
+                      description:
+                        "The parent has fewer unspent uses than the child asks for (`delegation_budget_exhausted`): none were spent.",
+                      ...error,
+                    },
+                  }
+                : {}),
+              ...(route.body === undefined
+                ? {}
+                : {
+                    413: { description: "The body is over the size limit.", ...error },
+                    415: { description: "The body is not `application/json`.", ...error },
+                  }),
               503: { description: "A store did not answer: nothing was decided.", ...error },
             }),
       },

@@ -468,6 +468,64 @@ describe("observability", () => {
     expect(header(doc.paths["/v1/tools"].get)).toEqual([]);
   });
 
+  /**
+   * What the routes answer is what the document says. Before: the settle listed the trace
+   * headers it never reads, `/healthz` a 503 it never gives (it never touches the store), and
+   * the 404 of an A2UI route with no catalog, the 413 and 415 of a body, the 409 of a call
+   * still in progress and of a derivation's exhausted budget were not there.
+   */
+  it("lists the statuses the routes answer, and only the headers they read", async () => {
+    const doc = (await call(base, "GET", "/v1/openapi.json")).body;
+    const statuses = (path: string, method: string) =>
+      Object.keys(doc.paths[path][method].responses as Record<string, unknown>);
+    const header = (op: { parameters?: { name: string; in: string }[] }) =>
+      (op.parameters ?? []).filter((p) => p.in === "header").map((p) => p.name);
+    const seen: [string, number][] = [];
+    const probe = async (path: string, answer: Promise<{ status: number }>) => {
+      seen.push([path, (await answer).status]);
+    };
+    // This service has no A2UI catalog: its A2UI routes answer 404.
+    const message = { version: "v1.0", callRendererFunction: {} };
+    await probe(
+      "/v1/a2ui/claim",
+      call(base, "POST", "/v1/a2ui/claim", { token: alice.token, body: { message } }),
+    );
+    await probe(
+      "/v1/a2ui/settle",
+      call(base, "POST", "/v1/a2ui/settle", {
+        token: alice.token,
+        body: { handle: "none", value: 1 },
+      }),
+    );
+    await probe(
+      "/v1/messages",
+      call(base, "POST", "/v1/messages", {
+        token: alice.token,
+        raw: "hi",
+        headers: { "content-type": "text/plain" },
+      }),
+    );
+    await probe(
+      "/v1/messages",
+      call(base, "POST", "/v1/messages", {
+        token: alice.token,
+        body: { recipient: "colleague-0", payload: "x".repeat(2 * 1024 * 1024) },
+      }),
+    );
+    expect(seen.map(([, status]) => status)).toEqual([404, 404, 415, 413]);
+    for (const [path, status] of seen) expect(statuses(path, "post")).toContain(String(status));
+    expect(statuses("/v1/messages", "post")).toContain("409");
+    expect(doc.paths["/v1/messages"].post.responses["409"].description).toContain(
+      "call_in_progress",
+    );
+    expect(statuses("/v1/grants/derive", "post")).toContain("409");
+    expect(statuses("/healthz", "get")).toEqual(["200"]);
+    expect(statuses("/readyz", "get")).toEqual(["200", "503"]);
+    expect(header(doc.paths["/v1/a2ui/settle"].post)).toEqual([]);
+    expect(header(doc.paths["/v1/a2ui/claim"].post)).toEqual(["traceparent", "tracestate"]);
+    expect(header(doc.paths["/v1/a2ui/call"].post)).toEqual(["traceparent", "tracestate"]);
+  });
+
   it("counts decisions by outcome and code, claims by status, and times the stores", async () => {
     const text = (await call(base, "GET", "/metrics")).body as string;
     expect(text).toMatch(/tessera_decisions_total\{route="send",outcome="delivered",code=""\} \d+/);
