@@ -36,6 +36,9 @@ RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
 #: The longest bearer token the service reads (``MAX_BEARER_CHARS`` in ``@tessera/core/http``).
 MAX_BEARER_CHARS = 16_384
 
+#: The default ``max_response_bytes``: 64 MiB, far above any answer a service gives.
+DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+
 #: The largest integer a JSON number keeps through the service, which reads numbers as doubles
 #: (``Number.MAX_SAFE_INTEGER``): beyond it, ``2**53 + 1`` arrives as ``2**53``.
 MAX_SAFE_INTEGER = 2**53 - 1
@@ -153,6 +156,17 @@ def checked_timeout(timeout_s: object) -> float:
             field="timeout_s",
         )
     return float(timeout_s)
+
+
+def checked_max_response_bytes(max_response_bytes: object) -> int:
+    """``max_response_bytes`` as an int, or ``invalid_config`` (field ``max_response_bytes``)."""
+    if isinstance(max_response_bytes, bool) or not isinstance(max_response_bytes, int) or max_response_bytes < 1:
+        raise ConfigError(
+            "invalid_config",
+            "max_response_bytes must be a whole number of bytes above 0",
+            field="max_response_bytes",
+        )
+    return max_response_bytes
 
 
 # ---- one attempt, bounded as a whole ----------------------------------------------------------
@@ -378,6 +392,18 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
+class _TooLarge(Exception):
+    """An answer's body is longer than ``max_response_bytes``: the rest of it is never read.
+
+    Not an ``OSError`` or ``HTTPException``: it is an answer (with its status), not a failed
+    exchange, and must not be taken for one."""
+
+    def __init__(self, status: int, request_id: str | None) -> None:
+        super().__init__(status)
+        self.status = status
+        self.request_id = request_id
+
+
 class _Attempt(Exception):
     """A failed attempt: the error to raise if it is the last, and whether to try again."""
 
@@ -399,10 +425,12 @@ class Transport:
         timeout_s: float,
         retry: RetryPolicy,
         user_agent: str,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         self.base = checked_base_url(base_url)
         self.token = checked_token(token)
         self.timeout_s = checked_timeout(timeout_s)
+        self.max_response_bytes = checked_max_response_bytes(max_response_bytes)
         self.retry = retry
         self.user_agent = user_agent
         # build_opener ties each handler to its opener: fresh ones for each client.
@@ -454,6 +482,21 @@ class Transport:
         request = _Request(url, data=data, method=method, headers=headers, deadline=deadline)
         try:
             status, text, request_id, retry_after = self._exchange(request, deadline)
+        except _TooLarge as large:
+            # Not an answer the service gives: a stream without end (an impostor, a proxy's
+            # download) would fill the host's memory until the deadline. Not retried: the same
+            # request would get it again.
+            raise _Attempt(
+                error_class("invalid_response", large.status)(
+                    "invalid_response",
+                    f"{method} {path} answered {large.status} with a body over "
+                    f"{self.max_response_bytes} bytes (max_response_bytes), which the client does not read",
+                    status=large.status,
+                    request_id=large.request_id,
+                    attempts=attempt,
+                ),
+                retryable=False,
+            ) from None
         except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as error:
             # Past the deadline, whatever the shut-down socket raised is the timeout.
             if not deadline.passed() and isinstance(error, ValueError):
@@ -480,24 +523,25 @@ class Transport:
         except urllib.error.HTTPError as answered:
             # Not 2xx (or a refused redirect): still an answer, with a body to read.
             with answered:
+                headers = answered.headers
+                request_id = headers.get("x-request-id") if headers else None
                 try:
-                    text = _read_body(answered, deadline)
+                    text = _read_body(answered, deadline, self.max_response_bytes, answered.code, request_id)
                 except (OSError, http.client.HTTPException):
                     if deadline.passed():
                         raise
                     text = b""
                 if deadline.passed():
                     raise TimeoutError("the deadline passed while the answer was read") from None
-                headers = answered.headers
-                request_id = headers.get("x-request-id") if headers else None
                 retry_after = headers.get("retry-after") if headers else None
                 return answered.code, text, request_id, retry_after
         with response:
             status: int = response.status
-            text = _read_body(response, deadline)
+            request_id = response.headers.get("x-request-id")
+            text = _read_body(response, deadline, self.max_response_bytes, status, request_id)
             if deadline.passed():
                 raise TimeoutError("the deadline passed while the answer was read")
-            return status, text, response.headers.get("x-request-id"), None
+            return status, text, request_id, None
 
     def _answer(
         self,
@@ -545,14 +589,34 @@ class Transport:
         raise _Attempt(error, retryable, _retry_after_s(retry_after))
 
 
-def _read_body(response: Any, deadline: _Deadline) -> bytes:
-    """The whole body, read in chunks, stopping once the deadline has passed."""
+def _read_body(response: Any, deadline: _Deadline, limit: int, status: int, request_id: str | None) -> bytes:
+    """The whole body, read in chunks, stopping once the deadline has passed.
+
+    A body longer than ``limit`` bytes (a ``Content-Length`` over it, or more bytes than it as
+    they come) is ``_TooLarge``, and the rest is not read.
+
+    A body shorter than its ``Content-Length`` (the service or a proxy closed the connection
+    mid-answer: a crash, a restart) is ``IncompleteRead``, no answer, as fetch's "terminated"
+    is to the TS client. ``http.client`` reads it as a normal end (``read(amt)`` returns
+    ``b""`` and leaves ``length`` above 0), which made a cut-off answer to a send an
+    ``invalid_response`` that was never retried, though the call ID makes the retry safe.
+    """
+    declared = response.headers.get("content-length") if response.headers else None
+    if declared is not None and declared.strip().isdigit() and int(declared) > limit:
+        raise _TooLarge(status, request_id)
     chunks: list[bytes] = []
+    size = 0
     while not deadline.passed():
         chunk: bytes = response.read(_READ_CHUNK)
         if not chunk:
             break
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge(status, request_id)
         chunks.append(chunk)
+    missing = getattr(response, "length", None)
+    if isinstance(missing, int) and missing > 0 and not deadline.passed():
+        raise http.client.IncompleteRead(b"".join(chunks), missing)
     return b"".join(chunks)
 
 
@@ -671,6 +735,8 @@ def _describe(error: BaseException, timeout_s: float) -> str:
         return "connection reset"
     if isinstance(reason, socket.gaierror):
         return "host name does not resolve"
+    if isinstance(reason, http.client.IncompleteRead):
+        return "the connection closed before the whole answer arrived (IncompleteRead)"
     return type(reason).__name__
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, TypeVar, cast
 
 from . import _parse
-from ._http import RetryPolicy, Transport, parse_json_or_shape
+from ._http import DEFAULT_MAX_RESPONSE_BYTES, RetryPolicy, Transport, parse_json_or_shape
 from .errors import RequestError
 from .models import (
     A2uiClaimResult,
@@ -72,12 +72,15 @@ class TesseraClient:
         *,
         timeout_s: float = 10.0,
         retry: RetryPolicy | None = RetryPolicy(),
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         """``url`` is the service's base URL (``http://127.0.0.1:8787``); ``token`` the bearer
         token that names the principal (agent or issuer); ``timeout_s`` how long each attempt
         may take as a whole (connecting, sending, and reading the answer to its last byte: a
         service that trickles its answer does not hold the caller past it); ``retry=None`` turns
-        retries off (and with them the made-up call IDs).
+        retries off (and with them the made-up call IDs); ``max_response_bytes`` (64 MiB by default)
+        the most bytes of an answer's body the client reads: a longer one is a ``ServiceError``
+        (``invalid_response``), not retried, and its rest is never read.
 
         Raises ``ConfigError`` (``invalid_config``, ``field`` naming the option) for a URL, token
         or timeout no call could use: a token with white space (a pasted newline), a control
@@ -91,6 +94,7 @@ class TesseraClient:
             timeout_s,
             retry if retry is not None else RetryPolicy(attempts=1),
             f"tessera-client-python/{__version__}",
+            max_response_bytes,
         )
 
     @property

@@ -252,8 +252,10 @@ class Proxy:
 
     Each new connection takes the next action: ``"forward"`` relays the exchange; ``"drop"``
     forwards the request, lets the service answer, and closes the client's connection without
-    the answer (a response lost on the way back); ``(status, body)`` answers that itself without
-    reaching the service. When the script is used up, every connection is forwarded.
+    the answer (a response lost on the way back); ``"cut"`` forwards it too, but passes on only
+    the answer's head and the first half of its body before closing (a service or proxy that
+    died mid-answer); ``(status, body)`` answers that itself without reaching the service. When
+    the script is used up, every connection is forwarded.
     """
 
     def __init__(self, upstream: str, script: list[Any]) -> None:
@@ -298,6 +300,11 @@ class Proxy:
                 with self._lock:
                     self.forwarded += 1
             if action == "drop":
+                client.shutdown(socket.SHUT_RDWR)
+                return
+            if action == "cut":
+                head, _, body = answer.partition(b"\r\n\r\n")
+                client.sendall(head + b"\r\n\r\n" + body[: len(body) // 2])
                 client.shutdown(socket.SHUT_RDWR)
                 return
             client.sendall(answer)

@@ -139,5 +139,19 @@ class TimeoutTest(unittest.TestCase):
                 self.assertEqual(TesseraClient("http://127.0.0.1:8787", timeout_s=timeout)._http.timeout_s, timeout)
 
 
+class MaxResponseBytesTest(unittest.TestCase):
+    def test_a_limit_that_is_not_a_whole_number_above_0_is_refused(self) -> None:
+        for limit in (0, -1, 1.5, True, "64", None):
+            with self.subTest(limit=limit):
+                with self.assertRaises(ConfigError) as caught:
+                    TesseraClient("http://127.0.0.1:8787", max_response_bytes=limit)  # type: ignore[arg-type]
+                self.assertEqual(
+                    (caught.exception.code, caught.exception.field), ("invalid_config", "max_response_bytes")
+                )
+
+    def test_the_default_is_64_mib(self) -> None:
+        self.assertEqual(TesseraClient("http://127.0.0.1:8787")._http.max_response_bytes, 64 * 1024 * 1024)
+
+
 if __name__ == "__main__":
     unittest.main()

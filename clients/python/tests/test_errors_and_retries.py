@@ -196,6 +196,32 @@ class RetriesTest(unittest.TestCase):
         finally:
             proxy.close()
 
+    def test_an_answer_cut_off_mid_body_is_retried_and_gets_the_original(self) -> None:
+        # The service (or a proxy) closed the connection before the whole body arrived: no
+        # answer, as a dropped one, so the send is retried under its call ID and the original
+        # decision comes back; never an invalid_response that leaves the caller guessing.
+        to = ticket()
+        proxy = Proxy(service.url, ["cut"])
+        try:
+            call_id = unique("cut")
+            result = TesseraClient(proxy.url, self.token, retry=FAST).send_message(to, {"q": "cut"}, call_id=call_id)
+            assert isinstance(result, Delivered)
+            self.assertEqual(proxy.connections, 2)
+            self.assertEqual(deliveries(call_id), 1)
+        finally:
+            proxy.close()
+
+    def test_an_answer_cut_off_mid_body_is_unreachable_when_not_retried(self) -> None:
+        to = ticket()
+        proxy = Proxy(service.url, ["cut"])
+        try:
+            with self.assertRaises(UnavailableError) as caught:
+                TesseraClient(proxy.url, self.token, retry=None).send_message(to, {"q": "cut"})
+            self.assertEqual((caught.exception.code, caught.exception.attempts), ("service_unreachable", 1))
+            self.assertIn("before the whole answer arrived", caught.exception.message)
+        finally:
+            proxy.close()
+
     def test_a_generated_call_id_makes_the_retry_safe(self) -> None:
         to = ticket()
         proxy = Proxy(service.url, ["drop"])

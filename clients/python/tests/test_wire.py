@@ -434,5 +434,67 @@ class OnTheWireTest(unittest.TestCase):
         self.assertEqual(json.loads(request.partition(b"\r\n\r\n")[2]), {"handle": "h-1", "value": None})
 
 
+MIB = 1024 * 1024
+
+
+def big_tools(size: int, declared: bool) -> Callable[[RawServer, socket.socket], None]:
+    """A valid tools answer of about ``size`` bytes, chunked (no Content-Length) or declared."""
+
+    def handle(server: RawServer, connection: socket.socket) -> None:
+        server.read_request(connection)
+        body = b'{"tools":["' + b"a" * size + b'"]}'
+        if declared:
+            connection.sendall(raw_answer(200, body))
+            return
+        connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n")
+        step = 64 * 1024
+        for at in range(0, len(body), step):
+            piece = body[at : at + step]
+            connection.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+        connection.sendall(b"0\r\n\r\n")
+
+    return handle
+
+
+class ResponseSizeTest(unittest.TestCase):
+    """An answer's body is read up to ``max_response_bytes`` (64 MiB by default), never further.
+    Before, a body streamed without end filled the host's memory until the attempt's deadline:
+    15 GB in 8 s on loopback."""
+
+    def too_large(self, handler: Callable[[RawServer, socket.socket], None]) -> tuple[ServiceError, RawServer]:
+        fake = RawServer(handler)
+        self.addCleanup(fake.close)
+        client = TesseraClient(fake.url, "t", retry=FAST, max_response_bytes=MIB)
+        with self.assertRaises(ServiceError) as caught:
+            client.tools()
+        return caught.exception, fake
+
+    def test_a_chunked_answer_over_the_limit_is_invalid_response_and_not_read_to_its_end(self) -> None:
+        error, fake = self.too_large(big_tools(4 * MIB, declared=False))
+        self.assertEqual((error.code, error.status, error.attempts), ("invalid_response", 200, 1))
+        self.assertIn("max_response_bytes", error.message)
+        self.assertEqual(fake.connections, 1)
+
+    def test_a_content_length_over_the_limit_is_refused_before_reading(self) -> None:
+        error, fake = self.too_large(big_tools(4 * MIB, declared=True))
+        self.assertEqual((error.code, error.status, error.attempts), ("invalid_response", 200, 1))
+        self.assertEqual(fake.connections, 1)
+
+    def test_a_send_is_not_retried_on_an_answer_over_the_limit(self) -> None:
+        fake = RawServer(big_tools(4 * MIB, declared=False))
+        self.addCleanup(fake.close)
+        client = TesseraClient(fake.url, "t", retry=FAST, max_response_bytes=MIB)
+        with self.assertRaises(ServiceError) as caught:
+            client.send_message("bob", {}, call_id="big-1")
+        self.assertEqual((caught.exception.code, caught.exception.attempts), ("invalid_response", 1))
+        self.assertEqual(fake.connections, 1)
+
+    def test_an_answer_within_the_limit_is_read_as_before(self) -> None:
+        fake = RawServer(big_tools(MIB // 2, declared=False))
+        self.addCleanup(fake.close)
+        tools = TesseraClient(fake.url, "t", max_response_bytes=MIB).tools()
+        self.assertEqual(len(tools[0]), MIB // 2)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -14,6 +14,7 @@ import {
 import type { z } from "zod";
 import { TesseraClientError } from "./errors.js";
 import {
+  boundedText,
   describeNetworkError,
   describeRedirect,
   eitherSignal,
@@ -31,7 +32,12 @@ import {
   type RetryPolicy,
   resolveRetry,
 } from "./retry.js";
-import { checkedBaseUrl, checkedTimeoutMs, checkedToken } from "./settings.js";
+import {
+  checkedBaseUrl,
+  checkedMaxResponseBytes,
+  checkedTimeoutMs,
+  checkedToken,
+} from "./settings.js";
 
 export interface TesseraClientOptions {
   /** The service's base URL: `http://127.0.0.1:8787`. */
@@ -41,6 +47,11 @@ export interface TesseraClientOptions {
   /** Each attempt's deadline in ms: a whole number from 1 to 2^31 − 1 (default 10 000). */
   readonly timeoutMs?: number;
   readonly retry?: RetryPolicy;
+  /**
+   * The most bytes of an answer's body the client reads (default 64 MiB): a longer body is an
+   * `invalid_response`, not retried, and its rest is never read.
+   */
+  readonly maxResponseBytes?: number;
   /** A fetch to use instead of the global one (a proxy agent, a test double). */
   readonly fetch?: typeof fetch;
 }
@@ -84,6 +95,7 @@ export class TesseraClient {
   readonly #token: string | undefined;
   readonly #timeoutMs: number;
   readonly #retry: ResolvedRetry;
+  readonly #maxResponseBytes: number;
   readonly #fetch: typeof fetch;
 
   /**
@@ -95,6 +107,7 @@ export class TesseraClient {
     this.#token = checkedToken(options.token);
     this.#timeoutMs = checkedTimeoutMs(options.timeoutMs);
     this.#retry = resolveRetry(options.retry);
+    this.#maxResponseBytes = checkedMaxResponseBytes(options.maxResponseBytes);
     this.#fetch = options.fetch ?? globalThis.fetch;
   }
 
@@ -135,12 +148,17 @@ export class TesseraClient {
     return this.#call("a2uiClaim", { body: request, ...options });
   }
 
-  /** Settles a claimed call with the function's value or error; returns the reply to send. */
+  /**
+   * Settles a claimed call with the function's value or error; returns the reply to send. A
+   * function that returned nothing (`value: undefined`) settles with `value: null`, as the
+   * Python client's `None` does: `JSON.stringify` would drop the key, and the service refuses
+   * a settle with neither a value nor an error, leaving the claimed call open.
+   */
   a2uiSettle(
     request: A2uiSettleRequest,
     options?: CallOptions,
   ): Promise<RouteResponse<"a2uiSettle">> {
-    return this.#call("a2uiSettle", { body: request, ...options });
+    return this.#call("a2uiSettle", { body: settleBody(request), ...options });
   }
 
   /** One step: the service claims, calls the host's function endpoint and settles. */
@@ -265,7 +283,7 @@ export class TesseraClient {
     if (this.#token !== undefined) headers.authorization = `Bearer ${this.#token}`;
     if (body !== undefined) headers["content-type"] = "application/json";
     let response: Response;
-    let text: string;
+    let text: string | undefined;
     try {
       response = await this.#fetch(url, {
         method: route.method,
@@ -276,7 +294,7 @@ export class TesseraClient {
         redirect: "manual",
         signal,
       });
-      text = await response.text();
+      text = await boundedText(response, this.#maxResponseBytes);
     } catch (error) {
       // The caller's own abort is theirs to handle, never turned into a retry.
       if (callerSignal?.aborted) throw callerSignal.reason;
@@ -310,6 +328,19 @@ export class TesseraClient {
       attempts: attempt,
       ...(requestId ? { requestId } : {}),
     };
+    if (text === undefined) {
+      // Not an answer the service gives: a stream without end (an impostor, a proxy's download)
+      // would fill the host's memory. The same request would get it again: not retried.
+      return {
+        ok: false,
+        retryable: false,
+        error: new AttemptError(
+          "invalid_response",
+          `${route.method} ${route.path} answered ${response.status} with a body over ${this.#maxResponseBytes} bytes (maxResponseBytes), which the client does not read`,
+          meta,
+        ),
+      };
+    }
     if (isRedirect(response)) {
       // An answer the client did not expect, whatever its body says; the same request would
       // be redirected again, so it is not retried.
@@ -372,6 +403,14 @@ class AttemptError extends TesseraClientError {
       ...(this.cause === undefined ? {} : { cause: this.cause }),
     });
   }
+}
+
+/** A settle as the wire carries it: a `value` key holding `undefined` is the JSON `null`. */
+function settleBody(request: A2uiSettleRequest): A2uiSettleRequest {
+  const fields = request as { readonly value?: unknown; readonly error?: unknown };
+  return Object.hasOwn(request, "value") && fields.value === undefined && fields.error === undefined
+    ? { ...request, value: null }
+    : request;
 }
 
 export function createTesseraClient(options: TesseraClientOptions): TesseraClient {

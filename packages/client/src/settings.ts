@@ -75,3 +75,23 @@ export function checkedTimeoutMs(timeoutMs: number | undefined): number {
   }
   return timeoutMs;
 }
+
+/** The default `maxResponseBytes`: 64 MiB, far above any answer a service gives. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
+
+/**
+ * The most bytes of an answer's body the client reads. A service (or whatever answers in its
+ * place) that streams a body without end would otherwise fill the host's memory until the
+ * attempt's deadline: gigabytes on loopback.
+ */
+export function checkedMaxResponseBytes(maxResponseBytes: number | undefined): number {
+  if (maxResponseBytes === undefined) return DEFAULT_MAX_RESPONSE_BYTES;
+  if (!Number.isSafeInteger(maxResponseBytes) || maxResponseBytes < 1) {
+    throw new TesseraClientError(
+      "invalid_config",
+      `maxResponseBytes must be a whole number of bytes from 1 to ${Number.MAX_SAFE_INTEGER}`,
+      { field: "maxResponseBytes" },
+    );
+  }
+  return maxResponseBytes;
+}
