@@ -9,12 +9,12 @@ import {
   type IssueGrantRequest,
   ROUTES,
   type RouteName,
+  readBoundedText,
   type SendMessageRequestBody,
 } from "@tessera/core/http";
 import type { z } from "zod";
 import { TesseraClientError } from "./errors.js";
 import {
-  boundedText,
   describeNetworkError,
   describeRedirect,
   eitherSignal,
@@ -294,7 +294,7 @@ export class TesseraClient {
         redirect: "manual",
         signal,
       });
-      text = await boundedText(response, this.#maxResponseBytes);
+      text = await readBoundedText(response, this.#maxResponseBytes);
     } catch (error) {
       // The caller's own abort is theirs to handle, never turned into a retry.
       if (callerSignal?.aborted) throw callerSignal.reason;

@@ -87,32 +87,3 @@ export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void
     signal?.addEventListener("abort", onAbort, { once: true });
   });
 }
-
-/**
- * The body as text (decoded as `response.text()` does), or undefined when it is longer than
- * `limit` bytes: then the rest is not read and the connection is let go. A `Content-Length`
- * over the limit is refused before anything is read.
- */
-export async function boundedText(response: Response, limit: number): Promise<string | undefined> {
-  const declared = Number(response.headers.get("content-length") ?? Number.NaN);
-  if (declared > limit) {
-    await response.body?.cancel().catch(() => undefined);
-    return undefined;
-  }
-  if (response.body === null) return "";
-  const reader = response.body.getReader();
-  const decoder = new TextDecoder();
-  let size = 0;
-  let text = "";
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => undefined);
-      return undefined;
-    }
-    text += decoder.decode(value, { stream: true });
-  }
-  return text + decoder.decode();
-}

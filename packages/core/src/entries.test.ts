@@ -128,6 +128,7 @@ describe("the entry points", () => {
         "flagOption",
         "linkAuditEvent",
         "misindexedAuditEvent",
+        "observeActLedger",
         "octalMode",
         "openFailure",
         "parseAuditEvent",

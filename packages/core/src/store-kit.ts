@@ -68,5 +68,5 @@ export {
   storeOpeners,
 } from "./stores/backend.js";
 export { type ComposedActPorts, composeActLedger } from "./stores/composed-act-ledger.js";
-export { wrapActLedger } from "./stores/wrap-act-ledger.js";
+export { observeActLedger, wrapActLedger } from "./stores/wrap-act-ledger.js";
 export { WriteWindow } from "./stores/write-window.js";

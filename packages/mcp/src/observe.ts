@@ -1,5 +1,5 @@
 import type { ActLedger, AuditEvent, AuditSink } from "@tessera/core";
-import { wrapActLedger } from "@tessera/core/store-kit";
+import { observeActLedger } from "@tessera/core/store-kit";
 
 /**
  * The gateway's decision events, seen on their way to the store: `tessera mcp` writes one log
@@ -15,25 +15,7 @@ export type DecisionObserver = (event: AuditEvent) => void;
  * alone, one round trip) and `undoesLostSpends`. Keeping `record` only lost all three.
  */
 export function observeActs(inner: ActLedger, seen: DecisionObserver): ActLedger {
-  const record: ActLedger["record"] = async (act) => {
-    const result = await inner.record(act);
-    if (result.status === "recorded") {
-      seen(result.recorded === "exhausted" && act.exhausted ? act.exhausted : act.event);
-    }
-    return result;
-  };
-  const withdraw = inner.withdraw?.bind(inner);
-  return wrapActLedger(
-    inner,
-    record,
-    withdraw &&
-      (async (withdrawal) => {
-        const result = await withdraw(withdrawal);
-        // A withdrawal's event is a decision's record like any other: one line.
-        if (result === "withdrawn") seen(withdrawal.event);
-        return result;
-      }),
-  );
+  return observeActLedger(inner, seen);
 }
 
 export function observeAudit<S extends AuditSink>(inner: S, seen: DecisionObserver): S {

@@ -1,5 +1,5 @@
 import type { ActLedger, AuditEvent, AuditSink, MessageEnvelope } from "@tessera/core";
-import { wrapActLedger } from "@tessera/core/store-kit";
+import { observeActLedger } from "@tessera/core/store-kit";
 import type { FastifyBaseLogger } from "fastify";
 import type { RequestTrace } from "./tracing.js";
 
@@ -111,25 +111,7 @@ export class DecisionLog {
   }
 
   acts(inner: ActLedger): ActLedger {
-    const record: ActLedger["record"] = async (act) => {
-      const result = await inner.record(act);
-      if (result.status === "recorded") {
-        this.#seen(result.recorded === "exhausted" && act.exhausted ? act.exhausted : act.event);
-      }
-      return result;
-    };
-    const withdraw = inner.withdraw?.bind(inner);
-    return wrapActLedger(
-      inner,
-      record,
-      withdraw &&
-        // A withdrawal's event is a decision's record like any other: one line.
-        (async (withdrawal) => {
-          const result = await withdraw(withdrawal);
-          if (result === "withdrawn") this.#seen(withdrawal.event);
-          return result;
-        }),
-    );
+    return observeActLedger(inner, (event) => this.#seen(event));
   }
 
   audit<S extends AuditSink>(inner: S): S {

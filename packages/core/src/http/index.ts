@@ -4,6 +4,7 @@
  */
 export { bearerToken, MAX_BEARER_CHARS } from "./bearer.js";
 export * from "./bodies.js";
+export { readBoundedText } from "./bounded-text.js";
 export { ROUTES, type RouteName, type RouteSpec } from "./routes.js";
 export {
   formatTraceparent,

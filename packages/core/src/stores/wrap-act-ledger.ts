@@ -1,3 +1,4 @@
+import type { AuditEvent } from "../contracts/schemas.js";
 import type { ActLedger } from "../ports/act-ledger.js";
 
 /**
@@ -20,4 +21,31 @@ export function wrapActLedger(
     ...(space === undefined ? {} : { checksVersionsIn: space }),
     ...(inner.undoesLostSpends === true ? { undoesLostSpends: true } : {}),
   };
+}
+
+/**
+ * `inner`, with `seen` told of each decision's event the store took: an act's recorded event
+ * (the exhausted one when its spend lost) and a withdrawal's. What the service's and the MCP
+ * gateway's decision logs write their one line per decision from; all else is `wrapActLedger`.
+ */
+export function observeActLedger(inner: ActLedger, seen: (event: AuditEvent) => void): ActLedger {
+  const record: ActLedger["record"] = async (act) => {
+    const result = await inner.record(act);
+    if (result.status === "recorded") {
+      seen(result.recorded === "exhausted" && act.exhausted ? act.exhausted : act.event);
+    }
+    return result;
+  };
+  const withdraw = inner.withdraw?.bind(inner);
+  return wrapActLedger(
+    inner,
+    record,
+    withdraw &&
+      (async (withdrawal) => {
+        const result = await withdraw(withdrawal);
+        // A withdrawal's event is a decision's record like any other.
+        if (result === "withdrawn") seen(withdrawal.event);
+        return result;
+      }),
+  );
 }

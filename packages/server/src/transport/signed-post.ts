@@ -1,4 +1,5 @@
 import { createHmac } from "node:crypto";
+import { readBoundedText } from "@tessera/core/http";
 import { withinJsonDepth } from "@tessera/core/store-kit";
 
 const MAX_ANSWER_BYTES = 64 * 1024;
@@ -94,7 +95,7 @@ export async function signedPost(
     // 1.3 GB), and read an endless answer until it timed out.
     text =
       response.status >= 200 && response.status < 300
-        ? await boundedText(response, MAX_ANSWER_BYTES)
+        ? await readBoundedText(response, MAX_ANSWER_BYTES)
         : await discard(response);
   } catch (error) {
     const name = (error as Error).name;
@@ -123,35 +124,6 @@ export async function signedPost(
   // and its call ID stayed in doubt for good. Read as a reply that is not usable JSON.
   if (!withinJsonDepth(reply)) return { status: "failed", code: "invalid_reply" };
   return { status: "ok", body: reply };
-}
-
-/**
- * The body of `response` as UTF-8 text, or undefined once it is longer than `maxBytes` (by its
- * `content-length`, or as it arrives): the rest is not read, and the connection is let go.
- */
-async function boundedText(response: Response, maxBytes: number): Promise<string | undefined> {
-  const declared = Number(response.headers.get("content-length") ?? Number.NaN);
-  if (declared > maxBytes) {
-    await discard(response);
-    return undefined;
-  }
-  const body = response.body;
-  if (body === null) return "";
-  const reader = body.getReader();
-  const chunks: Uint8Array[] = [];
-  let length = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    length += value.byteLength;
-    if (length > maxBytes) {
-      await reader.cancel().catch(() => undefined);
-      return undefined;
-    }
-    chunks.push(value);
-  }
-  // As `response.text()` decodes: UTF-8, a leading byte order mark dropped.
-  return new TextDecoder().decode(Buffer.concat(chunks, length));
 }
 
 /** Lets an answer's body go unread (a non-2xx's, or one past the bound): "" for the callers. */
