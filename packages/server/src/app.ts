@@ -269,9 +269,7 @@ export function buildApp(options: AppOptions): FastifyInstance {
       const problem = new HttpProblem("invalid_request", "the request target has no path");
       return reply.code(problem.status).send(problem.body());
     }
-    const allowed = Object.values(ROUTES as Record<string, RouteSpec>)
-      .filter((r) => pattern(r.path).test(path))
-      .map((r) => r.method);
+    const allowed = allowedMethods(path);
     const problem =
       allowed.length > 0
         ? new HttpProblem("method_not_allowed", `use ${allowed.join(" or ")}`, undefined, {
@@ -378,4 +376,19 @@ function saneRequestId(value: string | string[] | undefined): string | undefined
 
 function pattern(path: string): RegExp {
   return new RegExp(`^${path.replace(/:\w+/g, "[^/]+")}$`);
+}
+
+/** The routes this app serves besides `ROUTES`: each a GET (`openApiDocument` lists neither). */
+const EXTRA_GET_PATHS: ReadonlySet<string> = new Set(["/metrics", "/v1/openapi.json"]);
+
+/**
+ * The methods `path` is served with, for a 405's `Allow`: each route's, and HEAD beside every
+ * GET, which Fastify answers too (`exposeHeadRoutes`).
+ */
+function allowedMethods(path: string): string[] {
+  const methods = Object.values(ROUTES as Record<string, RouteSpec>)
+    .filter((r) => pattern(r.path).test(path))
+    .map((r) => r.method as string);
+  if (EXTRA_GET_PATHS.has(path)) methods.push("GET");
+  return methods.includes("GET") ? [...methods, "HEAD"] : methods;
 }

@@ -448,6 +448,18 @@ describe("requests that get no decision (4xx)", () => {
     expect(wrong).toMatchObject({ status: 405, body: { error: { code: "method_not_allowed" } } });
     expect(wrong.headers.get("allow")).toBe("POST");
   });
+
+  it("a 405's Allow names HEAD beside GET, which is answered too, and covers /metrics and the document", async () => {
+    for (const path of ["/v1/tools", "/metrics", "/v1/openapi.json", "/healthz"]) {
+      const wrong = await call(base, "POST", path, { token: alice.token, body: {} });
+      expect([path, wrong.status, wrong.headers.get("allow")]).toEqual([path, 405, "GET, HEAD"]);
+      const head = await fetch(`${base}${path}`, {
+        method: "HEAD",
+        headers: { authorization: `Bearer ${alice.token}` },
+      });
+      expect([path, head.status]).toEqual([path, 200]);
+    }
+  });
 });
 
 describe("observability", () => {
