@@ -65,8 +65,16 @@ class RetryPolicy:
                 raise ValueError(f"{name} must be a finite number >= 0")
 
     def backoff_s(self, retry: int, retry_after_s: float | None, draw: Callable[[], float]) -> float:
-        """The wait before retry number ``retry`` (0 for the first retry)."""
-        ceiling = min(self.max_delay_s, self.base_delay_s * float(2**retry))
+        """The wait before retry number ``retry`` (0 for the first retry).
+
+        Any number of attempts is allowed (as by the TS client): past the cap the ceiling is
+        ``max_delay_s``, computed without ``2**retry`` as a float, which overflows from the
+        1,024th retry (``OverflowError``). A ``base_delay_s`` of 0 waits 0 however late."""
+        try:
+            grown = math.ldexp(float(self.base_delay_s), retry)
+        except OverflowError:
+            grown = math.inf
+        ceiling = min(self.max_delay_s, grown)
         jittered = draw() * ceiling
         if retry_after_s is None:
             return jittered
@@ -433,8 +441,14 @@ class Transport:
         self.max_response_bytes = checked_max_response_bytes(max_response_bytes)
         self.retry = retry
         self.user_agent = user_agent
-        # build_opener ties each handler to its opener: fresh ones for each client.
-        self._opener = urllib.request.build_opener(_NoRedirect(), *(cls() for cls in _HANDLER_CLASSES))
+        # build_opener ties each handler to its opener: fresh ones for each client. An empty
+        # ProxyHandler replaces urllib's default one, which reads http_proxy / https_proxy from
+        # the environment: every request goes straight to the base URL, as the TS client's
+        # fetch sends it (a proxy set for the host's other traffic would otherwise receive the
+        # bearer token, in clear over http, and a loopback service would be unreachable).
+        self._opener = urllib.request.build_opener(
+            urllib.request.ProxyHandler({}), _NoRedirect(), *(cls() for cls in _HANDLER_CLASSES)
+        )
         # Overridable by tests: the waits between attempts and their jitter.
         self.sleep: Callable[[float], None] = time.sleep
         self.draw: Callable[[], float] = random.random

@@ -184,7 +184,7 @@ class TesseraClient:
 
     def explain(self, call_id: str) -> Explanation:
         """"Spent" or "never granted" (and revoked, expired, ...) for one of this principal's calls."""
-        _sendable(call_id, "callId")
+        _sendable(call_id, "callId", required=True)
         return self._get("/v1/explain", _parse.parse_explain, {"callId": call_id})
 
     def audit(
@@ -245,7 +245,7 @@ class TesseraClient:
         ``%2E%2E`` on purpose: the service reads them back as the grant IDs, and no proxy or
         URL parser on the way can take them for dot segments and resolve them to the parent
         path, another route. (The TS client, whose fetch resolves even ``%2E``, refuses them.)"""
-        _sendable(grant_id, "grantId")
+        _sendable(grant_id, "grantId", required=True)
         path = "/v1/grants/" + _path_segment(grant_id)
         return self._call("DELETE", path, _parse.parse_revoked)
 
@@ -297,11 +297,23 @@ class TesseraClient:
         return result
 
 
-def _sendable(value: str | None, field: str) -> None:
+def _sendable(value: object, field: str, *, required: bool = False) -> None:
     """An ID for a URL (path or query), or ``invalid_input`` before anything is sent: a lone
     surrogate has no UTF-8 form (``quote`` would raise a raw ``UnicodeEncodeError``), and the
-    service refuses such IDs everywhere. The ID itself is not echoed."""
-    if isinstance(value, str) and not _parse.is_well_formed(value):
+    service refuses such IDs everywhere. The ID itself is not echoed.
+
+    So is an ID that is not a ``str`` (``None`` too, unless the ID is optional): ``quote``
+    raised a bare ``TypeError`` for ``revoke_grant(5)``, and ``explain(5)`` asked about the call
+    ``"5"``. The TS client coerces such a value at runtime; this one refuses it."""
+    if value is None and not required:
+        return
+    if not isinstance(value, str):
+        raise RequestError(
+            "invalid_input",
+            f"{field} must be a string, not {type(value).__name__}: nothing was sent",
+            field=field,
+        )
+    if not _parse.is_well_formed(value):
         raise RequestError(
             "invalid_input",
             f"{field} holds a lone surrogate (half of a UTF-16 pair), which UTF-8 cannot carry",

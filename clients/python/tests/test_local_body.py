@@ -16,6 +16,7 @@ import math
 import socket
 import unittest
 from collections.abc import Callable
+from typing import Any
 
 from tessera_client import (
     RequestError,
@@ -122,6 +123,28 @@ class LocalBodyTest(unittest.TestCase):
                 self.assertEqual((error.code, error.field, error.status), ("invalid_input", field, None))
         with self.assertRaises(RequestError):
             self.client.audit(call_id="\udc00")
+        self.assert_nothing_sent()
+
+    def test_an_id_that_is_not_a_string_fails_locally_as_invalid_input(self) -> None:
+        # Before, revoke_grant(5) raised a bare TypeError from urllib's quote, and explain(5)
+        # asked about the call "5". (The TS client coerces such a value with String().)
+        client: Any = self.client  # what an untyped caller passes
+        calls: list[tuple[str, Callable[[], object]]] = [
+            ("grantId", lambda: client.revoke_grant(5)),
+            ("grantId", lambda: client.revoke_grant(None)),
+            ("grantId", lambda: client.revoke_grant(b"g-1")),
+            ("callId", lambda: client.explain(5)),
+            ("callId", lambda: client.explain(None)),
+            ("callId", lambda: client.audit(call_id=5)),
+            ("traceId", lambda: client.audit(trace_id=["t-1"])),
+        ]
+        for field, call in calls:
+            with self.subTest(field=field):
+                with self.assertRaises(RequestError) as caught:
+                    call()
+                error = caught.exception
+                self.assertEqual((error.code, error.field, error.status), ("invalid_input", field, None))
+                self.assertIn("must be a string", error.message)
         self.assert_nothing_sent()
 
     def test_settling_with_neither_a_value_nor_an_error_fails_locally(self) -> None:

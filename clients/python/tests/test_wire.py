@@ -5,6 +5,7 @@ while the request is still being written, and what goes on the wire for a few re
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 import time
@@ -432,6 +433,60 @@ class OnTheWireTest(unittest.TestCase):
     def test_an_explicit_none_settles_with_value_null(self) -> None:
         request = self.sent({"reply": {}, "receipt": "dispatched"}, lambda c: c.a2ui_settle("h-1", None))
         self.assertEqual(json.loads(request.partition(b"\r\n\r\n")[2]), {"handle": "h-1", "value": None})
+
+
+class DirectConnectionTest(unittest.TestCase):
+    """Requests go straight to the base URL, whatever proxy the environment names, as the TS
+    client's fetch sends them. Before, urllib's default ProxyHandler read ``http_proxy``: a
+    service on 127.0.0.1 was "connection refused" through a dead proxy, and a live one would
+    have been sent the bearer token (in clear, over http)."""
+
+    def test_proxy_variables_in_the_environment_are_not_followed(self) -> None:
+        service = server(200, {"tools": ["messages.send"]})
+        proxy = server(200, {"tools": ["from-the-proxy"]})
+        self.addCleanup(service.close)
+        self.addCleanup(proxy.close)
+        names = ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
+        environment = {name: proxy.url for name in names}
+        with unittest.mock.patch.dict(os.environ, environment):
+            for bypass in ("no_proxy", "NO_PROXY", "REQUEST_METHOD"):
+                os.environ.pop(bypass, None)
+            client = TesseraClient(service.url, "t", retry=FAST)
+            self.assertEqual(client.tools(), ("messages.send",))
+        self.assertEqual(proxy.connections, 0)
+        self.assertEqual(len(service.requests), 1)
+        self.assertTrue(service.requests[0].startswith(b"GET /v1/tools HTTP/1.1\r\n"), service.requests[0][:40])
+
+
+class ManyAttemptsTest(unittest.TestCase):
+    """A policy of more than 1,025 attempts waits ``max_delay_s`` between the late ones, as the
+    TS client (which takes up to 2**31 - 1 attempts) does. Before, the wait before the 1,026th
+    attempt computed ``float(2**1024)`` and raised ``OverflowError`` out of the call."""
+
+    def test_the_wait_is_capped_however_late_the_retry(self) -> None:
+        policy = RetryPolicy(attempts=10**6, base_delay_s=0.1, max_delay_s=2.0)
+        for retry in (1023, 1024, 1025, 5000, 10**6):
+            with self.subTest(retry=retry):
+                self.assertEqual(policy.backoff_s(retry, None, lambda: 1.0), 2.0)
+                self.assertEqual(policy.backoff_s(retry, None, lambda: 0.25), 0.5)
+                self.assertEqual(policy.backoff_s(retry, 60.0, lambda: 0.0), 2.0)
+        no_base = RetryPolicy(attempts=10**6, base_delay_s=0, max_delay_s=2.0)
+        self.assertEqual(no_base.backoff_s(5000, None, lambda: 1.0), 0.0)
+        self.assertEqual(no_base.backoff_s(5000, 0.5, lambda: 1.0), 0.5)  # Retry-After honoured
+
+    def test_a_send_makes_every_attempt_of_a_long_policy(self) -> None:
+        fake = server(503, {"error": {"code": "unavailable", "message": "down"}})
+        self.addCleanup(fake.close)
+        client = TesseraClient(fake.url, "t", retry=RetryPolicy(attempts=1030, base_delay_s=0.1, max_delay_s=2.0))
+        waits: list[float] = []
+        client._http.sleep = waits.append
+        client._http.draw = lambda: 1.0
+        with self.assertRaises(UnavailableError) as caught:
+            client.send_message("bob", {}, call_id="long-1")
+        self.assertEqual(caught.exception.attempts, 1030)
+        self.assertEqual(len(waits), 1029)
+        self.assertEqual(waits[:3], [0.1, 0.2, 0.4])
+        self.assertEqual(set(waits[5:]), {2.0})
 
 
 MIB = 1024 * 1024

@@ -47,7 +47,10 @@ export function backoffMs(
   retryAfterMs: number | undefined,
   random: () => number = Math.random,
 ): number {
-  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** retry);
+  // 2 ** retry is Infinity from the 1024th retry on (attempts go up to 2^31 − 1): the cap then
+  // holds, but 0 · Infinity is NaN, so a base of 0 stays 0 without it.
+  const grown = policy.baseDelayMs === 0 ? 0 : policy.baseDelayMs * 2 ** retry;
+  const ceiling = Math.min(policy.maxDelayMs, grown);
   const jittered = Math.floor(random() * ceiling);
   return retryAfterMs === undefined
     ? jittered

@@ -229,6 +229,21 @@ describe("backoff", () => {
     }
   });
 
+  it("takes any number of attempts up to 2^31 − 1, each late wait capped (as the Python client)", () => {
+    // 2 ** retry is Infinity from the 1024th retry: the cap holds. With a base of 0 the wait
+    // was NaN (0 · Infinity), which setTimeout runs at once, a Retry-After ignored.
+    const policy = resolveRetry({ attempts: 2 ** 31 - 1, baseDelayMs: 100, maxDelayMs: 1000 });
+    for (const retry of [1023, 1024, 5000, 2 ** 31 - 2]) {
+      expect(backoffMs(policy, retry, undefined, () => 0.5)).toBe(500);
+      expect(backoffMs(policy, retry, 60_000, () => 0)).toBe(1000);
+    }
+    const noBase = resolveRetry({ attempts: 2 ** 31 - 1, baseDelayMs: 0, maxDelayMs: 1000 });
+    for (const retry of [10, 1024, 5000]) {
+      expect(backoffMs(noBase, retry, undefined, () => 0.5)).toBe(0);
+      expect(backoffMs(noBase, retry, 500, () => 0.5)).toBe(500);
+    }
+  });
+
   it("waits Retry-After before retrying a 503", async () => {
     stub = await stubService([
       json(503, { error: { code: "audit_unavailable", message: "down" } }, { "retry-after": "1" }),
