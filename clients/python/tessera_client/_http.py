@@ -43,6 +43,11 @@ DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 #: (``Number.MAX_SAFE_INTEGER``): beyond it, ``2**53 + 1`` arrives as ``2**53``.
 MAX_SAFE_INTEGER = 2**53 - 1
 
+# A RetryPolicy's bounds, the TS client's: the longest delay a timer takes is 2^31 - 1 ms.
+_MAX_ATTEMPTS = 2**31 - 1
+_MAX_DELAY_S = (2**31 - 1) / 1000
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """How a call that carries a call ID is tried again.
@@ -57,12 +62,24 @@ class RetryPolicy:
     max_delay_s: float = 2.0
 
     def __post_init__(self) -> None:
-        if not isinstance(self.attempts, int) or isinstance(self.attempts, bool) or self.attempts < 1:
-            raise ValueError("attempts must be an integer >= 1")
+        # The TS client's bounds (a timer's longest delay, 2^31 - 1 ms), and its code: a policy
+        # no call could follow is ``invalid_config`` when it is made (a ``ValueError`` too), not
+        # an ``OverflowError`` from the sleep of a late retry.
+        attempts = self.attempts
+        if not isinstance(attempts, int) or isinstance(attempts, bool) or not 1 <= attempts <= _MAX_ATTEMPTS:
+            raise ConfigError(
+                "invalid_config",
+                f"attempts must be a whole number from 1 to {_MAX_ATTEMPTS}",
+                field="retry.attempts",
+            )
         for name in ("base_delay_s", "max_delay_s"):
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or value < 0 or value != value or value == float("inf"):
-                raise ValueError(f"{name} must be a finite number >= 0")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= _MAX_DELAY_S:
+                raise ConfigError(
+                    "invalid_config",
+                    f"{name} must be a number of seconds from 0 to {_MAX_DELAY_S}",
+                    field=f"retry.{name}",
+                )
 
     def backoff_s(self, retry: int, retry_after_s: float | None, draw: Callable[[], float]) -> float:
         """The wait before retry number ``retry`` (0 for the first retry).

@@ -12,7 +12,7 @@ import math
 import traceback
 import unittest
 
-from tessera_client import ConfigError, TesseraClient, TesseraError
+from tessera_client import ConfigError, RetryPolicy, TesseraClient, TesseraError
 
 SECRET = "tsk_s3cr3t-Token-value-0123456789"
 
@@ -155,3 +155,34 @@ class MaxResponseBytesTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RetryPolicyTest(unittest.TestCase):
+    """A policy no call could follow is ``invalid_config`` (a ``ValueError`` too) when it is made,
+    within the TS client's bounds. Before, it was a bare ``ValueError``, and a delay past what a
+    sleep takes (``max_delay_s=1e300``) was accepted, then raised ``OverflowError`` on a retry."""
+
+    def test_a_policy_out_of_bounds_is_refused_naming_its_field(self) -> None:
+        cases: list[tuple[dict[str, object], str]] = [
+            ({"attempts": 0}, "retry.attempts"),
+            ({"attempts": 2**31}, "retry.attempts"),
+            ({"attempts": True}, "retry.attempts"),
+            ({"attempts": 2.5}, "retry.attempts"),
+            ({"base_delay_s": -1}, "retry.base_delay_s"),
+            ({"base_delay_s": math.nan}, "retry.base_delay_s"),
+            ({"max_delay_s": math.inf}, "retry.max_delay_s"),
+            ({"max_delay_s": 1e300}, "retry.max_delay_s"),
+            ({"max_delay_s": 2_147_484.0}, "retry.max_delay_s"),
+        ]
+        for arguments, field in cases:
+            with self.subTest(arguments=arguments):
+                with self.assertRaises(ConfigError) as caught:
+                    RetryPolicy(**arguments)  # type: ignore[arg-type]
+                self.assertIsInstance(caught.exception, ValueError)
+                self.assertEqual((caught.exception.code, caught.exception.field), ("invalid_config", field))
+
+    def test_the_bounds_themselves_are_kept(self) -> None:
+        policy = RetryPolicy(attempts=2**31 - 1, base_delay_s=0, max_delay_s=2_147_483.647)
+        self.assertEqual(policy.backoff_s(5_000, None, lambda: 1.0), 0.0)
+        late = RetryPolicy(attempts=2**31 - 1, base_delay_s=0.1, max_delay_s=2_147_483.647)
+        self.assertEqual(late.backoff_s(5_000, None, lambda: 1.0), 2_147_483.647)
