@@ -33,6 +33,19 @@ const NUMERIC_OPTIONS = {
   idleTimeoutMs: { param: "idleTimeoutMs", fallback: 10_000, min: 1, max: 3_600_000 },
 } as const;
 
+/**
+ * `pg` reads these from the connection string, and a value there wins over the one Tessera
+ * passes: `statement_timeout=0` would let a statement stuck behind a lock wait on the server
+ * for ever, `query_timeout` would move (or, at 0, break) the client's own limit, `binary` and
+ * `replication` change what a connection answers. Refused, naming Tessera's option.
+ */
+const DRIVER_OPTIONS: Readonly<Record<string, string | undefined>> = {
+  statement_timeout: "statementTimeoutMs",
+  query_timeout: "statementTimeoutMs",
+  binary: undefined,
+  replication: undefined,
+};
+
 export function parsePostgresUrl(url: string): PostgresConfig {
   let parsed: URL;
   try {
@@ -47,6 +60,14 @@ export function parsePostgresUrl(url: string): PostgresConfig {
     );
   }
   const params = parsed.searchParams;
+  for (const key of params.keys()) {
+    if (!Object.hasOwn(DRIVER_OPTIONS, key)) continue;
+    const own = DRIVER_OPTIONS[key];
+    throw new TesseraError(
+      "invalid_config",
+      `the URL option ${key} would change how Tessera drives PostgreSQL${own === undefined ? "" : `; use ${own}`}`,
+    );
+  }
   const schema = params.get("schema") ?? "tessera";
   if (!SCHEMA_NAME.test(schema)) {
     throw new TesseraError(

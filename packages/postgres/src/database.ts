@@ -27,8 +27,12 @@ export class Database {
     this.schema = config.schema;
     this.#pool = new pg.Pool({
       // Set at connection start-up, so no statement of a reader can write, whatever it is.
-      ...(options.readOnly === true ? { options: "-c default_transaction_read_only=on" } : {}),
-      connectionString: config.connectionString,
+      // In the connection string, where `pg` gives an `options` of the URL precedence over
+      // one passed beside it: appended to the URL's own, last, so it stands.
+      connectionString:
+        options.readOnly === true
+          ? readOnlyConnection(config.connectionString)
+          : config.connectionString,
       max: config.poolMax,
       connectionTimeoutMillis: config.connectTimeoutMs,
       idleTimeoutMillis: config.idleTimeoutMs,
@@ -188,4 +192,15 @@ function unavailable(code: UnavailableCode, error: unknown): TesseraError {
       ? ` (${error.code})`
       : "";
   return new TesseraError(code, `PostgreSQL did not answer${detail}`, { cause: error });
+}
+
+/**
+ * The connection string with `-c default_transaction_read_only=on` appended to its `options`
+ * (the server applies `-c` settings in order, so the URL cannot turn it off again).
+ */
+function readOnlyConnection(connectionString: string): string {
+  const url = new URL(connectionString);
+  const given = url.searchParams.getAll("options");
+  url.searchParams.set("options", [...given, "-c default_transaction_read_only=on"].join(" "));
+  return url.toString();
 }

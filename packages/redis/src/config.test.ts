@@ -46,6 +46,28 @@ describe("parseRedisUrl", () => {
     },
   );
 
+  it.each([
+    "keyPrefix=other:",
+    "enableOfflineQueue=true",
+    "maxRetriesPerRequest=20",
+    "autoResendUnfulfilledCommands=true",
+    "commandTimeout=600000",
+    "connectTimeout=600000",
+    "retryStrategy=x",
+    "lazyConnect=false",
+    "connectionName=x",
+    "stringNumbers=true",
+  ])(
+    "refuses the driver option %s, which would override Tessera's own, with invalid_config",
+    (param) => {
+      for (const url of [`${base}?${param}`, `${base}?cluster=true&prefix={t}:&${param}`]) {
+        expect(() => parseRedisUrl(url)).toThrow(
+          expect.objectContaining({ code: "invalid_config" }),
+        );
+      }
+    },
+  );
+
   it.each(["postgres://h/db", "sqlite:./x.db", "::"])(
     "refuses %s with unsupported_store_url",
     (url) => {

@@ -33,6 +33,29 @@ const PREFIX = /^[\w:.-]{1,64}$/;
 const KEY_PREFIX = /^(?=.{1,64}$)(?:\{[\w:.-]+\})?[\w:.-]*$/;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
+/**
+ * ioredis reads every query parameter of the URL it is given as a client option, and an option
+ * in the URL wins over the one Tessera passes. These would undo how the store is set to fail
+ * (an offline queue, commands re-sent after a reconnect, no timeout) or change what its
+ * commands do (`keyPrefix` hides every key from the SCANs of `listInDoubt` and `endSession`,
+ * `stringNumbers` changes reply types): refused, naming Tessera's own option where it has one.
+ */
+const DRIVER_OPTIONS: Readonly<Record<string, string | undefined>> = {
+  enableOfflineQueue: undefined,
+  maxRetriesPerRequest: undefined,
+  autoResendUnfulfilledCommands: undefined,
+  reconnectOnError: undefined,
+  retryStrategy: undefined,
+  lazyConnect: undefined,
+  enableReadyCheck: undefined,
+  readOnly: undefined,
+  keyPrefix: "prefix",
+  stringNumbers: undefined,
+  commandTimeout: "commandTimeoutMs",
+  connectTimeout: "connectTimeoutMs",
+  connectionName: "name",
+};
+
 const NUMERIC_OPTIONS = {
   claimTtlMs: { fallback: 7 * DAY_MS, min: 1_000, max: 365 * DAY_MS },
   connectTimeoutMs: { fallback: 5_000, min: 1, max: 600_000 },
@@ -53,6 +76,14 @@ export function parseRedisUrl(url: string): RedisConfig {
     );
   }
   const params = parsed.searchParams;
+  for (const key of params.keys()) {
+    if (!Object.hasOwn(DRIVER_OPTIONS, key)) continue;
+    const own = DRIVER_OPTIONS[key];
+    throw new TesseraError(
+      "invalid_config",
+      `the URL option ${key} would change how Tessera drives Redis${own === undefined ? "" : `; use ${own}`}`,
+    );
+  }
   const prefix = params.get("prefix") ?? "tessera:";
   if (!KEY_PREFIX.test(prefix)) {
     throw new TesseraError(
