@@ -1,4 +1,11 @@
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import {
+  appendFileSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -102,6 +109,26 @@ describe("JsonlAuditSink", () => {
     expect((await explain(reopened, "stranger")).verdict).toBe("never_granted");
     reopened.close();
   });
+
+  // /dev/full takes no byte: every write fails with ENOSPC, as on a full disk.
+  it.skipIf(!existsSync("/dev/full"))(
+    "throws audit_unavailable, with the system's error as cause, when the disk refuses a write",
+    () => {
+      const path = join(dir, "audit.jsonl");
+      symlinkSync("/dev/full", path);
+      const sink = JsonlAuditSink.open(path);
+      let error: unknown;
+      try {
+        sink.append(event("full"));
+      } catch (caught) {
+        error = caught;
+      }
+      expect(isTesseraError(error, "audit_unavailable")).toBe(true);
+      expect((error as Error).cause).toMatchObject({ code: "ENOSPC" });
+      // The lock was let go: the next append fails the same way rather than waiting on it.
+      expect(existsSync(`${path}.lock`)).toBe(false);
+    },
+  );
 
   it("reports isTesseraError for a sink that cannot be opened", () => {
     let error: unknown;

@@ -77,6 +77,19 @@ export class JsonlAuditSink implements ReadableAuditSink {
     // in its reason) made every later read of the whole log fail.
     const valid = parseAuditEvent(event);
     const stream = auditStreamOf(valid);
+    try {
+      this.#write(fd, valid, stream);
+    } catch (error) {
+      if (error instanceof TesseraError) throw error;
+      // A disk error (ENOSPC, EIO …) from the write, its fsync or the lock file: typed, as
+      // every failure of a sink is, with the system's error as its cause.
+      throw new TesseraError("audit_unavailable", "the audit log could not be written", {
+        cause: error,
+      });
+    }
+  }
+
+  #write(fd: number, valid: AuditEvent, stream: string): void {
     this.#lock.hold(() => {
       const linked = linkAuditEvent(valid, this.#heads.headOf(stream));
       const line = Buffer.from(`${JSON.stringify(linked)}\n`, "utf8");

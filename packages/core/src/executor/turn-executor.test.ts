@@ -174,6 +174,9 @@ describe("TurnExecutor closes the lease on every exit path", () => {
       { deadlineMs: 0, maxSteps: 1 },
       { deadlineMs: 10, maxSteps: 0 },
       { deadlineMs: 10, maxSteps: 1.5 },
+      // Past a timer's 32-bit bound, setTimeout fires after 1 ms: every turn would time out.
+      { deadlineMs: 2_147_483_648, maxSteps: 1 },
+      { deadlineMs: Number.POSITIVE_INFINITY, maxSteps: 1 },
     ]) {
       let error: unknown;
       try {
@@ -183,6 +186,24 @@ describe("TurnExecutor closes the lease on every exit path", () => {
       }
       expect(isTesseraError(error, "invalid_config")).toBe(true);
     }
+  });
+});
+
+describe("TurnExecutor's longest deadline", () => {
+  it("keeps a turn with the longest deadline a timer can wait running to its end", async () => {
+    const kernel = createKernel({ grants: { listGrants: async () => [] } });
+    const driver = {
+      step: async (_tools: unknown, { step }: { step: number }) => {
+        // A macrotask between steps: a deadline timer that fired at once would win the race.
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        return step < 2 ? ("continue" as const) : ("done" as const);
+      },
+    };
+    const outcome = await new TurnExecutor(kernel, {
+      deadlineMs: 2_147_483_647,
+      maxSteps: 10,
+    }).run(ctx(), driver);
+    expect(outcome).toMatchObject({ status: "completed", steps: 3 });
   });
 });
 

@@ -16,7 +16,11 @@ export interface TurnDriver {
 }
 
 export interface TurnExecutorOptions {
-  /** Wall-clock budget of the whole turn, in milliseconds. */
+  /**
+   * Wall-clock budget of the whole turn, in milliseconds: more than 0 and at most
+   * 2,147,483,647 (about 24.8 days, the longest a Node.js timer waits; a longer one would fire
+   * at once), else `invalid_config`.
+   */
   readonly deadlineMs: number;
   /** Most steps the driver may take in one turn. */
   readonly maxSteps: number;
@@ -34,6 +38,9 @@ export interface TurnOutcome {
  */
 const STOPPED: unique symbol = Symbol("turn stopped");
 
+/** The longest delay a Node.js timer keeps (2^31 - 1 ms); a longer one fires after 1 ms. */
+const MAX_DEADLINE_MS = 2_147_483_647;
+
 /**
  * Runs each turn inside exactly one authority lease and closes it on every exit path: the
  * driver finishing, running out of steps, throwing (the error is rethrown after the close),
@@ -49,6 +56,14 @@ export class TurnExecutor {
   constructor(kernel: Kernel, options: TurnExecutorOptions) {
     if (!(options.deadlineMs > 0) || !Number.isInteger(options.maxSteps) || options.maxSteps < 1) {
       throw new TesseraError("invalid_config", "a turn needs a positive deadline and step budget");
+    }
+    // setTimeout fires after 1 ms for any delay past its 32-bit bound (Infinity included): such
+    // a deadline would end every turn at once as timed_out.
+    if (options.deadlineMs > MAX_DEADLINE_MS) {
+      throw new TesseraError(
+        "invalid_config",
+        `a turn's deadline is at most ${MAX_DEADLINE_MS} ms (about 24.8 days)`,
+      );
     }
     this.#kernel = kernel;
     this.#options = Object.freeze({ ...options });

@@ -31,7 +31,8 @@ export async function refusePrecheck(
 }
 
 /**
- * The lease closed (a deadline, an abort) while this decision awaited the usage store. No
+ * The lease closed (a deadline, an abort) while this decision awaited the usage store, or the
+ * sink taking its allowed event (which then stays, followed by this refusal's event). No
  * act happens after a lease closes, so the call is refused; the use it consumed stays spent
  * — failing closed costs a ticket, never an unauthorized effect — and audit says so.
  */

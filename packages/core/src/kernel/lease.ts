@@ -176,7 +176,21 @@ export class Lease implements TurnAuthority {
       grantId,
       chain: verdict.grant.chain,
     });
-    if (written !== undefined) await written;
+    if (written !== undefined) {
+      await written;
+      // The lease closed (a deadline, an abort) while the allowed event was being written:
+      // nothing is allowed under a closed lease, so the caller is refused after all.
+      if (this.#closed)
+        return refuseClosedWhileDeciding(
+          this.#audit,
+          now,
+          callId,
+          action,
+          label,
+          grantId,
+          verdict.grant.chain,
+        );
+    }
     return Object.freeze({ status: "allowed", grantId, callId: callId });
   }
 
@@ -253,8 +267,25 @@ export class Lease implements TurnAuthority {
       grantId: grant.id,
       chain: grant.chain,
     });
-    if (written !== undefined) return written.then(() => this.#deliver(send, grant));
+    if (written !== undefined) return written.then(() => this.#deliverUnlessClosed(send, grant));
     return this.#deliver(send, grant);
+  }
+
+  /**
+   * After an allowed event the sink took later: the lease may have closed (a deadline, an
+   * abort) meanwhile, and nothing is delivered under a closed lease. The use stays spent.
+   */
+  #deliverUnlessClosed(send: Send, grant: IndexedGrant): Promise<SendMessageResult> {
+    if (!this.#closed) return this.#deliver(send, grant);
+    return refuseClosedWhileDeciding(
+      this.#audit,
+      send.now,
+      send.callId,
+      MESSAGE_SEND_ACTION,
+      send.label,
+      grant.id,
+      grant.chain,
+    );
   }
 
   #deliver(send: Send, grant: IndexedGrant): Promise<SendMessageResult> {

@@ -186,6 +186,64 @@ describe("closing while a decision is in flight", () => {
   });
 });
 
+describe("closing while the allowed event is being written", () => {
+  /** A sink that holds every allowed event until released, then takes it. */
+  function heldSink() {
+    const inner = new InMemoryAuditSink();
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const sink = {
+      events: inner.events,
+      append: async (event: Parameters<InMemoryAuditSink["append"]>[0]) => {
+        if (event.reason === "allowed") await held;
+        return inner.append(event);
+      },
+      release: () => release(),
+    };
+    return sink;
+  }
+
+  it("delivers nothing: the send is refused turn_closed and its use stays spent", async () => {
+    const audit = heldSink();
+    const r = rig({ extra: { audit } });
+    await r.grants.add(
+      grant({
+        id: "t",
+        constraints: { maxUses: 1 },
+        capabilities: [messageSendCapability("bob", "alice")],
+      }),
+    );
+    const turn = await r.kernel.openTurnAuthority(ctx());
+    const pending = turn.sendMessage({ recipient: "bob", payload: "hi", callId: "late" });
+    await turn.close();
+    audit.release();
+    expect(await pending).toEqual({ status: "denied", code: "turn_closed" });
+    expect(r.transport.delivered).toHaveLength(0);
+    expect(await r.usage.getUsage(NS, "t")).toBe(1);
+    expect(audit.events.map((e) => [e.callId, e.reason, e.grantId])).toEqual([
+      ["late", "allowed", "t"],
+      ["late", "turn_closed", "t"],
+    ]);
+  });
+
+  it("allows nothing: authorize is refused turn_closed", async () => {
+    const audit = heldSink();
+    const r = rig({ extra: { audit } });
+    await r.grants.add(grant({ id: "g", capabilities: [cap(["a"])] }));
+    const turn = await r.kernel.openTurnAuthority(ctx());
+    const pending = turn.authorize({ ...READ, callId: "late" });
+    await turn.close();
+    audit.release();
+    expect(await pending).toEqual({ status: "denied", code: "turn_closed" });
+    expect(audit.events.map((e) => [e.callId, e.reason])).toEqual([
+      ["late", "allowed"],
+      ["late", "turn_closed"],
+    ]);
+  });
+});
+
 describe("revocation during a turn", () => {
   it("applies from the next turn: the open lease keeps the grant set it read", async () => {
     const r = rig();
