@@ -249,8 +249,12 @@ function chooseSpend(
  * Several grants could be spent and the lease knows none of them spent (a view just built, as
  * after a grant was added): the first with a use left, read from the usage store — a read, not
  * a write — so a spent first ticket does not refuse an act another ticket covers. The last is
- * chosen unread: its act finds out. Two acts racing for the last uses of both may still see
- * one refused (`no_matching_grant`, audit `grant_exhausted`); it never spends twice.
+ * chosen unread: its act finds out. Acts in flight at once read the same counts, so they choose
+ * the same grant, and every one that finds its last use taken is refused (`no_matching_grant`,
+ * audit `grant_exhausted`) though another grant may still have uses: 60 `authorize` calls at
+ * once on grants of 5 and 3 uses over the composed ledger, 5 allowed and 55 refused, the 3
+ * unused. Nothing is ever spent twice. A ledger that undoes lost spends (SQLite, PostgreSQL,
+ * Redis) decides such acts on the other grants instead (docs/architecture.md).
  */
 async function chooseAmong(
   scope: DecisionScope,
