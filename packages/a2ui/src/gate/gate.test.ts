@@ -328,6 +328,48 @@ describe("FunctionCallGate: failures", () => {
     expect(retry.receipt).toMatchObject({ status: "none", previous: "failed" });
   });
 
+  it("a callback whose value JSON cannot carry: a valid execution error and a failed receipt", async () => {
+    const cycle: Record<string, unknown> = {};
+    cycle.self = cycle;
+    const values: unknown[] = [10n, { id: 1n }, cycle, () => 1, Symbol("s")];
+    for (const [i, value] of values.entries()) {
+      const { gate, claims, audit } = setup({ invoke: () => value });
+      const id = `nj-${i}`;
+      const result = await gate.handle("s", callMessage(id));
+      // Before, the reply carried the value as it was: a BigInt or a cycle made the host's
+      // JSON.stringify of the reply throw after the callback had run, and a function or a
+      // symbol gave a reply without `value`, which the official schema refuses.
+      expect(() => JSON.stringify(result.reply)).not.toThrow();
+      expectValidReply({ ...result, reply: JSON.parse(JSON.stringify(result.reply)) });
+      expect(errorCode(result)).toBe("EXECUTION_FAILED");
+      expect(result.receipt).toMatchObject({ status: "failed", reason: "callback_failed" });
+      await gate.drain();
+      expect((await claims.get({ session: "s", functionCallId: id }))?.receipt?.status).toBe(
+        "failed",
+      );
+      expect(audit.events[0]).toMatchObject({
+        reason: "callback_failed",
+        receipt: "failed",
+        detail: "callback returned a value that is not JSON",
+      });
+    }
+    // JSON-able values still go through as they are (undefined as null).
+    for (const value of [
+      undefined,
+      null,
+      0,
+      Number.NaN,
+      "x",
+      [1, undefined],
+      { at: new Date(0) },
+    ]) {
+      const { gate } = setup({ invoke: () => value });
+      const result = await gate.handle("s", callMessage("ok"));
+      expect(result.receipt.status).toBe("dispatched");
+      expectValidReply({ ...result, reply: JSON.parse(JSON.stringify(result.reply)) });
+    }
+  });
+
   it("a claim store that is down fails closed: no callback, an execution error", async () => {
     const down: ClaimStore = {
       ...new InMemoryClaimStore(),

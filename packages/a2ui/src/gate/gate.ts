@@ -246,6 +246,15 @@ export class FunctionCallGate {
         detail: "callback threw",
       });
     }
+    if (!sendable(value)) {
+      // The callback ran, but what it returned cannot travel as the reply's JSON `value` (a
+      // BigInt or a cycle made the host's serialization throw; a function or a symbol made a
+      // reply without `value`, which is no A2UI message): it failed to produce a result.
+      return this.#settle(key, refusalReply("callback_failed", id), "failed", {
+        reason: "callback_failed",
+        detail: "callback returned a value that is not JSON",
+      });
+    }
     return this.#settle(key, valueReply(id, value), "dispatched", { reason: "dispatched" });
   }
 
@@ -390,6 +399,23 @@ function checkCatalog(
     return found.validate(wire) === true ? found : "invalid_args";
   } catch {
     return "unreadable";
+  }
+}
+
+/**
+ * Can `value` be the reply's `value`: JSON text exists for it (`undefined` is sent as `null`)?
+ * `JSON.stringify` answers `undefined` for a function or a symbol and throws on a BigInt, a
+ * cycle, a throwing getter or `toJSON`, or nesting too deep for the stack.
+ */
+function sendable(value: unknown): boolean {
+  if (value === undefined || value === null) return true;
+  const type = typeof value;
+  if (type === "string" || type === "boolean") return true;
+  if (type === "number") return true; // NaN and ±Infinity are sent as null, as JSON has it
+  try {
+    return JSON.stringify(value) !== undefined;
+  } catch {
+    return false;
   }
 }
 

@@ -1,5 +1,6 @@
 import {
   type AccessContext,
+  type AuthorizeResult,
   a2uiFunctionCapability,
   createKernel,
   explain,
@@ -35,7 +36,7 @@ function grant(id: string, subject: string, call: string, maxUses?: number): Gra
   };
 }
 
-async function rig() {
+async function rig(onDecision?: (answer: AuthorizeResult) => void) {
   const grants = new InMemoryGrantStore();
   const usage = new InMemoryGrantUsageStore();
   const audit = new InMemoryAuditSink();
@@ -44,8 +45,10 @@ async function rig() {
   await grants.add(grant("g-odd", "odd", "odd/name~1"));
   const kernel = createKernel({ grants, usage, audit, clock: { now: () => NOW } });
   // The host's session names the actor it acts for; an unknown session has nobody.
-  const approve = kernelApproval(kernel, ({ session }) =>
-    session === "nobody" ? undefined : ctx(session),
+  const approve = kernelApproval(
+    kernel,
+    ({ session }) => (session === "nobody" ? undefined : ctx(session)),
+    onDecision,
   );
   return { usage, ...setup({ approve, audit }), audit };
 }
@@ -92,6 +95,25 @@ describe("kernelApproval", () => {
     const refused = a?.receipt.status === "denied" ? "o-1" : "o-2";
     // The kernel's event is the owner's answer (the library's gate events name only the session).
     expect((await explain(audit, refused)).verdict).toBe("spent");
+  });
+
+  it("an onDecision hook that throws or rejects changes nothing: the allowed call runs on the use it spent", async () => {
+    for (const hook of [
+      () => {
+        throw new Error("metrics backend down");
+      },
+      async () => {
+        throw new Error("metrics backend down");
+      },
+    ]) {
+      const { gate, calls, usage } = await rig(hook);
+      const result = await gate.handle("once", callMessage("m-1"));
+      // Before, the throw after the kernel's allow made the gate refuse (approval_denied) a
+      // call whose bounded use was already spent: nothing ran, and the use was gone.
+      expect(result.receipt).toMatchObject({ status: "dispatched", reason: "dispatched" });
+      expect(calls).toHaveLength(1);
+      expect(await usage.getUsage("team", "g-once")).toBe(1);
+    }
   });
 
   it("names a function whose name holds a slash as one whole segment", async () => {

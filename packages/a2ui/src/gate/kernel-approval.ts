@@ -28,7 +28,8 @@ type ContextOf = (
  * whose reason (`no_capability`, `grant_exhausted`, …) tells the owner why. A refusal is the
  * gate's `policy_denied`: receipt `denied`, `EXECUTION_FAILED`, nothing runs. `contextOf`
  * answering `undefined` refuses too (nobody to decide for), and so does a throw (the gate's
- * rule for a hook that throws). `onDecision` sees each kernel answer, for a host's metrics.
+ * rule for a hook that throws). `onDecision` sees each kernel answer, for a host's metrics; a
+ * throw from it is ignored (the decision stands).
  *
  *     new FunctionCallGate({ claims, catalogs, invoke,
  *       approve: kernelApproval(kernel, (call) => contextOfSession(call.session)) })
@@ -44,7 +45,7 @@ export function kernelApproval(
     const turn = await kernel.openTurnAuthority(ctx);
     try {
       const answer = await turn.authorize(callRequest(invocation));
-      onDecision?.(answer);
+      report(onDecision, answer);
       return answer.status === "allowed" ? true : REFUSED;
     } finally {
       await turn.close();
@@ -81,12 +82,35 @@ export function kernelDecision(
     try {
       const answer = await turn.authorize(callRequest(invocation), { claim });
       if (answer.status === "already_claimed") return answer;
-      onDecision?.(answer);
+      // The act is recorded from here on: nothing after this line may reject, or the gate
+      // would answer "not claimed" for a claim that holds its ID and a use that was spent.
+      report(onDecision, answer);
       return answer.status === "allowed" ? true : REFUSED;
     } finally {
       await turn.close();
     }
   };
+}
+
+/**
+ * Hands the kernel's answer to the host's `onDecision` (metrics). A hook that throws (or
+ * rejects) changes nothing: the decision is already made and recorded (a bounded use spent,
+ * an act written), so its throw must not turn an allowed call into a refusal, nor a recorded
+ * act into one the gate believes was never recorded (which left its ID in doubt, blocked,
+ * with nothing run).
+ */
+function report(
+  onDecision: ((answer: AuthorizeResult) => void) | undefined,
+  answer: AuthorizeResult,
+): void {
+  if (onDecision === undefined) return;
+  try {
+    // An async hook's rejection would otherwise be unhandled (and end a Node process).
+    const returned: unknown = onDecision(answer);
+    if (returned instanceof Promise) returned.catch(() => undefined);
+  } catch {
+    // The hook is the host's; the decision stands.
+  }
 }
 
 /** `a2ui.call` on the catalog function, under the call's own ID. */

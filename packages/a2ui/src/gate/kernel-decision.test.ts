@@ -1,6 +1,7 @@
 import {
   type AccessContext,
   type ActLedger,
+  type AuthorizeResult,
   a2uiFunctionCapability,
   type ClaimKey,
   type ClaimReceipt,
@@ -78,6 +79,7 @@ async function rig(
     ledger?: boolean;
     outage?: { down: boolean };
     invoke?: FunctionCallGateOptions["invoke"];
+    onDecision?: (answer: AuthorizeResult) => void;
   } = {},
 ) {
   const grants = new InMemoryGrantStore();
@@ -102,8 +104,10 @@ async function rig(
     clock: { now: () => NOW },
     ...(options.ledger === false ? {} : { acts, denials: "before-reply" as const }),
   });
-  const decide = kernelDecision(kernel, ({ session }) =>
-    session === "nobody" ? undefined : ctx(session),
+  const decide = kernelDecision(
+    kernel,
+    ({ session }) => (session === "nobody" ? undefined : ctx(session)),
+    options.onDecision,
   );
   // The gate's own `claims` over setup's: the store the ledger writes is the one to read.
   const invoke = options.invoke === undefined ? {} : { invoke: options.invoke };
@@ -214,6 +218,25 @@ describe("the gate's decide (kernelDecision)", () => {
     expect(retried.receipt.status).toBe("dispatched");
     expect(calls).toHaveLength(1);
     expect(await usage.getUsage("team", "g-once")).toBe(1);
+  });
+
+  it("an onDecision hook that throws after the act was recorded: the call runs, its ID is not left in doubt", async () => {
+    const { gate, calls, claims, usage } = await rig({
+      onDecision: () => {
+        throw new Error("metrics backend down");
+      },
+    });
+    const result = await gate.handle("once", callMessage("h-1"));
+    // Before, the throw made `decide` reject after the act had been recorded: the gate answered
+    // claim_store_unavailable ("the ID stays free") while the claim held the ID, unsettled, in
+    // doubt forever, with the bounded use spent and nothing run.
+    expect(result.receipt).toMatchObject({ status: "dispatched", reason: "dispatched" });
+    expect(calls).toHaveLength(1);
+    await gate.drain();
+    expect(await usage.getUsage("team", "g-once")).toBe(1);
+    expect(await claims.listInDoubt("once")).toEqual([]);
+    const stored = await claims.get({ session: "once", functionCallId: "h-1" });
+    expect(stored?.receipt?.status).toBe("dispatched");
   });
 
   it("refuses approve and decide together, and a decide that is not a function", async () => {

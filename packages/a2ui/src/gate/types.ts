@@ -20,7 +20,10 @@ export interface FunctionInvocation {
   readonly args: Readonly<Record<string, unknown>>;
 }
 
-/** Runs the function. Its resolved value becomes the reply's `value` (`undefined` → `null`). */
+/**
+ * Runs the function. Its resolved value becomes the reply's `value` (`undefined` → `null`); a
+ * value JSON cannot carry (a BigInt, a cycle, a function) is a failed call (`callback_failed`).
+ */
 export type InvokeFunction = (invocation: FunctionInvocation) => unknown;
 
 /** `true` approves; `false` (or `allow: false`) refuses. A throw counts as a refusal. */

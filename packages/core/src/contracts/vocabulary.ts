@@ -156,7 +156,7 @@ export const ERROR_CATALOG = {
     httpStatus: 503,
   },
   claim_dir_missing: {
-    meaning: "The claim directory does not exist; the gate never creates it.",
+    meaning: "The claim directory does not exist (never made, or removed since it was opened); the gate never creates it.",
     httpStatus: 503,
   },
   claim_dir_insecure: {
@@ -165,7 +165,7 @@ export const ERROR_CATALOG = {
     httpStatus: 500,
   },
   claim_dir_changed: {
-    meaning: "The claim directory was removed or replaced since it was opened.",
+    meaning: "The claim directory was replaced (another directory, a symlink) since it was opened.",
     httpStatus: 503,
   },
   store_self_test_failed: {

@@ -281,3 +281,45 @@ describe("DirectoryClaimStore.close with work under way", () => {
     await reopened.close();
   });
 });
+
+describe("DirectoryClaimStore.close with reads and session ends under way", () => {
+  it("waits for them: listings see every claim, a session end removes its own markers and no other directory's", async () => {
+    const store = await DirectoryClaimStore.open(dir);
+    const keysOf = (session: string) =>
+      Array.from({ length: 200 }, (_, i) => ({ session, functionCallId: `c-${i}` }));
+    const kept = keysOf("kept");
+    const gone = keysOf("gone");
+    for (const key of [...kept, ...gone]) await store.claim(key, record(key.functionCallId));
+    const listed = store.listInDoubt("kept");
+    const reported = store.inDoubtReport("kept");
+    const got = store.get({ session: "kept", functionCallId: "c-199" });
+    const ended = store.endSession("gone");
+    await store.close();
+    // A second claim directory opened right after the close: on Linux it may reuse the closed
+    // store's descriptor number, which the store reaches its markers through
+    // (/proc/self/fd/<fd>). Before, the session end went on through that number after the
+    // close and removed this directory's markers of session "gone": claims another store held.
+    const other = path.join(root, "other");
+    mkdirSync(other, { mode: 0o700 });
+    const second = await DirectoryClaimStore.open(other);
+    for (const key of gone) await second.claim(key, record(key.functionCallId));
+    // Before, the reads went on after the close and found nothing: a listing said no claim was
+    // in doubt and `get` that the ID was free, while 200 claims were held.
+    const ids = (claims: readonly { functionCallId: string }[]) =>
+      claims.map((claim) => claim.functionCallId).sort();
+    expect(ids(await listed)).toEqual(ids(kept));
+    expect(ids((await reported).inDoubt)).toEqual(ids(kept));
+    expect(await got).toMatchObject({ session: "kept", functionCallId: "c-199" });
+    await ended;
+    expect(listing(dir)).toHaveLength(kept.length);
+    expect(listing(other)).toHaveLength(gone.length);
+    expect(ids(await second.listInDoubt("gone"))).toEqual(ids(gone));
+    await second.close();
+    // Refused once closed, like claims and settles.
+    expect(await codeOf(() => store.listInDoubt())).toBe("claim_store_unavailable");
+    expect(await codeOf(() => store.endSession("kept"))).toBe("claim_store_unavailable");
+    expect(await codeOf(() => store.get({ session: "kept", functionCallId: "c-0" }))).toBe(
+      "claim_store_unavailable",
+    );
+  });
+});

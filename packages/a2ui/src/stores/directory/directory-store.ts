@@ -63,10 +63,13 @@ export class DirectoryClaimStore implements ClaimStore {
   #closed = false;
   readonly #held = new Map<string, FileHandle>();
   /**
-   * Claims and settles under way: `close` waits for them before it closes the directory. A
-   * claim cut off by the close would find its fsync failing on a closed descriptor and then
-   * fail to remove its marker through that descriptor's path too, leaving the ID blocked,
-   * in doubt, for a call that never ran.
+   * Every operation under way (claims, settles, reads, listings, session ends): `close` waits
+   * for them before it closes the directory. A claim cut off by the close would find its fsync
+   * failing on a closed descriptor and then fail to remove its marker through that
+   * descriptor's path too, leaving the ID blocked, in doubt, for a call that never ran. A read
+   * or a session end cut off by it would go on through `/proc/self/fd/<fd>` after the number
+   * was freed: reading nothing (a listing that reports no claim in doubt) or, once the number
+   * is reused by another directory, reading and removing that directory's markers.
    */
   readonly #working = new Set<Promise<unknown>>();
 
@@ -236,8 +239,11 @@ export class DirectoryClaimStore implements ClaimStore {
     handle.close().catch(() => undefined);
   }
 
-  async get(key: ClaimKey): Promise<StoredClaim | undefined> {
-    this.#checkOpen();
+  get(key: ClaimKey): Promise<StoredClaim | undefined> {
+    return this.#whileOpen(() => this.#get(key));
+  }
+
+  async #get(key: ClaimKey): Promise<StoredClaim | undefined> {
     checkClaimKey(key);
     checkSameDirectory(this.#dir, this.#identity);
     const read = await this.#read(claimKeyDigest(key));
@@ -255,8 +261,11 @@ export class DirectoryClaimStore implements ClaimStore {
   }
 
   /** `listInDoubt`, plus every entry named like a marker that could not be read as a claim. */
-  async inDoubtReport(session?: string): Promise<InDoubtReport> {
-    this.#checkOpen();
+  inDoubtReport(session?: string): Promise<InDoubtReport> {
+    return this.#whileOpen(() => this.#inDoubtReport(session));
+  }
+
+  async #inDoubtReport(session?: string): Promise<InDoubtReport> {
     checkSession(session, true);
     checkSameDirectory(this.#dir, this.#identity);
     const inDoubt: StoredClaim[] = [];
@@ -272,8 +281,11 @@ export class DirectoryClaimStore implements ClaimStore {
     return Object.freeze({ inDoubt, skipped });
   }
 
-  async endSession(session: string): Promise<void> {
-    this.#checkOpen();
+  endSession(session: string): Promise<void> {
+    return this.#whileOpen(() => this.#endSession(session));
+  }
+
+  async #endSession(session: string): Promise<void> {
     checkSession(session);
     checkSameDirectory(this.#dir, this.#identity);
     for (const name of await this.#markerNames()) {
