@@ -101,6 +101,18 @@ describe("CatalogIndex", () => {
         },
       },
     ],
+    // Before: the validator's copy threw its own DataCloneError, or the getter's error, untyped.
+    ["holding a function", { ...TEST_CATALOG, describe: () => "a catalog" }],
+    ["holding a symbol", { ...TEST_CATALOG, tag: Symbol("catalog") }],
+    [
+      "whose getter throws",
+      Object.defineProperty({ ...TEST_CATALOG }, "functions", {
+        enumerable: true,
+        get() {
+          throw new Error("no functions today");
+        },
+      }),
+    ],
   ])("refuses a catalog %s with invalid_config", (_label, catalog) => {
     expect(configCode(catalog)).toBe("invalid_config");
   });

@@ -42,7 +42,7 @@ export class CatalogIndex {
 
   constructor(catalog: unknown) {
     const checkDefinition = messageValidators().catalogDefinition;
-    if (!checkDefinition(catalog)) {
+    if (!definitionChecks(checkDefinition, catalog)) {
       const first = checkDefinition.errors?.[0];
       throw new TesseraError(
         "invalid_config",
@@ -151,4 +151,21 @@ function bindToSlot(catalog: CatalogDefinition): Record<string, unknown> {
 /** A JSON Pointer segment (RFC 6901) inside a URI fragment. */
 function pointerSegment(name: string): string {
   return encodeURIComponent(name.replaceAll("~", "~0").replaceAll("/", "~1"));
+}
+
+/**
+ * `check(catalog)`, with a catalog the check cannot even read (a function or symbol inside,
+ * which the copy it validates cannot hold; a getter that throws) refused `invalid_config` like
+ * any other catalog that is not a definition, not with the copy's own `DataCloneError`.
+ */
+function definitionChecks(check: (data: unknown) => boolean, catalog: unknown): boolean {
+  try {
+    return check(catalog);
+  } catch (error) {
+    throw new TesseraError(
+      "invalid_config",
+      `the catalog is not a valid A2UI v1.0 catalog definition (it holds a value JSON cannot carry: ${(error as Error).name})`,
+      { cause: error },
+    );
+  }
 }

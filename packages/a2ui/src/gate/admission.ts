@@ -46,6 +46,9 @@ export async function claimThenApprove(
   } catch (error) {
     return { status: "unavailable", detail: codeOf(error) };
   }
+  // A store of the host's own may answer anything: what is neither shape fails closed, as a
+  // store that did not answer (nothing runs), not as a TypeError out of `handle`.
+  if (!isClaimResult(claim)) return MALFORMED_CLAIM;
   if (claim.status !== "claimed") return { status: "duplicate", existing: claim.existing };
   if (approve === undefined) return APPROVED;
   try {
@@ -77,9 +80,38 @@ export async function claimAndDecide(
     // The act was not recorded (all or nothing): the ID stays free, as after a failed claim.
     return { status: "unavailable", detail: codeOf(error) };
   }
-  if (isAlreadyClaimed(verdict)) return { status: "duplicate", existing: verdict.existing };
+  if (isAlreadyClaimed(verdict)) {
+    if (!isStoredClaim(verdict.existing)) return MALFORMED_CLAIM;
+    return { status: "duplicate", existing: verdict.existing };
+  }
   const refused = refusalOf(verdict);
   return refused === undefined ? APPROVED : { status: "refused", reason: refused, settled: true };
+}
+
+const MALFORMED_CLAIM: Admission = Object.freeze({
+  status: "unavailable",
+  detail: "claim_store_unavailable: the claim store answered neither claimed nor a stored claim",
+});
+
+/** `claimed`, or `already_claimed` with the stored claim: the two answers a claim store gives. */
+function isClaimResult(claim: unknown): claim is Awaited<ReturnType<ClaimStore["claim"]>> {
+  if (typeof claim !== "object" || claim === null) return false;
+  const status = (claim as { status?: unknown }).status;
+  if (status === "claimed") return true;
+  return status === "already_claimed" && isStoredClaim((claim as { existing?: unknown }).existing);
+}
+
+/** What the gate reads of a stored claim: its body hash, and its receipt when there is one. */
+function isStoredClaim(existing: unknown): boolean {
+  if (typeof existing !== "object" || existing === null) return false;
+  const { bodyHash, receipt } = existing as { bodyHash?: unknown; receipt?: unknown };
+  if (typeof bodyHash !== "string") return false;
+  return (
+    receipt === undefined ||
+    (typeof receipt === "object" &&
+      receipt !== null &&
+      typeof (receipt as { status?: unknown }).status === "string")
+  );
 }
 
 function codeOf(error: unknown): string {

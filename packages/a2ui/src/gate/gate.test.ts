@@ -390,6 +390,28 @@ describe("FunctionCallGate: failures", () => {
     expect(calls).toHaveLength(0);
   });
 
+  it("a claim store answering neither shape fails closed the same way, not with a TypeError", async () => {
+    // A host's own store: before, `handle` rejected with a TypeError reading `.status` of
+    // undefined, or `.receipt` of an `existing` that was not there.
+    for (const answer of [
+      undefined,
+      null,
+      {},
+      { status: "taken" },
+      { status: "already_claimed" },
+      { status: "already_claimed", existing: { receipt: { status: "dispatched" } } },
+    ]) {
+      const odd: ClaimStore = new InMemoryClaimStore();
+      odd.claim = async () => answer as never;
+      const { gate, calls } = setup({ claims: odd });
+      const result = await gate.handle("s", callMessage("x"));
+      expectValidReply(result);
+      expect([answer, errorCode(result)]).toEqual([answer, "EXECUTION_FAILED"]);
+      expect(result.receipt).toMatchObject({ status: "denied", reason: "claim_store_unavailable" });
+      expect(calls).toHaveLength(0);
+    }
+  });
+
   it("a store that cannot record the outcome leaves the claim in doubt; the reply stands", async () => {
     const claims = new InMemoryClaimStore();
     claims.settle = async () => {
