@@ -171,6 +171,26 @@ describe("tessera grants derive", () => {
     expect(third.code, third.stderr).toBe(0);
   });
 
+  it("names the field of a malformed request, as grants add does, and stores nothing", async () => {
+    const { store, requestFile, derive } = setUp();
+    const bad = {
+      ...readCell("bad", "a", 1),
+      capabilities: [{ ...capability(["cells"], []), actions: "read" }],
+    };
+    const refused = derive(requestFile("bad", bad));
+    expectRefusal(refused, "invalid_grant");
+    // Before: "the grant does not match the grant schema", with no field named.
+    expect(JSON.parse(refused.stderr).error.message).toMatch(
+      /^the grant does not match the grant schema: capabilities\.0\.actions: /,
+    );
+    const noId = derive(requestFile("no-id", { ...readCell("x", "a", 1), id: undefined }));
+    expect(JSON.parse(noId.stderr).error.message).toMatch(/: id: /);
+    // Nothing stored, nothing carved: the parent's five uses are all there for a good child.
+    const good = derive(requestFile("good", readCell("good", "a", 5)));
+    expect(good.code, good.stderr).toBe(0);
+    expect((await readAsDelegate(store, "a")).result.status).toBe("allowed");
+  });
+
   it("a revoked parent kills the derived grant from the next turn on", async () => {
     const { store, requestFile, derive } = setUp();
     const run = derive(requestFile("child", readCell("child", "a", 2)));

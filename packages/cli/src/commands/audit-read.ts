@@ -49,17 +49,23 @@ async function reader(options: ReadOptions, what: string) {
   return { read, follower: () => followByCount(() => read(SERVICE_CAP)), close: async () => {} };
 }
 
+/**
+ * Exactly one of `--call-id` and `--trace-id`, as the service's `GET /v1/audit` takes exactly
+ * one of `callId` and `traceId`: neither would be the whole trail, both an ID pair no reader
+ * of one call or trace asks for. `why` says which rule refused.
+ */
+function oneCallOrTrace(options: FilterOptions, why: string): void {
+  if ((options.callId === undefined) === (options.traceId === undefined)) {
+    throw new TesseraError("invalid_usage", `give exactly one of --call-id or --trace-id: ${why}`);
+  }
+}
+
 async function remoteRead(
   client: TesseraClient,
   options: FilterOptions,
   limit: number | undefined,
 ): Promise<readonly AuditEvent[]> {
-  if ((options.callId === undefined) === (options.traceId === undefined)) {
-    throw new TesseraError(
-      "invalid_usage",
-      "a service answers by one call or one trace: pass --call-id or --trace-id",
-    );
-  }
+  oneCallOrTrace(options, "a service answers by one call or one trace");
   const query =
     options.callId === undefined ? { traceId: options.traceId } : { callId: options.callId };
   const { events } = await client.audit({ ...query, ...(limit ? { limit } : {}) });
@@ -80,12 +86,18 @@ function filters(command: Command): Command {
 export function auditQueryCommand(): Command {
   return filters(
     new Command("query").description(
-      "decisions for one call or trace, oldest first, from a service (the token's own) or a store",
+      "decisions for exactly one call (--call-id) or one trace (--trace-id), oldest first, from a service (the token's own), a store, a log or a data directory; tessera audit list reads the whole trail",
     ),
   )
     .option("--limit <n>", "at most this many", wholeNumber(1, 1000))
     .option("--json", "print JSON")
     .action(async (options: ReadOptions) => {
+      // Before any source is opened, and alike for every source: a query is of one call or
+      // one trace, never the whole trail read at once (`audit list` reads that page by page).
+      oneCallOrTrace(
+        options,
+        "audit query reads one call or one trace (tessera audit list reads the whole trail)",
+      );
       const source = await reader(options, "audit query without --store, --file or --data");
       try {
         const events = await source.read(options.limit);

@@ -7,6 +7,7 @@ import {
   TesseraError,
 } from "@tessera/core";
 import type { Command } from "commander";
+import { dataDirFromEnv } from "../config/env.js";
 import { dataDirStore } from "../config/load.js";
 import { nonEmpty } from "../options.js";
 import { openAuditReaderByUrl } from "../stores.js";
@@ -61,7 +62,7 @@ export async function openAudit(
   if (given.length > 1) {
     throw new TesseraError("invalid_usage", "give one of --store, --file or --data, not several");
   }
-  const data = given.length === 0 ? env.TESSERA_DATA || undefined : options.data;
+  const data = given.length === 0 ? dataDirFromEnv(env) : options.data;
   // A store is opened to be read, writing nothing: an auditor's read-only role serves it.
   if (data !== undefined) {
     const audit = await openAuditReaderByUrl(dataDirStore(data));

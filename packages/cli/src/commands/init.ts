@@ -1,5 +1,6 @@
 import { TesseraError } from "@tessera/core";
 import { Command } from "commander";
+import { dataDirFromEnv } from "../config/env.js";
 import { DEFAULT_HOST, DEFAULT_PORT } from "../config/load.js";
 import { provisionDataDir } from "../config/provision.js";
 import { nonEmpty, wholeNumber } from "../options.js";
@@ -63,12 +64,9 @@ export function initCommand(): Command {
             `two directories given (${dir} and --data ${options.data}); give one`,
           );
         }
-        // An empty TESSERA_DATA is refused as serve and tokens refuse it: taken as a path, it
+        // An empty TESSERA_DATA is refused as every command refuses it: taken as a path, it
         // named the current directory, which init then provisioned and closed to others.
-        if (dir === undefined && options.data === undefined && process.env.TESSERA_DATA === "") {
-          throw new TesseraError("invalid_config", "TESSERA_DATA is set but empty");
-        }
-        const target = dir ?? options.data ?? process.env.TESSERA_DATA ?? "tessera-data";
+        const target = dir ?? options.data ?? dataDirFromEnv() ?? "tessera-data";
         const made = await provisionDataDir(target, options);
         if (options.json) {
           printJson(made);

@@ -12,6 +12,21 @@ import { Command } from "commander";
 import { nonEmpty, wholeNumber } from "../options.js";
 import { printable } from "../output.js";
 
+/**
+ * Every event `--json` prints, in the order a run can print them: `say` takes no other, so
+ * the help (which names each from this list) says what the command can emit.
+ */
+export const MCP_JSON_EVENTS = [
+  "listening",
+  "serving",
+  "reload_ignored",
+  "stopping",
+  "stopped",
+] as const;
+type McpJsonEvent = (typeof MCP_JSON_EVENTS)[number];
+/** `--json`'s help: each event the command prints, by name. */
+const JSON_HELP = `print the ${MCP_JSON_EVENTS.slice(0, -1).join(", ")} and ${MCP_JSON_EVENTS.at(-1)} events as JSON lines ({"event":…}; on stderr with --stdio)`;
+
 interface McpCommandOptions {
   config: string;
   stdio?: boolean;
@@ -39,10 +54,7 @@ export function mcpCommand(): Command {
     .option("--stdio", "serve one client over stdin/stdout; the token is TESSERA_MCP_TOKEN")
     .option("--host <host>", "address to listen on (default 127.0.0.1)", nonEmpty)
     .option("--port <port>", "port, 0 picks a free one (default 8931)", wholeNumber(0, 65_535))
-    .option(
-      "--json",
-      "print the listening, stopping and stopped events as JSON lines (on stderr with --stdio)",
-    )
+    .option("--json", JSON_HELP)
     .action(async (options: McpCommandOptions) => {
       const config = loadGatewayConfig(options.config);
       if (options.stdio && config.principals.length === 0) {
@@ -69,7 +81,7 @@ export function mcpCommand(): Command {
         process.once("SIGTERM", () => resolve());
       });
       // Over stdio, standard output is the MCP protocol itself: the lines go to standard error.
-      const say = (event: object, text: string) =>
+      const say = (event: { event: McpJsonEvent } & Record<string, unknown>, text: string) =>
         announce(options.json, options.stdio ? process.stderr : process.stdout, event, text);
       // Node's default for SIGHUP (a log rotation, a service manager's reload) ends the
       // process, cutting the calls under way and leaving them in doubt. The gateway reads its

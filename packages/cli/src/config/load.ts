@@ -4,6 +4,7 @@ import { TesseraError } from "@tessera/core";
 import type { ServerTimeouts } from "@tessera/server";
 import type { z } from "zod";
 import { checkDataDir, dataPath } from "./data-dir.js";
+import { dataDirFromEnv } from "./env.js";
 import {
   ClientEnvSchema,
   type ConfigFile,
@@ -61,8 +62,10 @@ export const DEFAULT_PORT = 8787;
  * from (the file and key, the variable, the flag).
  */
 export function loadServeConfig(flags: ServeFlags, env: Env = process.env): ServeConfig {
+  // Before the schema: an empty TESSERA_DATA is refused in the words every command uses.
+  const envData = dataDirFromEnv(env);
   const fromEnv = parseEnv(ServeEnvSchema, env);
-  const data = flags.data ?? fromEnv.TESSERA_DATA;
+  const data = flags.data ?? envData;
   const dataDir = data === undefined ? undefined : checkDataDir(data);
   const file = dataDir === undefined ? undefined : readConfigFile(dataDir);
   const inDir = (path: string | undefined) =>
@@ -155,10 +158,11 @@ export function loadClientTarget(
   flags: { url?: string; token?: string; data?: string },
   env: Env = process.env,
 ): ClientTarget | undefined {
+  const envData = dataDirFromEnv(env);
   const fromEnv = parseEnv(ClientEnvSchema, env);
   let url = flags.url === undefined ? fromEnv.TESSERA_URL : checkServiceUrl(flags.url, "--url");
   const token = flags.token ?? fromEnv.TESSERA_TOKEN;
-  const data = flags.data ?? fromEnv.TESSERA_DATA;
+  const data = flags.data ?? envData;
   if (url === undefined && data !== undefined) {
     const file = readConfigFile(checkDataDir(data));
     const host = file.host ?? DEFAULT_HOST;

@@ -18,6 +18,7 @@ import { TesseraError } from "@tessera/core";
 import { parsePrincipals, tokenDigest } from "@tessera/server";
 import { readNamedFile } from "../files.js";
 import { checkDataDir, PRIVATE_FILE_MODE } from "./data-dir.js";
+import { dataDirFromEnv, nonEmptyEnv } from "./env.js";
 import { withFileLock } from "./file-lock.js";
 import { readConfigFile } from "./load.js";
 
@@ -38,7 +39,7 @@ export interface PrincipalsFileOptions {
 export function principalsPath(options: PrincipalsFileOptions): string {
   const named = options.principals ?? nonEmptyEnv("TESSERA_PRINCIPALS");
   if (named !== undefined) return resolve(named);
-  const data = options.data ?? nonEmptyEnv("TESSERA_DATA");
+  const data = options.data ?? dataDirFromEnv();
   if (data === undefined) {
     throw new TesseraError(
       "invalid_config",
@@ -56,14 +57,8 @@ export function principalsPath(options: PrincipalsFileOptions): string {
  */
 export function identityConfigured(options: PrincipalsFileOptions): boolean {
   if (nonEmptyEnv("TESSERA_IDENTITY") !== undefined) return true;
-  const data = options.data ?? nonEmptyEnv("TESSERA_DATA");
+  const data = options.data ?? dataDirFromEnv();
   return data !== undefined && readConfigFile(checkDataDir(data)).identity !== undefined;
-}
-
-function nonEmptyEnv(name: string): string | undefined {
-  const value = process.env[name];
-  if (value === "") throw new TesseraError("invalid_config", `${name} is set but empty`);
-  return value;
 }
 
 export interface FilePrincipal {

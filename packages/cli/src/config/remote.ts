@@ -2,6 +2,7 @@ import { createTesseraClient, type TesseraClient } from "@tessera/client";
 import { TesseraError } from "@tessera/core";
 import type { Command } from "commander";
 import { nonEmpty } from "../options.js";
+import { dataDirFromEnv } from "./env.js";
 import { loadClientTarget } from "./load.js";
 
 /** The options every command that can talk to a running service takes. */
@@ -46,7 +47,7 @@ export function dataDirToRead(
   // Beside a named store or file, `TESSERA_DATA` gives way, and a `--data` flag is a second
   // source that the opener refuses.
   if (local.some((value) => value !== undefined)) return options.data;
-  return options.data ?? (env.TESSERA_DATA || undefined);
+  return options.data ?? dataDirFromEnv(env);
 }
 
 /** The client the options, environment or data directory name; undefined when none does. */

@@ -303,6 +303,37 @@ describe("deriveGrant", () => {
       codeOf(() => deriveGrant(parent(), request({ capabilities: [] }), { issuer: "agent" })),
     ).toBe("invalid_grant");
   });
+
+  it("names where a malformed request first fails the schema, redacting request text", () => {
+    const messageOf = (bad: DerivationRequest) => {
+      try {
+        deriveGrant(parent(), bad, { issuer: "agent" });
+      } catch (error) {
+        if (isTesseraError(error) && error.code === "invalid_grant") return error.message;
+        throw error;
+      }
+      throw new Error("derived a malformed request");
+    };
+    const [first] = request().capabilities;
+    const asString = {
+      ...first,
+      actions: "read",
+    } as unknown as DerivationRequest["capabilities"][number];
+    // Before: "the grant does not match the grant schema", whatever the field.
+    expect(messageOf(request({ capabilities: [asString] }))).toMatch(
+      /^the grant does not match the grant schema: capabilities\.0\.actions: /,
+    );
+    expect(messageOf(request({ capabilities: [] }))).toMatch(/schema: capabilities: /);
+    expect(messageOf({ ...request(), subject: 7 } as unknown as DerivationRequest)).toMatch(
+      /schema: subject: /,
+    );
+    // A key the schema does not know is the request's own text: redacted as an ID is.
+    const stray = { ...first, ["x\u202e".repeat(3)]: 1 } as unknown as typeof asString;
+    const message = messageOf(request({ capabilities: [stray] }));
+    expect(message).toBe(
+      "the grant does not match the grant schema: capabilities.0: unrecognized key <6 chars>",
+    );
+  });
 });
 
 describe("addDerivedGrant", () => {

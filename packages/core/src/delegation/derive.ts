@@ -1,5 +1,10 @@
 import { isTesseraError, redact, TesseraError } from "../contracts/errors.js";
-import type { Capability, Grant, GrantConstraints } from "../contracts/schemas.js";
+import {
+  type Capability,
+  type Grant,
+  type GrantConstraints,
+  GrantSchema,
+} from "../contracts/schemas.js";
 import { checkMaxUses, parseGrantInput } from "../contracts/store-input.js";
 import { releaseUse } from "../kernel/returned-uses.js";
 import { sealValidatedGrant } from "../kernel/validated-grants.js";
@@ -73,7 +78,7 @@ export function deriveGrant(
   if (typeof request !== "object" || request === null) {
     throw new TesseraError("invalid_grant", "a derivation request is an object");
   }
-  const child = parseGrantInput({
+  const child = parseChild({
     id: request.id,
     namespaceId: checkedParent.namespaceId,
     issuer: options.issuer,
@@ -92,6 +97,33 @@ export function deriveGrant(
     );
   }
   return sealValidatedGrant(child);
+}
+
+/**
+ * The child as the grant schema reads it, or `invalid_grant` naming where the request first
+ * fails it (`capabilities.0.actions: …`), as `tessera grants add` names a grant's field. The
+ * path's keys and an unrecognized key are request text: each is redacted as IDs are.
+ */
+function parseChild(input: Record<string, unknown>): Grant {
+  const parsed = GrantSchema.safeParse(input);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const where =
+    issue === undefined || issue.path.length === 0
+      ? "(root)"
+      : issue.path
+          .map((key) => (typeof key === "number" ? String(key) : redact(String(key))))
+          .join(".");
+  const why =
+    issue === undefined
+      ? "does not match"
+      : issue.code === "unrecognized_keys"
+        ? `unrecognized key ${issue.keys.map(redact).join(", ")}`
+        : issue.message;
+  throw new TesseraError(
+    "invalid_grant",
+    `the grant does not match the grant schema: ${where}: ${why}`,
+  );
 }
 
 /**
