@@ -130,6 +130,34 @@ describe("JsonlAuditSink", () => {
     },
   );
 
+  // /dev/null takes every write but no fsync (EINVAL), as a log on a failing disk may not.
+  it.skipIf(!existsSync("/dev/null"))(
+    "close() throws audit_unavailable, with the system's error as cause, when its final fsync fails",
+    () => {
+      const path = join(dir, "audit.jsonl");
+      symlinkSync("/dev/null", path);
+      const sink = JsonlAuditSink.open(path);
+      sink.append(event("flushed-at-close"));
+      let error: unknown;
+      try {
+        sink.close();
+      } catch (caught) {
+        error = caught;
+      }
+      // Before: a plain Error (EINVAL) from fsyncSync.
+      expect(isTesseraError(error, "audit_unavailable")).toBe(true);
+      expect((error as Error).cause).toMatchObject({ code: "EINVAL" });
+      expect((error as Error).message).toBe(
+        "the audit log could not be flushed and closed (EINVAL)",
+      );
+      // The descriptor was let go with the failure: closing again has nothing left to do.
+      expect(() => sink.close()).not.toThrow();
+      expect(() => sink.append(event("late"))).toThrow(
+        expect.objectContaining({ code: "audit_unavailable" }),
+      );
+    },
+  );
+
   it("reports isTesseraError for a sink that cannot be opened", () => {
     let error: unknown;
     try {
@@ -163,6 +191,35 @@ describe("JsonlAuditSink.openToRead", () => {
     reader.close();
     expect(readFileSync(path, "utf8")).toBe(bytes);
     expect(existsSync(`${path}.lock`)).toBe(false);
+  });
+
+  it("a path that is a directory names the system's reason (EISDIR), as reading and paging it do", async () => {
+    const reader = JsonlAuditSink.openToRead(dir);
+    // Before: "cannot read the audit log", with no reason.
+    await expect(reader.read()).rejects.toMatchObject({
+      code: "audit_unavailable",
+      message: "cannot read the audit log (EISDIR)",
+      cause: expect.objectContaining({ code: "EISDIR" }),
+    });
+    const paging = async () => {
+      for await (const _page of reader.readPages?.() ?? []) {
+        // nothing: a directory has no page
+      }
+    };
+    await expect(paging()).rejects.toMatchObject({
+      code: "audit_unavailable",
+      message: "cannot read the audit log (EISDIR)",
+    });
+    expect(() => JsonlAuditSink.open(dir)).toThrow(
+      expect.objectContaining({
+        code: "audit_unavailable",
+        message: "cannot open the audit log for appending (EISDIR)",
+      }),
+    );
+    // A log that is missing says so the same way: the code, never the path or any content.
+    await expect(JsonlAuditSink.openToRead(join(dir, "absent")).read()).rejects.toMatchObject({
+      message: "cannot read the audit log (ENOENT)",
+    });
   });
 
   it("a log that is not there is audit_unavailable, and is not made", async () => {

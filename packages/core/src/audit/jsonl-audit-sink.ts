@@ -6,7 +6,7 @@ import type { AuditFilter, AuditPageOptions, ReadableAuditSink } from "../ports/
 import { auditStreamOf, linkAuditEvent } from "./chain.js";
 import { FileLock } from "./file-lock.js";
 import { JsonlHeads } from "./jsonl-heads.js";
-import { readLog, readLogPages } from "./jsonl-read.js";
+import { readLog, readLogPages, systemReason } from "./jsonl-read.js";
 
 export interface JsonlAuditSinkOptions {
   /**
@@ -64,9 +64,11 @@ export class JsonlAuditSink implements ReadableAuditSink {
       // Read as well as append: the stream heads are read through the same descriptor.
       return new JsonlAuditSink(path, openSync(path, "a+", 0o600), options);
     } catch (error) {
-      throw new TesseraError("audit_unavailable", "cannot open the audit log for appending", {
-        cause: error,
-      });
+      throw new TesseraError(
+        "audit_unavailable",
+        `cannot open the audit log for appending${systemReason(error)}`,
+        { cause: error },
+      );
     }
   }
 
@@ -136,7 +138,20 @@ export class JsonlAuditSink implements ReadableAuditSink {
     if (fd === undefined) return;
     this.#fd = undefined;
     this.#lock.close();
-    fsyncSync(fd);
-    closeSync(fd);
+    // A failed flush (EIO, or a log that is no file: EINVAL) is the sink's failure, typed as
+    // an append's is; the descriptor is let go either way.
+    try {
+      try {
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+    } catch (error) {
+      throw new TesseraError(
+        "audit_unavailable",
+        `the audit log could not be flushed and closed${systemReason(error)}`,
+        { cause: error },
+      );
+    }
   }
 }

@@ -19,7 +19,9 @@ export async function readLog(path: string, filter: AuditFilter = {}) {
   try {
     text = readFileSync(path, "utf8");
   } catch (error) {
-    throw new TesseraError("audit_unavailable", "cannot read the audit log", { cause: error });
+    throw new TesseraError("audit_unavailable", `cannot read the audit log${systemReason(error)}`, {
+      cause: error,
+    });
   }
   const events: AuditEvent[] = [];
   let lineNumber = 0;
@@ -33,6 +35,16 @@ export async function readLog(path: string, filter: AuditFilter = {}) {
     events.push(event);
   }
   return selectEvents(events, filter);
+}
+
+/**
+ * ` (EISDIR)`: the system's error code of a failed file operation, for a message, or nothing
+ * when `error` carries none. Only the code: a system error's own message names the path, and
+ * nothing read from the file is ever shown.
+ */
+export function systemReason(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return typeof code === "string" && /^E[A-Z0-9]{1,31}$/.test(code) ? ` (${code})` : "";
 }
 
 /** Bytes read from the log at a time. */
@@ -51,9 +63,11 @@ export async function* readLogPages(
   try {
     file = await open(path, "r");
   } catch (error) {
-    throw new TesseraError("audit_unavailable", "cannot open the audit log for reading", {
-      cause: error,
-    });
+    throw new TesseraError(
+      "audit_unavailable",
+      `cannot open the audit log for reading${systemReason(error)}`,
+      { cause: error },
+    );
   }
   try {
     const end = (await file.stat()).size;
@@ -100,6 +114,8 @@ async function readAt(file: FileHandle, into: Buffer, length: number, at: number
   try {
     return (await file.read(into, 0, length, at)).bytesRead;
   } catch (error) {
-    throw new TesseraError("audit_unavailable", "cannot read the audit log", { cause: error });
+    throw new TesseraError("audit_unavailable", `cannot read the audit log${systemReason(error)}`, {
+      cause: error,
+    });
   }
 }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { InMemoryGrantStore, isTesseraError } from "../index.js";
 import { isSealedGrant, sealValidatedGrant } from "../kernel/validated-grants.js";
 import { messageSendCapability } from "./messages.js";
 import { GrantSchema } from "./schemas.js";
@@ -38,5 +39,43 @@ describe("parseGrantInput and sealed grants", () => {
     expect(() => parseGrantInput(forged)).toThrow(
       expect.objectContaining({ code: "invalid_grant" }),
     );
+  });
+});
+
+describe("a malformed grant is refused naming its field", () => {
+  /** The `invalid_grant` message adding `grant` to a store answers with. */
+  async function refusalOf(grant: unknown): Promise<string> {
+    try {
+      await new InMemoryGrantStore().add(grant as typeof input);
+    } catch (error) {
+      if (isTesseraError(error, "invalid_grant")) return error.message;
+      throw error;
+    }
+    throw new Error("a malformed grant was added");
+  }
+
+  it("names the path of the first issue, as deriveGrant does", async () => {
+    const [capability] = input.capabilities;
+    // Before: "the grant does not match the grant schema", whatever the field.
+    expect(
+      await refusalOf({ ...input, capabilities: [{ ...capability, actions: "send" }] }),
+    ).toMatch(/^the grant does not match the grant schema: capabilities\.0\.actions: \S/);
+    expect(await refusalOf({ ...input, subject: "" })).toMatch(/ schema: subject: \S/);
+    expect(await refusalOf({ ...input, extra: 1 })).toBe(
+      "the grant does not match the grant schema: (root): unrecognized key extra",
+    );
+    expect(await refusalOf("not a grant")).toMatch(/ schema: \(root\): \S/);
+  });
+
+  it("redacts the caller's text in the path and in an unrecognized key", async () => {
+    const hostile = "\u202eevil\u0000".repeat(2);
+    expect(await refusalOf({ ...input, [hostile]: 1 })).toBe(
+      "the grant does not match the grant schema: (root): unrecognized key <12 chars>",
+    );
+    const message = await refusalOf({ ...input, constraints: { [hostile]: 1 } });
+    expect(message).toBe(
+      "the grant does not match the grant schema: constraints: unrecognized key <12 chars>",
+    );
+    expect(message).not.toContain("evil");
   });
 });

@@ -1,7 +1,7 @@
 import { isSealedGrant } from "../kernel/validated-grants.js";
 import type { AuditFilter, AuditPageOptions } from "../ports/audit-sink.js";
 import type { ClaimKey, ClaimReceipt, ClaimRecord, JsonValue } from "./claims.js";
-import { TesseraError } from "./errors.js";
+import { redact, TesseraError } from "./errors.js";
 import { type AuditEvent, AuditEventSchema, type Grant, GrantSchema } from "./schemas.js";
 
 /**
@@ -167,17 +167,51 @@ export function flagOption(value: string | null, name: string): boolean {
 }
 
 /**
- * The grant a store keeps: the input validated (defaults filled), or `invalid_grant`. A sealed
- * grant (parsed or built from validated parts by this library, then deeply frozen) is already
- * exactly that and comes back as it is: fan-out issuance hands stores thousands of them.
+ * The grant a store keeps: the input validated (defaults filled), or `invalid_grant` naming
+ * where it first fails the schema (see `grantSchemaError`). A sealed grant (parsed or built
+ * from validated parts by this library, then deeply frozen) is already exactly that and comes
+ * back as it is: fan-out issuance hands stores thousands of them.
  */
 export function parseGrantInput(input: unknown): Grant {
   if (isSealedGrant(input)) return input;
   const parsed = GrantSchema.safeParse(input);
-  if (!parsed.success) {
-    throw new TesseraError("invalid_grant", "the grant does not match the grant schema");
-  }
+  if (!parsed.success) throw grantSchemaError(parsed.error.issues);
   return parsed.data;
+}
+
+/** One issue of a failed schema parse, as far as `grantSchemaError` reads it. */
+interface SchemaIssue {
+  readonly code: string;
+  readonly path: readonly PropertyKey[];
+  readonly message: string;
+  readonly keys?: readonly string[];
+}
+
+/**
+ * `invalid_grant` naming where the input first fails the grant schema, as
+ * `the grant does not match the grant schema: capabilities.0.actions: <why>`, or `(root)` for
+ * the grant itself. Every grant refusal names its field this way: adding a grant, fan-out
+ * tickets, `deriveGrant`. The path's keys and an unrecognized key are the caller's text: each
+ * is redacted as IDs are (`redact`); the schema's own messages never echo the input.
+ */
+export function grantSchemaError(issues: readonly SchemaIssue[]): TesseraError {
+  const issue = issues[0];
+  const where =
+    issue === undefined || issue.path.length === 0
+      ? "(root)"
+      : issue.path
+          .map((key) => (typeof key === "number" ? String(key) : redact(String(key))))
+          .join(".");
+  const why =
+    issue === undefined
+      ? "does not match"
+      : issue.code === "unrecognized_keys"
+        ? `unrecognized key ${(issue.keys ?? []).map(redact).join(", ")}`
+        : issue.message;
+  return new TesseraError(
+    "invalid_grant",
+    `the grant does not match the grant schema: ${where}: ${why}`,
+  );
 }
 
 /** The event a sink writes: the input validated, or `invalid_input`. */

@@ -334,6 +334,34 @@ describe("deriveGrant", () => {
       "the grant does not match the grant schema: capabilities.0: unrecognized key <6 chars>",
     );
   });
+
+  it("refuses a key the request does not know, naming it (redacted), as adding a grant does", () => {
+    const refusalOf = (extra: Record<string, unknown>) => {
+      try {
+        deriveGrant(parent(), { ...request(), ...extra } as DerivationRequest, { issuer: "agent" });
+      } catch (error) {
+        if (isTesseraError(error, "invalid_grant")) return error.message;
+        throw error;
+      }
+      // Before: the key was dropped and the child derived.
+      throw new Error("derived a request with a key it does not know");
+    };
+    expect(refusalOf({ extra: 1 })).toBe(
+      "the grant does not match the grant schema: (root): unrecognized key extra",
+    );
+    // A grant field the delegator may not set is no request key either: never silently dropped.
+    expect(refusalOf({ namespaceId: "elsewhere" })).toMatch(
+      /: \(root\): unrecognized key namespaceId$/,
+    );
+    expect(refusalOf({ parentId: "q", depth: 1 })).toMatch(/unrecognized key parentId, depth$/);
+    expect(refusalOf({ ["x\u202e".repeat(3)]: 1 })).toBe(
+      "the grant does not match the grant schema: (root): unrecognized key <6 chars>",
+    );
+    // Every key the request does know still derives.
+    expect(
+      deriveGrant(parent(), { ...request(), issuedAt: iso(T0) }, { issuer: "agent" }).parentId,
+    ).toBe("p");
+  });
 });
 
 describe("addDerivedGrant", () => {

@@ -1,11 +1,7 @@
+import { z } from "zod";
 import { isTesseraError, redact, TesseraError } from "../contracts/errors.js";
-import {
-  type Capability,
-  type Grant,
-  type GrantConstraints,
-  GrantSchema,
-} from "../contracts/schemas.js";
-import { checkMaxUses, parseGrantInput } from "../contracts/store-input.js";
+import type { Capability, Grant, GrantConstraints } from "../contracts/schemas.js";
+import { checkMaxUses, grantSchemaError, parseGrantInput } from "../contracts/store-input.js";
 import { releaseUse } from "../kernel/returned-uses.js";
 import { sealValidatedGrant } from "../kernel/validated-grants.js";
 import type { GrantStore } from "../ports/grant-source.js";
@@ -28,6 +24,19 @@ export interface DerivationOptions {
   /** The delegator: must be the parent's subject. */
   readonly issuer: string;
 }
+
+/**
+ * The keys a `DerivationRequest` may hold, and only those: their values are checked as the
+ * child's fields, by the grant schema.
+ */
+const anyValue = z.unknown().optional();
+const RequestKeysSchema = z.strictObject({
+  id: anyValue,
+  subject: anyValue,
+  capabilities: anyValue,
+  constraints: anyValue,
+  issuedAt: anyValue,
+});
 
 const WIDENING_MESSAGES: Record<NonNullable<ReturnType<typeof wideningOf>>, string> = {
   delegation_too_deep: "the child sits deeper, or allows a deeper chain, than the parent allows",
@@ -78,7 +87,13 @@ export function deriveGrant(
   if (typeof request !== "object" || request === null) {
     throw new TesseraError("invalid_grant", "a derivation request is an object");
   }
-  const child = parseChild({
+  // The child is built from the request's own fields only, so a key it does not know (a typo,
+  // or a field the delegator may not set: `namespaceId`, `parentId` …) would pass silently.
+  const keys = RequestKeysSchema.safeParse(request);
+  if (!keys.success) throw grantSchemaError(keys.error.issues);
+  // Where the child first fails the grant schema (`capabilities.0.actions: …`), as adding a
+  // grant names it: the path's keys and an unrecognized key are redacted as IDs are.
+  const child = parseGrantInput({
     id: request.id,
     namespaceId: checkedParent.namespaceId,
     issuer: options.issuer,
@@ -97,33 +112,6 @@ export function deriveGrant(
     );
   }
   return sealValidatedGrant(child);
-}
-
-/**
- * The child as the grant schema reads it, or `invalid_grant` naming where the request first
- * fails it (`capabilities.0.actions: …`), as `tessera grants add` names a grant's field. The
- * path's keys and an unrecognized key are request text: each is redacted as IDs are.
- */
-function parseChild(input: Record<string, unknown>): Grant {
-  const parsed = GrantSchema.safeParse(input);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  const where =
-    issue === undefined || issue.path.length === 0
-      ? "(root)"
-      : issue.path
-          .map((key) => (typeof key === "number" ? String(key) : redact(String(key))))
-          .join(".");
-  const why =
-    issue === undefined
-      ? "does not match"
-      : issue.code === "unrecognized_keys"
-        ? `unrecognized key ${issue.keys.map(redact).join(", ")}`
-        : issue.message;
-  throw new TesseraError(
-    "invalid_grant",
-    `the grant does not match the grant schema: ${where}: ${why}`,
-  );
 }
 
 /**

@@ -202,6 +202,30 @@ describe("buildFanoutTickets", () => {
     expect(buildFanoutTickets({ ...valid, recipients: ["a", "b", "c"] })).toHaveLength(3);
   });
 
+  it("names the field a refused ticket fails on, as adding that ticket would", () => {
+    const refusalOf = (shape: TicketShape) => {
+      try {
+        buildFanoutTickets(shape);
+      } catch (error) {
+        if (isTesseraError(error, "invalid_grant")) return error.message;
+        throw error;
+      }
+      throw new Error("built refused tickets");
+    };
+    // Before: "the grant does not match the grant schema", whatever the field.
+    expect(refusalOf({ ...valid, recipients: ["a", "b", ".."] })).toBe(
+      "the grant does not match the grant schema: capabilities.0.resource.path.0: unsafe path segment",
+    );
+    expect(refusalOf({ ...valid, recipients: ["\u202e", "b"] })).toBe(
+      "the grant does not match the grant schema: capabilities.0.resource.path.0: unsafe path segment",
+    );
+    expect(refusalOf({ ...valid, subject: "" })).toMatch(/ schema: subject: \S/);
+    expect(refusalOf({ ...valid, idPrefix: "p".repeat(512) })).toMatch(/ schema: id: \S/);
+    expect(refusalOf({ ...valid, purposes: ["ok", ""] })).toMatch(
+      / schema: constraints\.purposes\.1: \S/,
+    );
+  });
+
   it("refuses a Date that names no time with invalid_grant, not a RangeError", () => {
     for (const bad of [{ issuedAt: new Date(Number.NaN) }, { expiresAt: new Date(Number.NaN) }]) {
       expect(() => buildFanoutTickets({ ...valid, ...bad })).toThrow(

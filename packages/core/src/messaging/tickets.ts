@@ -1,7 +1,7 @@
 import { TesseraError } from "../contracts/errors.js";
 import { messageSendCapability } from "../contracts/messages.js";
 import type { Grant, GrantInput } from "../contracts/schemas.js";
-import { parseGrantInput } from "../contracts/store-input.js";
+import { grantSchemaError, parseGrantInput } from "../contracts/store-input.js";
 import { isSegment } from "../kernel/request.js";
 import { sealValidatedGrant } from "../kernel/validated-grants.js";
 
@@ -65,9 +65,19 @@ export function buildFanoutTickets(shape: TicketShape): Grant[] {
   Object.freeze(actions);
   // Every recipient before any ticket: nothing is built for a batch that is refused, and the
   // parser's short-lived garbage is collected while few tickets are alive to be copied.
-  for (const recipient of recipients) {
+  for (let index = 0; index < recipients.length; index++) {
+    const recipient = recipients[index] as string;
     if (!isSegment(recipient)) {
-      throw new TesseraError("invalid_grant", "the grant does not match the grant schema");
+      // Refused: that ticket parsed whole names the field, as adding it would have.
+      const id = `${idPrefix}${index}`;
+      parseGrantInput(ticketInput(shape, issuedAt, expiresAt, recipient, id));
+      throw grantSchemaError([
+        {
+          code: "custom",
+          path: ["capabilities", 0, "resource", "path", 0],
+          message: "unsafe path segment",
+        },
+      ]);
     }
   }
   for (let index = 0; index < recipients.length; index++) {
