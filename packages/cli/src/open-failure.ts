@@ -39,7 +39,9 @@ export async function explainOpenFailure(
  */
 function faultyOptions(url: string, parse: (url: string) => unknown): string[] {
   const at = url.indexOf("?");
-  if (at === -1) return [];
+  // A fragment is refused on its own (the parser says so); tried with one option, it would
+  // ride on that option's value and name it as the fault.
+  if (at === -1 || url.includes("#")) return [];
   const base = url.slice(0, at);
   const parses = (candidate: string) => {
     try {

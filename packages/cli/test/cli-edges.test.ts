@@ -153,6 +153,18 @@ describe("stores that do not open say why", () => {
     expect(run.stderr).toContain('"synchronus"');
   });
 
+  it("names a fragment as the fault, not the option its text follows", () => {
+    const run = tessera(
+      "audit",
+      "list",
+      "--store",
+      `sqlite:${join(scratch(), "g.db")}?create=false#x`,
+    );
+    expectRefusal(run, "invalid_config");
+    expect(run.stderr).toContain("fragment");
+    expect(run.stderr).not.toContain("at fault");
+  });
+
   /** `grants add` of one grant to `store`: a writer's open, which may make the store. */
   function addGrant(store: string) {
     const file = join(scratch(), "grant.json");

@@ -197,6 +197,27 @@ describe("tessera init", () => {
     expect(await served.stop()).toBe(0);
   });
 
+  it("provisions and serves a directory whose path holds #, % and ?", async () => {
+    // The database's `sqlite:` URL is written from the path: `#` (a fragment, now refused by
+    // the backend), `%41` (decoded to `A`) and `?` (a query) each named another file, or none.
+    const parent = join(scratch(), "d#1 50%41 why?");
+    mkdirSync(parent);
+    const made = init(join(parent, "data"), "--port", "0");
+    expect(made.database).toBe(join(parent, "data", "tessera.db"));
+    const listed = run({}, "audit", "list", "--data", made.dataDir);
+    expect([listed.code, listed.stderr]).toEqual([
+      0,
+      "no decisions found: the trail is empty, or none match\n",
+    ]);
+    const served = await serveProcess(["--data", made.dataDir]);
+    try {
+      const issuer = createTesseraClient({ url: served.url, token: made.issuerToken });
+      await expect(issuer.ready()).resolves.toEqual({ ready: true });
+    } finally {
+      expect(await served.stop()).toBe(0);
+    }
+  });
+
   // Before: `init ""` (`init "$DIR"` with DIR unset) and an empty TESSERA_DATA both named the
   // current directory, which init provisioned when it was empty and closed to others (0700).
   it("refuses an empty directory name or TESSERA_DATA instead of provisioning the current directory", () => {

@@ -168,12 +168,20 @@ export class TesseraClient {
 
   /** "Spent" or "never granted" (and revoked, expired, …) for one of this principal's calls. */
   explain(callId: string, options?: CallOptions): Promise<RouteResponse<"explain">> {
-    return this.#call("explain", { query: { callId }, ...options });
+    return this.#call("explain", {
+      query: { callId },
+      queryIds: { callId: "required" },
+      ...options,
+    });
   }
 
   /** This principal's audit events for one call ID or one trace ID. */
   audit(query: AuditQuery, options?: CallOptions): Promise<RouteResponse<"audit">> {
-    return this.#call("audit", { query, ...options });
+    return this.#call("audit", {
+      query,
+      queryIds: { callId: "optional", traceId: "optional" },
+      ...options,
+    });
   }
 
   /** This principal's A2UI claims whose outcome was never recorded. */

@@ -138,6 +138,7 @@ describe("the entry points", () => {
         "readPrivateFile",
         "redact",
         "serializeAnswer",
+        "sqliteUrlOf",
         "storageDigest",
         "storeOpeners",
         "uniqueStorageDigest",

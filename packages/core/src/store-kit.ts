@@ -68,5 +68,6 @@ export {
   storeOpeners,
 } from "./stores/backend.js";
 export { type ComposedActPorts, composeActLedger } from "./stores/composed-act-ledger.js";
+export { sqliteUrlOf } from "./stores/sqlite-url.js";
 export { observeActLedger, wrapActLedger } from "./stores/wrap-act-ledger.js";
 export { WriteWindow } from "./stores/write-window.js";

@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { TesseraError } from "@tessera/core";
+import { sqliteUrlOf } from "@tessera/core/store-kit";
 
 /*
  * Paths in a gateway config file mean the file's folder, not the working directory of whoever
@@ -33,16 +34,11 @@ function sqliteFile(url: string): SqliteFile | undefined {
   return { path, query: queryAt === -1 ? "" : rest.slice(queryAt) };
 }
 
-/** A path written back into a URL: the backend decodes it, and `?` would start the query. */
-function encodePath(path: string): string {
-  return path.replaceAll("%", "%25").replaceAll("?", "%3F");
-}
-
 /** A relative `sqlite:` file as the one in `baseDir`; any other URL as it is. */
 export function storeInFolder(url: string, baseDir: string): string {
   const file = sqliteFile(url);
   if (file === undefined || isAbsolute(file.path)) return url;
-  return `sqlite:${encodePath(resolve(baseDir, file.path))}${file.query}`;
+  return sqliteUrlOf(resolve(baseDir, file.path), file.query);
 }
 
 /**

@@ -1,6 +1,7 @@
 import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { parseSqliteUrl } from "@tessera/sqlite";
 import { describe, expect, it } from "vitest";
 import { type GatewayConfig, loadGatewayConfig, parseGatewayConfig } from "./config.js";
 import { existingStore } from "./config-paths.js";
@@ -137,14 +138,17 @@ describe("the gateway config", () => {
     });
   });
 
-  it("a folder whose name holds % or ? stays one path in the store URL", () => {
-    const dir = mkdtempSync(join(tmpdir(), "mcp-config-%41?x-"));
+  it("a folder whose name holds %, ? or # stays one path in the store URL", () => {
+    // `#` too: the SQLite backend now refuses a fragment, so an unescaped one refused the store.
+    const dir = mkdtempSync(join(tmpdir(), "mcp-config-%41?x#1-"));
     const file = join(dir, "gateway.json");
     writeFileSync(file, JSON.stringify({ ...valid, stores: "sqlite:mcp.db?create=false" }));
     const stores = loadGatewayConfig(file).stores as string;
     const location = stores.slice("sqlite:".length, stores.lastIndexOf("?"));
     expect(decodeURIComponent(location)).toBe(join(dir, "mcp.db"));
+    expect(location).not.toContain("#");
     expect(stores.endsWith("?create=false")).toBe(true);
+    expect(parseSqliteUrl(stores).path).toBe(join(dir, "mcp.db"));
   });
 });
 

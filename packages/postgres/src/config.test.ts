@@ -68,4 +68,28 @@ describe("parsePostgresUrl", () => {
   it("accepts postgresql:// too", () => {
     expect(parsePostgresUrl("postgresql://h/db").schema).toBe("tessera");
   });
+
+  it("refuses a fragment (the driver would drop it, and what follows it) with invalid_config", () => {
+    for (const url of [`${base}#frag`, `${base}#`, `${base}#?selfTest=false`]) {
+      expect(() => parsePostgresUrl(url), url).toThrow(
+        expect.objectContaining({
+          code: "invalid_config",
+          message: expect.stringContaining("%23"),
+        }),
+      );
+    }
+  });
+
+  it("refuses a repeated Tessera option with invalid_config naming it, instead of using the first", () => {
+    for (const [query, name] of [
+      ["schema=a&schema=b", "schema"],
+      ["poolMax=2&sslmode=disable&poolMax=3", "poolMax"],
+      ["application_name=x&application_name=x", "application_name"],
+      ["selfTest=true&selfTest=false", "selfTest"],
+    ] as const) {
+      expect(() => parsePostgresUrl(`${base}?${query}`), query).toThrow(
+        expect.objectContaining({ code: "invalid_config", message: expect.stringContaining(name) }),
+      );
+    }
+  });
 });

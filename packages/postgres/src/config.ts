@@ -33,6 +33,14 @@ const NUMERIC_OPTIONS = {
   idleTimeoutMs: { param: "idleTimeoutMs", fallback: 10_000, min: 1, max: 3_600_000 },
 } as const;
 
+/** Tessera's own query options: read here and removed before the URL reaches `pg`. */
+const TESSERA_OPTIONS: ReadonlySet<string> = new Set([
+  "schema",
+  "selfTest",
+  "application_name",
+  ...Object.values(NUMERIC_OPTIONS).map((o) => o.param),
+]);
+
 /**
  * `pg` reads these from the connection string, and a value there wins over the one Tessera
  * passes: `statement_timeout=0` would let a statement stuck behind a lock wait on the server
@@ -59,8 +67,22 @@ export function parsePostgresUrl(url: string): PostgresConfig {
       `@tessera/postgres serves postgres:// URLs, not ${redact(parsed.protocol)}`,
     );
   }
+  // pg drops the fragment, and with it whatever follows the `#`: an option, or the rest of a
+  // password whose `#` was not written %23. A fragment means nothing here: refused.
+  if (url.includes("#")) {
+    throw new TesseraError(
+      "invalid_config",
+      "a PostgreSQL store URL takes no fragment (#…): write a # in a password or option as %23",
+    );
+  }
   const params = parsed.searchParams;
+  const seen = new Set<string>();
   for (const key of params.keys()) {
+    // Which of two values the operator meant cannot be known: refused, not guessed.
+    if (TESSERA_OPTIONS.has(key) && seen.has(key)) {
+      throw new TesseraError("invalid_config", `the URL gives ${key} more than once`);
+    }
+    seen.add(key);
     if (!Object.hasOwn(DRIVER_OPTIONS, key)) continue;
     const own = DRIVER_OPTIONS[key];
     throw new TesseraError(
@@ -89,14 +111,7 @@ export function parsePostgresUrl(url: string): PostgresConfig {
   }
   const selfTest = flagOption(params.get("selfTest"), "selfTest");
   const applicationName = params.get("application_name") ?? "tessera";
-  for (const name of [
-    "schema",
-    "selfTest",
-    "application_name",
-    ...Object.values(NUMERIC_OPTIONS).map((o) => o.param),
-  ]) {
-    params.delete(name);
-  }
+  for (const name of TESSERA_OPTIONS) params.delete(name);
   return {
     connectionString: parsed.toString(),
     schema,

@@ -100,4 +100,45 @@ describe("parseRedisUrl", () => {
   it("accepts rediss:// (TLS)", () => {
     expect(parseRedisUrl("rediss://h:6380").prefix).toBe("tessera:");
   });
+
+  it("refuses a fragment (the driver would drop it, and what follows it) with invalid_config", () => {
+    for (const url of [`${base}#frag`, `${base}#`, `${base}#?selfTest=false`]) {
+      expect(() => parseRedisUrl(url), url).toThrow(
+        expect.objectContaining({
+          code: "invalid_config",
+          message: expect.stringContaining("%23"),
+        }),
+      );
+    }
+  });
+
+  it("refuses a repeated Tessera option with invalid_config naming it, instead of using the first", () => {
+    for (const [query, name] of [
+      ["prefix=a:&prefix=b:", "prefix"],
+      ["claimTtlMs=1000&claimTtlMs=2000", "claimTtlMs"],
+      ["name=a&name=a", "name"],
+      ["cluster=false&cluster=true", "cluster"],
+    ] as const) {
+      expect(() => parseRedisUrl(`${base}?${query}`), query).toThrow(
+        expect.objectContaining({ code: "invalid_config", message: expect.stringContaining(name) }),
+      );
+    }
+  });
+
+  it("refuses a malformed percent escape in the user name or password with invalid_config", () => {
+    // ioredis decodes both with decodeURIComponent: a bare URIError at open, and the CLI's
+    // explanation of the failure threw it again.
+    for (const url of ["redis://:p%zz@127.0.0.1:6379", "redis://u%zz:p@127.0.0.1:6379/0"]) {
+      try {
+        parseRedisUrl(url);
+        expect.unreachable(url);
+      } catch (error) {
+        expect(error, url).toMatchObject({ code: "invalid_config" });
+        expect((error as Error).message).not.toContain("p%zz");
+      }
+    }
+    expect(parseRedisUrl("redis://:p%25zz@127.0.0.1:6379").url).toBe(
+      "redis://:p%25zz@127.0.0.1:6379",
+    );
+  });
 });

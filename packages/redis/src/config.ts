@@ -62,6 +62,15 @@ const NUMERIC_OPTIONS = {
   commandTimeoutMs: { fallback: 5_000, min: 1, max: 600_000 },
 } as const;
 
+/** Tessera's own query options: read here and removed before the URL reaches ioredis. */
+const TESSERA_OPTIONS: ReadonlySet<string> = new Set([
+  "prefix",
+  "name",
+  "selfTest",
+  "cluster",
+  ...Object.keys(NUMERIC_OPTIONS),
+]);
+
 export function parseRedisUrl(url: string): RedisConfig {
   let parsed: URL;
   try {
@@ -75,8 +84,37 @@ export function parseRedisUrl(url: string): RedisConfig {
       `@tessera/redis serves redis:// URLs, not ${redact(parsed.protocol)}`,
     );
   }
+  // ioredis drops the fragment, and with it whatever follows the `#`: an option, or the rest
+  // of a password whose `#` was not written %23. A fragment means nothing here: refused.
+  if (url.includes("#")) {
+    throw new TesseraError(
+      "invalid_config",
+      "a Redis store URL takes no fragment (#…): write a # in a password or option as %23",
+    );
+  }
+  // ioredis decodes the user name and password with decodeURIComponent, which throws on a
+  // malformed escape (`%zz`): refused here, without echoing either.
+  for (const [part, text] of [
+    ["user name", parsed.username],
+    ["password", parsed.password],
+  ] as const) {
+    try {
+      decodeURIComponent(text);
+    } catch {
+      throw new TesseraError(
+        "invalid_config",
+        `the Redis store URL's ${part} holds a malformed percent escape: write a % in it as %25`,
+      );
+    }
+  }
   const params = parsed.searchParams;
+  const seen = new Set<string>();
   for (const key of params.keys()) {
+    // Which of two values the operator meant cannot be known: refused, not guessed.
+    if (TESSERA_OPTIONS.has(key) && seen.has(key)) {
+      throw new TesseraError("invalid_config", `the URL gives ${key} more than once`);
+    }
+    seen.add(key);
     if (!Object.hasOwn(DRIVER_OPTIONS, key)) continue;
     const own = DRIVER_OPTIONS[key];
     throw new TesseraError(
@@ -119,8 +157,6 @@ export function parseRedisUrl(url: string): RedisConfig {
     );
   }
   const selfTest = flagOption(params.get("selfTest"), "selfTest");
-  for (const name of ["prefix", "name", "selfTest", "cluster", ...Object.keys(NUMERIC_OPTIONS)]) {
-    params.delete(name);
-  }
+  for (const name of TESSERA_OPTIONS) params.delete(name);
   return { url: parsed.toString(), prefix, connectionName, selfTest, cluster, ...numbers };
 }

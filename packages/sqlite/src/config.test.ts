@@ -60,4 +60,44 @@ describe("parseSqliteUrl", () => {
       ).toBe("invalid_config");
     }
   });
+
+  it("refuses a malformed percent escape in the file name with invalid_config", () => {
+    // decodeURIComponent threw a bare URIError, which the open reported as store_unavailable.
+    for (const url of ["sqlite:/x/a%zz.db", "sqlite:/x/a%.db", "sqlite:./a%e9.db?create=false"]) {
+      expect(() => parseSqliteUrl(url), url).toThrow(
+        expect.objectContaining({
+          code: "invalid_config",
+          message: expect.stringContaining("%25"),
+        }),
+      );
+    }
+    expect(parseSqliteUrl("sqlite:/x/a%25zz.db").path).toBe("/x/a%zz.db");
+  });
+
+  it("refuses a fragment instead of making it part of the file name", () => {
+    for (const url of [
+      "sqlite:/x/a.db#frag",
+      "sqlite:/x/a.db#",
+      "sqlite::memory:#frag",
+      "sqlite:/x/a.db?create=false#frag",
+    ]) {
+      expect(() => parseSqliteUrl(url), url).toThrow(
+        expect.objectContaining({ code: "invalid_config", message: expect.stringContaining("#") }),
+      );
+    }
+    expect(parseSqliteUrl("sqlite:/x/a%23frag.db").path).toBe("/x/a#frag.db");
+  });
+
+  it("refuses a repeated option with invalid_config naming it, instead of using the first", () => {
+    for (const [url, name] of [
+      ["sqlite:./t.db?synchronous=normal&synchronous=full", "synchronous"],
+      ["sqlite:./t.db?synchronous=full&synchronous=full", "synchronous"],
+      ["sqlite:./t.db?create=false&busyTimeoutMs=10&create=true", "create"],
+      ["sqlite:./t.db?selfTest=true&selfTest=false", "selfTest"],
+    ] as const) {
+      expect(() => parseSqliteUrl(url), url).toThrow(
+        expect.objectContaining({ code: "invalid_config", message: expect.stringContaining(name) }),
+      );
+    }
+  });
 });

@@ -36,22 +36,48 @@ export function parseSqliteUrl(url: string): SqliteConfig {
   if (typeof url !== "string" || !url.startsWith("sqlite:")) {
     throw new TesseraError("unsupported_store_url", "not a sqlite: URL");
   }
+  // A fragment means nothing in a store URL. Read as part of the name, `a.db#x` would open a
+  // fresh file beside `a.db`; a `#` in a file name is written `%23`.
+  if (url.includes("#")) {
+    throw new TesseraError(
+      "invalid_config",
+      "a sqlite URL takes no fragment (#…): write a # in the file name as %23",
+    );
+  }
   const rest = url.slice("sqlite:".length);
   const queryAt = rest.indexOf("?");
   let location = queryAt === -1 ? rest : rest.slice(0, queryAt);
   const query = new URLSearchParams(queryAt === -1 ? "" : rest.slice(queryAt + 1));
+  const seen = new Set<string>();
   for (const key of query.keys()) {
     if (!OPTIONS.has(key)) throw new TesseraError("invalid_config", "unknown sqlite URL option");
+    // Which of two values the operator meant cannot be known: refused, not guessed.
+    if (seen.has(key)) {
+      throw new TesseraError("invalid_config", `the sqlite URL gives ${key} more than once`);
+    }
+    seen.add(key);
   }
   if (location.startsWith("//")) location = location.slice(2);
   if (location === "") throw new TesseraError("invalid_config", "the sqlite URL names no file");
   return {
-    path: location === ":memory:" ? location : resolve(decodeURIComponent(location)),
+    path: location === ":memory:" ? location : resolve(fileName(location)),
     synchronous: synchronous(query.get("synchronous")),
     busyTimeoutMs: busyTimeout(query.get("busyTimeoutMs")),
     selfTest: flagOption(query.get("selfTest"), "selfTest"),
     create: flagOption(query.get("create"), "create"),
   };
+}
+
+/** The file name with its percent escapes decoded; a malformed one (`%zz`) is refused. */
+function fileName(location: string): string {
+  try {
+    return decodeURIComponent(location);
+  } catch {
+    throw new TesseraError(
+      "invalid_config",
+      "the sqlite URL's file name holds a malformed percent escape: write a % in it as %25",
+    );
+  }
 }
 
 function synchronous(value: string | null): SqliteConfig["synchronous"] {

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { TesseraError } from "@tessera/core";
+import { sqliteUrlOf } from "@tessera/core/store-kit";
 import type { ServerTimeouts } from "@tessera/server";
 import type { z } from "zod";
 import { checkDataDir, dataPath } from "./data-dir.js";
@@ -270,5 +271,14 @@ function storeInDir(store: string | undefined, dataDir: string | undefined): str
   const queryAt = rest.indexOf("?");
   const location = queryAt === -1 ? rest : rest.slice(0, queryAt);
   const query = queryAt === -1 ? "" : rest.slice(queryAt);
-  return `sqlite:${isAbsolute(location) ? location : resolve(dataDir, location)}${query}`;
+  if (isAbsolute(location)) return store;
+  // The file as the backend reads it (percent-decoded), in the data directory, written back
+  // escaped: the directory's own path may hold `%`, `?` or `#`.
+  let file: string;
+  try {
+    file = decodeURIComponent(location);
+  } catch {
+    return store; // the backend refuses the malformed escape with its own message
+  }
+  return sqliteUrlOf(resolve(dataDir, file), query);
 }

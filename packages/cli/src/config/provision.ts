@@ -10,6 +10,7 @@ import {
 import { dirname, resolve } from "node:path";
 import { DirectoryClaimStore } from "@tessera/a2ui";
 import { isTesseraError, TesseraError } from "@tessera/core";
+import { sqliteUrlOf } from "@tessera/core/store-kit";
 import { parsePrincipals, tokenDigest } from "@tessera/server";
 import { openStoresByUrl } from "../stores.js";
 import {
@@ -95,7 +96,7 @@ export async function provisionDataDir(
     await (await DirectoryClaimStore.open(claims)).close();
 
     const database = dataPath(dataDir, "database");
-    const stores = await openStoresByUrl(`sqlite:${database}`);
+    const stores = await openStoresByUrl(sqliteUrlOf(database));
     await stores.close();
     chmodSync(database, PRIVATE_FILE_MODE);
 
