@@ -156,7 +156,8 @@ export const ERROR_CATALOG = {
     httpStatus: 503,
   },
   claim_dir_missing: {
-    meaning: "The claim directory does not exist (never made, or removed since it was opened); the gate never creates it.",
+    meaning:
+      "The claim directory does not exist (never made, or removed since it was opened); the gate never creates it.",
     httpStatus: 503,
   },
   claim_dir_insecure: {
