@@ -220,10 +220,14 @@ export class FunctionCallGate {
       });
     }
     if (admitted.status === "duplicate") {
+      const earlier = admitted.existing.bodyHash;
       return this.#finish(session, id, refusalReply("duplicate_call", id), "none", {
         reason: "duplicate_call",
         previous: admitted.existing.receipt?.status ?? "in_doubt",
-        changedBody: admitted.existing.bodyHash !== message.bodyHash,
+        // An empty body hash is no body's hash (the gate's are SHA-256): the store lost the
+        // earlier claim's record (a directory marker whose writer died before writing it), so
+        // whether this body differs is unknown and not claimed either way.
+        ...(earlier === "" ? {} : { changedBody: earlier !== message.bodyHash }),
       });
     }
 

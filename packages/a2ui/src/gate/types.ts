@@ -97,7 +97,10 @@ export interface GateReceipt {
   readonly functionCallId?: string;
   /** For a refused duplicate: what the earlier claim's receipt says (`in_doubt` if unsettled). */
   readonly previous?: ReceiptStatus;
-  /** For a refused duplicate: whether its body differed from the first call's. */
+  /**
+   * For a refused duplicate: whether its body differed from the first call's. Absent when the
+   * store no longer knows the first call's body (its record was lost: `bodyHash` `""`).
+   */
   readonly changedBody?: boolean;
 }
 

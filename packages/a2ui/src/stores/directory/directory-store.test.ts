@@ -6,6 +6,8 @@ import {
   mkdirSync,
   mkdtempSync,
   readdirSync,
+  readlinkSync,
+  realpathSync,
   renameSync,
   rmSync,
   symlinkSync,
@@ -39,6 +41,20 @@ async function codeOf(action: () => Promise<unknown>): Promise<string | undefine
 /** Every path under `root`, relative, so a test can assert nothing landed anywhere else. */
 function listing(root: string): string[] {
   return readdirSync(root, { recursive: true }).map(String).sort();
+}
+
+/** How many of this process's descriptors are open on files in `dir` (removed ones too). */
+function openMarkerHandles(dir: string): number {
+  const inside = `${realpathSync(dir)}/`;
+  let count = 0;
+  for (const fd of readdirSync("/proc/self/fd")) {
+    try {
+      if (readlinkSync(`/proc/self/fd/${fd}`).startsWith(inside)) count++;
+    } catch {
+      // closed since the listing (the listing's own descriptor, for one)
+    }
+  }
+  return count;
 }
 
 let root: string;
@@ -252,6 +268,61 @@ describe("DirectoryClaimStore and hostile keys", () => {
       status: "already_claimed",
       existing: { ...key, bodyHash: "", claimedAt: 0 },
     });
+    await store.close();
+  });
+});
+
+describe("DirectoryClaimStore after another process ended the session", () => {
+  // The other process is a second store on the same directory: all it does is remove the
+  // marker, and it shares nothing with this store (its held markers are its own).
+  it.skipIf(!existsSync("/proc/self/fd"))(
+    "a re-claim of a key whose marker it still held closes that handle: no descriptor leaks",
+    async () => {
+      const store = await DirectoryClaimStore.open(dir);
+      const other = await DirectoryClaimStore.open(dir);
+      const key = { session: "s", functionCallId: "again" };
+      expect(await store.claim(key, record("0"))).toEqual({ status: "claimed" });
+      expect(openMarkerHandles(dir)).toBe(1);
+      for (let i = 1; i <= 5; i++) {
+        await other.endSession("s");
+        expect(await store.claim(key, record(`${i}`))).toEqual({ status: "claimed" });
+      }
+      // Before, each re-claim dropped the handle it held without closing it: 6 were open here.
+      expect(openMarkerHandles(dir)).toBe(1);
+      // The handle kept is the new marker's: the settle lands in it, and closes it.
+      await store.settle(key, { status: "dispatched", settledAt: 2 });
+      expect(openMarkerHandles(dir)).toBe(0);
+      expect(await other.get(key)).toMatchObject({
+        bodyHash: record("5").bodyHash,
+        receipt: { status: "dispatched" },
+      });
+      await Promise.all([store.close(), other.close()]);
+    },
+  );
+});
+
+describe("DirectoryClaimStore.get of a marker without a record line", () => {
+  it.each([
+    ["empty (its writer died after the create)", ""],
+    ["a torn record line", '{"v":1,"session":"s","functionCall'],
+  ])("%s: held, as a claim of it finds, never free", async (_, content) => {
+    const store = await DirectoryClaimStore.open(dir);
+    const key = { session: "s", functionCallId: "no-record" };
+    writeFileSync(path.join(dir, claimKeyDigest(key)), content, { mode: 0o600 });
+    expect((await store.inDoubtReport()).skipped).toEqual([
+      { marker: claimKeyDigest(key), why: "no_record" },
+    ]);
+    const unknown = { ...key, bodyHash: "", claimedAt: 0 };
+    // Before, `get` answered undefined (free) while a claim of the key was refused.
+    expect(await store.get(key)).toEqual(unknown);
+    expect(await store.claim(key, record("late"))).toEqual({
+      status: "already_claimed",
+      existing: unknown,
+    });
+    expect(await store.get(key)).toEqual(unknown);
+    // Once the marker is gone the key is free again, for `get` as for `claim`.
+    rmSync(path.join(dir, claimKeyDigest(key)));
+    expect(await store.get(key)).toBeUndefined();
     await store.close();
   });
 });

@@ -164,7 +164,8 @@ export class DirectoryClaimStore implements ClaimStore {
       await marker.close().catch(() => undefined);
       throw await this.#abandon(name, error);
     }
-    this.#keepForSettle(name, marker);
+    const replaced = this.#keepForSettle(name, marker);
+    if (replaced) await replaced;
     return CLAIMED;
   }
 
@@ -230,13 +231,22 @@ export class DirectoryClaimStore implements ClaimStore {
   /**
    * The claimer settles soon after claiming, so its marker stays open until then: settle is
    * one append instead of a path lookup, an open and an append. Bounded; the oldest is closed.
+   *
+   * A handle already held under this name is for a marker removed since (another process
+   * ended the session, so the exclusive create succeeded again): it is closed, not dropped,
+   * or each such re-claim would leak a file descriptor. Its close is returned, for the claim
+   * to await (only then, so the common claim pays no extra turn).
    */
-  #keepForSettle(name: string, marker: FileHandle): void {
+  #keepForSettle(name: string, marker: FileHandle): Promise<void> | undefined {
+    const replaced = this.#held.get(name);
+    this.#held.delete(name);
     this.#held.set(name, marker);
-    if (this.#held.size <= MAX_HELD_MARKERS) return;
-    const [oldest, handle] = this.#held.entries().next().value as [string, FileHandle];
-    this.#held.delete(oldest);
-    handle.close().catch(() => undefined);
+    if (this.#held.size > MAX_HELD_MARKERS) {
+      const [oldest, handle] = this.#held.entries().next().value as [string, FileHandle];
+      this.#held.delete(oldest);
+      handle.close().catch(() => undefined);
+    }
+    return replaced?.close().catch(() => undefined);
   }
 
   get(key: ClaimKey): Promise<StoredClaim | undefined> {
@@ -246,10 +256,17 @@ export class DirectoryClaimStore implements ClaimStore {
   async #get(key: ClaimKey): Promise<StoredClaim | undefined> {
     checkClaimKey(key);
     checkSameDirectory(this.#dir, this.#identity);
-    const read = await this.#read(claimKeyDigest(key));
+    const name = claimKeyDigest(key);
+    const read = await this.#read(name);
     if (read === "not_a_file") throw notAFile();
+    if (read === "missing") return undefined;
     const claim = claimOf(read);
-    return claim && sameKey(claim, key) ? claim : undefined;
+    if (claim && sameKey(claim, key)) return claim;
+    // A marker without this key's record line (its writer died between the create and the
+    // write, or is writing it now) still holds the ID: a claim of it is refused. `get` says
+    // what that losing claim would report (the record once it appears, else an unknown one,
+    // in doubt), never that the ID is free; unless the marker goes meanwhile.
+    return this.#readClaimed(key, name, { missing: "free" });
   }
 
   /**
@@ -365,12 +382,24 @@ export class DirectoryClaimStore implements ClaimStore {
    * the content never appears (the winner died in between) reports the claim with an unknown
    * record — still claimed, still in doubt.
    */
-  async #readClaimed(key: ClaimKey, name: string): Promise<StoredClaim> {
+  #readClaimed(key: ClaimKey, name: string): Promise<StoredClaim>;
+  /** For `get`: a marker removed while it waits means the ID is free (`undefined`). */
+  #readClaimed(
+    key: ClaimKey,
+    name: string,
+    options: { missing: "free" },
+  ): Promise<StoredClaim | undefined>;
+  async #readClaimed(
+    key: ClaimKey,
+    name: string,
+    options?: { missing: "free" },
+  ): Promise<StoredClaim | undefined> {
     const deadline = Date.now() + CONTENT_WAIT_MS;
     for (let pause = 1; ; pause = Math.min(pause * 2, 20)) {
       const read = await this.#read(name);
       // Not made by this store: the ID's name is taken, but by nothing that is a claim.
       if (read === "not_a_file") throw notAFile();
+      if (read === "missing" && options?.missing === "free") return undefined;
       const claim = claimOf(read);
       if (claim && sameKey(claim, key)) return claim;
       if (Date.now() >= deadline) break;
