@@ -80,12 +80,14 @@ describe("parsePostgresUrl", () => {
     }
   });
 
-  it("refuses a repeated Tessera option with invalid_config naming it, instead of using the first", () => {
+  it("refuses a repeated option, Tessera's or the driver's, with invalid_config naming it, instead of using one of them", () => {
     for (const [query, name] of [
       ["schema=a&schema=b", "schema"],
       ["poolMax=2&sslmode=disable&poolMax=3", "poolMax"],
       ["application_name=x&application_name=x", "application_name"],
       ["selfTest=true&selfTest=false", "selfTest"],
+      // A driver's setting too: pg took the last, so this connected without TLS.
+      ["sslmode=require&sslmode=disable", "sslmode"],
     ] as const) {
       expect(() => parsePostgresUrl(`${base}?${query}`), query).toThrow(
         expect.objectContaining({ code: "invalid_config", message: expect.stringContaining(name) }),

@@ -78,8 +78,10 @@ export function parsePostgresUrl(url: string): PostgresConfig {
   const params = parsed.searchParams;
   const seen = new Set<string>();
   for (const key of params.keys()) {
-    // Which of two values the operator meant cannot be known: refused, not guessed.
-    if (TESSERA_OPTIONS.has(key) && seen.has(key)) {
+    // Which of two values the operator meant cannot be known: refused, not guessed. A driver's
+    // setting too, where the driver takes the last (`sslmode=require&sslmode=disable` connected
+    // without TLS).
+    if (seen.has(key)) {
       throw new TesseraError("invalid_config", `the URL gives ${key} more than once`);
     }
     seen.add(key);

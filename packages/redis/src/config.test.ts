@@ -112,12 +112,14 @@ describe("parseRedisUrl", () => {
     }
   });
 
-  it("refuses a repeated Tessera option with invalid_config naming it, instead of using the first", () => {
+  it("refuses a repeated option, Tessera's or the driver's, with invalid_config naming it, instead of using one of them", () => {
     for (const [query, name] of [
       ["prefix=a:&prefix=b:", "prefix"],
       ["claimTtlMs=1000&claimTtlMs=2000", "claimTtlMs"],
       ["name=a&name=a", "name"],
       ["cluster=false&cluster=true", "cluster"],
+      // A driver's setting too: ioredis took the last.
+      ["family=4&family=6", "family"],
     ] as const) {
       expect(() => parseRedisUrl(`${base}?${query}`), query).toThrow(
         expect.objectContaining({ code: "invalid_config", message: expect.stringContaining(name) }),

@@ -110,8 +110,9 @@ export function parseRedisUrl(url: string): RedisConfig {
   const params = parsed.searchParams;
   const seen = new Set<string>();
   for (const key of params.keys()) {
-    // Which of two values the operator meant cannot be known: refused, not guessed.
-    if (TESSERA_OPTIONS.has(key) && seen.has(key)) {
+    // Which of two values the operator meant cannot be known: refused, not guessed. A driver's
+    // setting too, where ioredis takes the last.
+    if (seen.has(key)) {
       throw new TesseraError("invalid_config", `the URL gives ${key} more than once`);
     }
     seen.add(key);
