@@ -122,6 +122,7 @@ describe("the entry points", () => {
         "checkRecord",
         "checkRevocationInstant",
         "checkSession",
+        "checkStoreUrlQuery",
         "claimKeyDigest",
         "composeActLedger",
         "deniedAnswerOf",

@@ -69,5 +69,6 @@ export {
 } from "./stores/backend.js";
 export { type ComposedActPorts, composeActLedger } from "./stores/composed-act-ledger.js";
 export { sqliteUrlOf } from "./stores/sqlite-url.js";
+export { checkStoreUrlQuery } from "./stores/url-query.js";
 export { observeActLedger, wrapActLedger } from "./stores/wrap-act-ledger.js";
 export { WriteWindow } from "./stores/write-window.js";

@@ -1,5 +1,5 @@
 import { TesseraError } from "@tessera/core";
-import { flagOption, redact } from "@tessera/core/store-kit";
+import { checkStoreUrlQuery, flagOption, redact } from "@tessera/core/store-kit";
 
 /**
  * Everything `openStores` reads from its URL. Tessera's own settings ride in the query
@@ -76,22 +76,7 @@ export function parsePostgresUrl(url: string): PostgresConfig {
     );
   }
   const params = parsed.searchParams;
-  const seen = new Set<string>();
-  for (const key of params.keys()) {
-    // Which of two values the operator meant cannot be known: refused, not guessed. A driver's
-    // setting too, where the driver takes the last (`sslmode=require&sslmode=disable` connected
-    // without TLS).
-    if (seen.has(key)) {
-      throw new TesseraError("invalid_config", `the URL gives ${key} more than once`);
-    }
-    seen.add(key);
-    if (!Object.hasOwn(DRIVER_OPTIONS, key)) continue;
-    const own = DRIVER_OPTIONS[key];
-    throw new TesseraError(
-      "invalid_config",
-      `the URL option ${key} would change how Tessera drives PostgreSQL${own === undefined ? "" : `; use ${own}`}`,
-    );
-  }
+  checkStoreUrlQuery(params, "PostgreSQL", DRIVER_OPTIONS);
   const schema = params.get("schema") ?? "tessera";
   if (!SCHEMA_NAME.test(schema)) {
     throw new TesseraError(

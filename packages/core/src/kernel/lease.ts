@@ -31,6 +31,7 @@ import type {
   AlreadyClaimed,
   AuthorizeRequest,
   AuthorizeResult,
+  Refusal,
   SendMessageRequest,
   SendMessageResult,
   TurnAuthority,
@@ -156,16 +157,7 @@ export class Lease implements TurnAuthority {
     if (verdict instanceof Promise) verdict = await verdict;
     if (!verdict.allowed) return refuseVerdict(this.#audit, now, callId, verdict, action, label);
     const grantId = verdict.grant.id;
-    if (this.#closed)
-      return refuseClosedWhileDeciding(
-        this.#audit,
-        now,
-        callId,
-        action,
-        label,
-        grantId,
-        verdict.grant.chain,
-      );
+    if (this.#closed) return this.#closedWhileDeciding(now, callId, action, label, verdict.grant);
     const written = this.#audit.write({
       now,
       code: null,
@@ -180,16 +172,7 @@ export class Lease implements TurnAuthority {
       await written;
       // The lease closed (a deadline, an abort) while the allowed event was being written:
       // nothing is allowed under a closed lease, so the caller is refused after all.
-      if (this.#closed)
-        return refuseClosedWhileDeciding(
-          this.#audit,
-          now,
-          callId,
-          action,
-          label,
-          grantId,
-          verdict.grant.chain,
-        );
+      if (this.#closed) return this.#closedWhileDeciding(now, callId, action, label, verdict.grant);
     }
     return Object.freeze({ status: "allowed", grantId, callId: callId });
   }
@@ -245,17 +228,8 @@ export class Lease implements TurnAuthority {
       return refuseVerdict(this.#audit, now, callId, verdict, MESSAGE_SEND_ACTION, label);
     }
     const grant = verdict.grant;
-    if (this.#closed) {
-      return refuseClosedWhileDeciding(
-        this.#audit,
-        now,
-        callId,
-        MESSAGE_SEND_ACTION,
-        label,
-        grant.id,
-        grant.chain,
-      );
-    }
+    if (this.#closed)
+      return this.#closedWhileDeciding(now, callId, MESSAGE_SEND_ACTION, label, grant);
     // Recorded before the effect: an act the audit sink refused to record does not happen.
     const written = this.#audit.write({
       now,
@@ -277,12 +251,23 @@ export class Lease implements TurnAuthority {
    */
   #deliverUnlessClosed(send: Send, grant: IndexedGrant): Promise<SendMessageResult> {
     if (!this.#closed) return this.#deliver(send, grant);
+    return this.#closedWhileDeciding(send.now, send.callId, MESSAGE_SEND_ACTION, send.label, grant);
+  }
+
+  /** The refusal of an act whose lease closed after it was allowed (its use stays spent). */
+  #closedWhileDeciding(
+    now: number,
+    callId: string,
+    action: string,
+    label: string,
+    grant: IndexedGrant,
+  ): Promise<Refusal> {
     return refuseClosedWhileDeciding(
       this.#audit,
-      send.now,
-      send.callId,
-      MESSAGE_SEND_ACTION,
-      send.label,
+      now,
+      callId,
+      action,
+      label,
       grant.id,
       grant.chain,
     );
