@@ -12,8 +12,7 @@ import {
   readBoundedText,
   type SendMessageRequestBody,
 } from "@tessera/core/http";
-import type { z } from "zod";
-import { TesseraClientError } from "./errors.js";
+import { AttemptError, TesseraClientError } from "./errors.js";
 import {
   describeNetworkError,
   describeRedirect,
@@ -23,13 +22,18 @@ import {
   redactedUrl,
   sleep,
 } from "./fetch-failures.js";
-import { type RequestParts, requestBody, requestUrl } from "./request.js";
+import type {
+  CallOptions,
+  DecisionResponse,
+  RouteResponse,
+  TesseraClientOptions,
+} from "./options.js";
+import { type RequestParts, requestBody, requestUrl, settleBody } from "./request.js";
 import {
   backoffMs,
   parseRetryAfter,
   RETRYABLE_STATUSES,
   type ResolvedRetry,
-  type RetryPolicy,
   resolveRetry,
 } from "./retry.js";
 import {
@@ -39,42 +43,7 @@ import {
   checkedToken,
 } from "./settings.js";
 
-export interface TesseraClientOptions {
-  /** The service's base URL: `http://127.0.0.1:8787`. */
-  readonly url: string;
-  /** The bearer token that names the principal (agent or issuer). */
-  readonly token?: string;
-  /** Each attempt's deadline in ms: a whole number from 1 to 2^31 − 1 (default 10 000). */
-  readonly timeoutMs?: number;
-  readonly retry?: RetryPolicy;
-  /**
-   * The most bytes of an answer's body the client reads (default 64 MiB): a longer body is an
-   * `invalid_response`, not retried, and its rest is never read.
-   */
-  readonly maxResponseBytes?: number;
-  /** A fetch to use instead of the global one (a proxy agent, a test double). */
-  readonly fetch?: typeof fetch;
-}
-
-/** What a route answers with 200, as its shared schema says. */
-export type RouteResponse<N extends RouteName> = z.output<(typeof ROUTES)[N]["response"]>;
-
-/**
- * What a decision route answers, with a refusal's call ID: the service sends none in a denial,
- * but this client knows the one its request carried (the caller's, or the one it made up), and
- * without it a caller could not `explain` a refusal whose ID it never saw.
- */
-export type DecisionResponse<N extends "authorize" | "sendMessage"> =
-  | Exclude<RouteResponse<N>, { status: "denied" }>
-  | (Extract<RouteResponse<N>, { status: "denied" }> & { readonly callId?: string });
-
 interface CallInput extends RequestParts {
-  readonly signal?: AbortSignal;
-}
-
-/** Per-call options every method takes last. */
-export interface CallOptions {
-  /** Aborting stops the call and its retries; the abort's reason is thrown as is. */
   readonly signal?: AbortSignal;
 }
 
@@ -395,30 +364,6 @@ export class TesseraClient {
     error.retryAfterMs = parseRetryAfter(response.headers.get("retry-after"));
     return { ok: false, retryable, error };
   }
-}
-
-/** A failed attempt, with the service's Retry-After, which the final error does not carry. */
-class AttemptError extends TesseraClientError {
-  retryAfterMs: number | undefined;
-
-  withoutRetryHint(): TesseraClientError {
-    const { status, field, requestId, attempts } = this;
-    return new TesseraClientError(this.code, this.message, {
-      ...(status === undefined ? {} : { status }),
-      ...(field === undefined ? {} : { field }),
-      ...(requestId === undefined ? {} : { requestId }),
-      attempts,
-      ...(this.cause === undefined ? {} : { cause: this.cause }),
-    });
-  }
-}
-
-/** A settle as the wire carries it: a `value` key holding `undefined` is the JSON `null`. */
-function settleBody(request: A2uiSettleRequest): A2uiSettleRequest {
-  const fields = request as { readonly value?: unknown; readonly error?: unknown };
-  return Object.hasOwn(request, "value") && fields.value === undefined && fields.error === undefined
-    ? { ...request, value: null }
-    : request;
 }
 
 export function createTesseraClient(options: TesseraClientOptions): TesseraClient {

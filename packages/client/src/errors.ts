@@ -54,3 +54,19 @@ export class TesseraClientError extends Error {
 export function isTesseraClientError(value: unknown, code?: string): value is TesseraClientError {
   return value instanceof TesseraClientError && (code === undefined || value.code === code);
 }
+
+/** A failed attempt, with the service's Retry-After, which the final error does not carry. */
+export class AttemptError extends TesseraClientError {
+  retryAfterMs: number | undefined;
+
+  withoutRetryHint(): TesseraClientError {
+    const { status, field, requestId, attempts } = this;
+    return new TesseraClientError(this.code, this.message, {
+      ...(status === undefined ? {} : { status }),
+      ...(field === undefined ? {} : { field }),
+      ...(requestId === undefined ? {} : { requestId }),
+      attempts,
+      ...(this.cause === undefined ? {} : { cause: this.cause }),
+    });
+  }
+}

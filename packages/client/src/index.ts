@@ -2,13 +2,12 @@
  * `@tessera/client`: the Tessera service over HTTP, typed by the same contracts the service
  * validates with (`@tessera/core/http`).
  */
-export {
-  type CallOptions,
-  createTesseraClient,
-  type DecisionResponse,
-  type RouteResponse,
-  TesseraClient,
-  type TesseraClientOptions,
-} from "./client.js";
+export { createTesseraClient, TesseraClient } from "./client.js";
 export { isTesseraClientError, TesseraClientError } from "./errors.js";
+export type {
+  CallOptions,
+  DecisionResponse,
+  RouteResponse,
+  TesseraClientOptions,
+} from "./options.js";
 export type { RetryPolicy } from "./retry.js";

@@ -1,3 +1,4 @@
+import type { A2uiSettleRequest } from "@tessera/core/http";
 import { TesseraClientError } from "./errors.js";
 
 /**
@@ -133,4 +134,12 @@ export function requestBody(
     };
   }
   return { ok: true, text };
+}
+
+/** A settle as the wire carries it: a `value` key holding `undefined` is the JSON `null`. */
+export function settleBody(request: A2uiSettleRequest): A2uiSettleRequest {
+  const fields = request as { readonly value?: unknown; readonly error?: unknown };
+  return Object.hasOwn(request, "value") && fields.value === undefined && fields.error === undefined
+    ? { ...request, value: null }
+    : request;
 }

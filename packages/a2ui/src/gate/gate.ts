@@ -2,7 +2,6 @@ import { hostname } from "node:os";
 import {
   type AuditEvent,
   type AuditSink,
-  type CallerCode,
   type ClaimKey,
   type ClaimReceipt,
   type ClaimRecord,
@@ -14,11 +13,17 @@ import {
   systemClock,
   TesseraError,
 } from "@tessera/core";
-import { type CatalogFunction, type CatalogRefusal, CatalogSet } from "../catalog/catalog.js";
+import { CatalogSet } from "../catalog/catalog.js";
 import { messageValidators } from "../schemas/official.js";
 import { type Admission, claimAndDecide, claimThenApprove } from "./admission.js";
-import { type CallMessage, readCall } from "./message.js";
-import { correlatedValidationError, refusalReply, valueReply } from "./replies.js";
+import { checkCatalog, readCall } from "./message.js";
+import {
+  correlatedValidationError,
+  refusalReply,
+  replyCode,
+  sendable,
+  valueReply,
+} from "./replies.js";
 import { type SettleOutcome, SettleQueue, type SettleTiming } from "./settle-queue.js";
 import type {
   ApproveFunction,
@@ -385,46 +390,4 @@ export class FunctionCallGate {
 
 function notRecorded(failure: SettleOutcome & { recorded: false }): string {
   return `outcome not recorded (${failure.code}, ${failure.attempts} attempt(s)): the claim stays in doubt`;
-}
-
-/** The function an agent may call with these args, why it may not, or `unreadable`. */
-function checkCatalog(
-  catalogs: CatalogSet,
-  message: CallMessage,
-): CatalogFunction | CatalogRefusal | "unreadable" {
-  const found = catalogs.lookup(message.catalogId, message.call);
-  if (typeof found === "string") return found;
-  // The catalog's function schema validates the wire-level call object `{ call, args }`.
-  const wire =
-    message.args === undefined
-      ? { call: message.call }
-      : { call: message.call, args: message.args };
-  try {
-    return found.validate(wire) === true ? found : "invalid_args";
-  } catch {
-    return "unreadable";
-  }
-}
-
-/**
- * Can `value` be the reply's `value`: JSON text exists for it (`undefined` is sent as `null`)?
- * `JSON.stringify` answers `undefined` for a function or a symbol and throws on a BigInt, a
- * cycle, a throwing getter or `toJSON`, or nesting too deep for the stack.
- */
-function sendable(value: unknown): boolean {
-  if (value === undefined || value === null) return true;
-  const type = typeof value;
-  if (type === "string" || type === "boolean") return true;
-  if (type === "number") return true; // NaN and ±Infinity are sent as null, as JSON has it
-  try {
-    return JSON.stringify(value) !== undefined;
-  } catch {
-    return false;
-  }
-}
-
-function replyCode(reply: GateReply): CallerCode | null {
-  if ("error" in reply) return reply.error.code;
-  const response = reply.rendererFunctionResponse;
-  return "error" in response ? (response.error.code as CallerCode) : null;
 }

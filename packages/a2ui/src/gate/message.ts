@@ -2,6 +2,7 @@ import * as crypto from "node:crypto";
 import { isPrintable } from "@tessera/core";
 import { boundedCanonicalJson, redact } from "@tessera/core/store-kit";
 import type { ErrorObject } from "ajv/dist/2020.js";
+import type { CatalogFunction, CatalogRefusal, CatalogSet } from "../catalog/catalog.js";
 import { messageValidators } from "../schemas/official.js";
 import { correlatedValidationError, uncorrelatedValidationError } from "./replies.js";
 import type { GateReply } from "./types.js";
@@ -168,3 +169,22 @@ const sha256Hex: (text: string) => string =
   typeof crypto.hash === "function"
     ? (text) => crypto.hash("sha256", text, "hex")
     : (text) => crypto.createHash("sha256").update(text).digest("hex");
+
+/** The function an agent may call with these args, why it may not, or `unreadable`. */
+export function checkCatalog(
+  catalogs: CatalogSet,
+  message: CallMessage,
+): CatalogFunction | CatalogRefusal | "unreadable" {
+  const found = catalogs.lookup(message.catalogId, message.call);
+  if (typeof found === "string") return found;
+  // The catalog's function schema validates the wire-level call object `{ call, args }`.
+  const wire =
+    message.args === undefined
+      ? { call: message.call }
+      : { call: message.call, args: message.args };
+  try {
+    return found.validate(wire) === true ? found : "invalid_args";
+  } catch {
+    return "unreadable";
+  }
+}

@@ -1,4 +1,4 @@
-import type { GateReason } from "@tessera/core";
+import type { CallerCode, GateReason } from "@tessera/core";
 import type {
   GateReply,
   InvalidFunctionCallError,
@@ -127,4 +127,28 @@ export function refusalReply(reason: GateRefusal, functionCallId: string): GateR
   return code === "EXECUTION_FAILED"
     ? executionError(functionCallId, text)
     : invalidFunctionCall(functionCallId, text);
+}
+
+/**
+ * Can `value` be the reply's `value`: JSON text exists for it (`undefined` is sent as `null`)?
+ * `JSON.stringify` answers `undefined` for a function or a symbol and throws on a BigInt, a
+ * cycle, a throwing getter or `toJSON`, or nesting too deep for the stack.
+ */
+export function sendable(value: unknown): boolean {
+  if (value === undefined || value === null) return true;
+  const type = typeof value;
+  if (type === "string" || type === "boolean") return true;
+  if (type === "number") return true; // NaN and ±Infinity are sent as null, as JSON has it
+  try {
+    return JSON.stringify(value) !== undefined;
+  } catch {
+    return false;
+  }
+}
+
+/** The caller code a reply carries, or null for a value. */
+export function replyCode(reply: GateReply): CallerCode | null {
+  if ("error" in reply) return reply.error.code;
+  const response = reply.rendererFunctionResponse;
+  return "error" in response ? (response.error.code as CallerCode) : null;
 }

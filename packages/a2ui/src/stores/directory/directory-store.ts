@@ -23,23 +23,24 @@ import {
 } from "@tessera/core/store-kit";
 import { checkPrivateDirectory, checkSameDirectory, type DirectoryIdentity } from "./checks.js";
 import { GroupSync } from "./group-sync.js";
-import { encodeReceipt, encodeRecord, MARKER_NAME, type MarkerRead, readMarker } from "./marker.js";
+import { HeldMarkers } from "./held-markers.js";
+import {
+  APPEND_TO_MARKER,
+  CREATE_MARKER,
+  claimOf,
+  encodeReceipt,
+  encodeRecord,
+  MARKER_NAME,
+  type MarkerRead,
+  notAFile,
+  readMarker,
+  sameKey,
+} from "./marker.js";
 import type { DirectoryClaimStoreOptions, InDoubtReport, SkippedMarker } from "./types.js";
 
 export type { DirectoryClaimStoreOptions, InDoubtReport, SkippedMarker } from "./types.js";
 
-const CREATE_MARKER =
-  constants.O_WRONLY |
-  constants.O_CREAT |
-  constants.O_EXCL |
-  constants.O_NOFOLLOW |
-  constants.O_APPEND;
-/** Non-blocking, like every open of an existing marker (see `readMarker`). */
-const APPEND_TO_MARKER =
-  constants.O_WRONLY | constants.O_APPEND | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 const OPEN_DIRECTORY = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
-/** Markers kept open between claim and settle (one per call in flight, in practice). */
-const MAX_HELD_MARKERS = 256;
 /** How long a loser waits for the winner's marker content before reporting it unknown. */
 const CONTENT_WAIT_MS = 200;
 
@@ -61,7 +62,7 @@ export class DirectoryClaimStore implements ClaimStore {
   readonly #syncDir: () => Promise<void>;
   readonly #syncContent: boolean;
   #closed = false;
-  readonly #held = new Map<string, FileHandle>();
+  readonly #held = new HeldMarkers();
   /**
    * Every operation under way (claims, settles, reads, listings, session ends): `close` waits
    * for them before it closes the directory. A claim cut off by the close would find its fsync
@@ -164,7 +165,7 @@ export class DirectoryClaimStore implements ClaimStore {
       await marker.close().catch(() => undefined);
       throw await this.#abandon(name, error);
     }
-    const replaced = this.#keepForSettle(name, marker);
+    const replaced = this.#held.keep(name, marker);
     if (replaced) await replaced;
     return CLAIMED;
   }
@@ -207,8 +208,7 @@ export class DirectoryClaimStore implements ClaimStore {
     const answerText = serializeAnswer(answer);
     checkSameDirectory(this.#dir, this.#identity);
     const name = claimKeyDigest(key);
-    let marker = this.#held.get(name);
-    this.#held.delete(name);
+    let marker = this.#held.take(name);
     if (!marker) {
       try {
         marker = await open(this.#entry(name), APPEND_TO_MARKER);
@@ -226,27 +226,6 @@ export class DirectoryClaimStore implements ClaimStore {
     } finally {
       await marker.close();
     }
-  }
-
-  /**
-   * The claimer settles soon after claiming, so its marker stays open until then: settle is
-   * one append instead of a path lookup, an open and an append. Bounded; the oldest is closed.
-   *
-   * A handle already held under this name is for a marker removed since (another process
-   * ended the session, so the exclusive create succeeded again): it is closed, not dropped,
-   * or each such re-claim would leak a file descriptor. Its close is returned, for the claim
-   * to await (only then, so the common claim pays no extra turn).
-   */
-  #keepForSettle(name: string, marker: FileHandle): Promise<void> | undefined {
-    const replaced = this.#held.get(name);
-    this.#held.delete(name);
-    this.#held.set(name, marker);
-    if (this.#held.size > MAX_HELD_MARKERS) {
-      const [oldest, handle] = this.#held.entries().next().value as [string, FileHandle];
-      this.#held.delete(oldest);
-      handle.close().catch(() => undefined);
-    }
-    return replaced?.close().catch(() => undefined);
   }
 
   get(key: ClaimKey): Promise<StoredClaim | undefined> {
@@ -318,11 +297,7 @@ export class DirectoryClaimStore implements ClaimStore {
       // A marker this process holds for its settle goes too, so a settle after the session
       // ended is refused like one in any store. (A marker held by another process is not
       // reached: that settle appends to the removed file, and the outcome is dropped.)
-      const held = this.#held.get(name);
-      if (held) {
-        this.#held.delete(name);
-        await held.close().catch(() => undefined);
-      }
+      await this.#held.drop(name);
     }
   }
 
@@ -345,9 +320,7 @@ export class DirectoryClaimStore implements ClaimStore {
     this.#closed = true;
     // Refused from now on (#checkOpen); those already started finish on an open directory.
     await Promise.allSettled([...this.#working]);
-    const held = [...this.#held.values()];
-    this.#held.clear();
-    await Promise.all(held.map((marker) => marker.close().catch(() => undefined)));
+    await this.#held.closeAll();
     await this.#handle.close();
   }
 
@@ -415,21 +388,6 @@ export class DirectoryClaimStore implements ClaimStore {
 }
 
 const CLAIMED: ClaimResult = Object.freeze({ status: "claimed" });
-
-function notAFile(): TesseraError {
-  return new TesseraError(
-    "claim_store_unavailable",
-    "an entry named like this claim's marker is not a regular file",
-  );
-}
-
-function claimOf(read: MarkerRead): StoredClaim | undefined {
-  return typeof read === "string" ? undefined : read;
-}
-
-function sameKey(claim: StoredClaim, key: ClaimKey): boolean {
-  return claim.session === key.session && claim.functionCallId === key.functionCallId;
-}
 
 function unavailable(message: string, cause: unknown): TesseraError {
   if (isTesseraError(cause)) return cause;

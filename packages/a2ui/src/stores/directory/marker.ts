@@ -1,6 +1,13 @@
 import { constants } from "node:fs";
 import { type FileHandle, lstat, open } from "node:fs/promises";
-import type { ClaimKey, ClaimReceipt, ClaimRecord, JsonValue, StoredClaim } from "@tessera/core";
+import {
+  type ClaimKey,
+  type ClaimReceipt,
+  type ClaimRecord,
+  type JsonValue,
+  type StoredClaim,
+  TesseraError,
+} from "@tessera/core";
 
 /**
  * Marker file layout (one file per claim, named by `claimKeyDigest`):
@@ -130,4 +137,30 @@ export async function readMarker(entry: string): Promise<MarkerRead> {
   } finally {
     await handle.close().catch(() => undefined);
   }
+}
+
+/** The exclusive create of a claim's marker. */
+export const CREATE_MARKER =
+  constants.O_WRONLY |
+  constants.O_CREAT |
+  constants.O_EXCL |
+  constants.O_NOFOLLOW |
+  constants.O_APPEND;
+/** Non-blocking, like every open of an existing marker (see `readMarker`). */
+export const APPEND_TO_MARKER =
+  constants.O_WRONLY | constants.O_APPEND | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
+export function notAFile(): TesseraError {
+  return new TesseraError(
+    "claim_store_unavailable",
+    "an entry named like this claim's marker is not a regular file",
+  );
+}
+
+export function claimOf(read: MarkerRead): StoredClaim | undefined {
+  return typeof read === "string" ? undefined : read;
+}
+
+export function sameKey(claim: StoredClaim, key: ClaimKey): boolean {
+  return claim.session === key.session && claim.functionCallId === key.functionCallId;
 }
