@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createTesseraClient, TesseraClientError } from "../src/index.js";
-import { json, stubService } from "./stub.js";
+import { clientErrorOf, json, stubService } from "./stub.js";
 
 /**
  * Mistakes the caller can fix are refused here, once, with a code of their own: before, a token
@@ -23,15 +23,6 @@ function thrownBy(make: () => unknown): unknown {
     return error;
   }
   throw new Error("nothing was thrown");
-}
-
-async function rejectionOf(promise: Promise<unknown>): Promise<TesseraClientError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(error instanceof TesseraClientError)) throw new Error(`expected a client error: ${error}`);
-  return error;
 }
 
 describe("a token fetch cannot send", () => {
@@ -70,7 +61,7 @@ describe("a request fetch refuses to build", () => {
     stub = await stubService([json(200, { tools: [] })]);
     const client = createTesseraClient({ url: stub.url, token: "t", retry: fast });
     // A BigInt is a TypeError from JSON.stringify, before anything is sent.
-    const error = await rejectionOf(
+    const error = await clientErrorOf(
       client.sendMessage({ recipient: "bob", payload: { n: 1n }, callId: "c-1" }),
     );
     expect(error).toMatchObject({ code: "invalid_input", attempts: 1 });
@@ -89,7 +80,7 @@ describe("a request fetch refuses to build", () => {
         throw new TypeError('Headers.append: "x" is an invalid header value.');
       },
     });
-    const error = await rejectionOf(client.tools());
+    const error = await clientErrorOf(client.tools());
     expect(error).toMatchObject({ code: "invalid_input", attempts: 1 });
     expect(calls).toBe(1);
   });
@@ -107,7 +98,7 @@ describe("a request fetch refuses to build", () => {
         });
       },
     });
-    const error = await rejectionOf(client.tools());
+    const error = await clientErrorOf(client.tools());
     expect(error).toMatchObject({ code: "service_unreachable", attempts: 3 });
     expect(calls).toBe(3);
   });
@@ -117,7 +108,7 @@ describe("revokeGrant of a grant whose ID a URL path cannot name", () => {
   it.each([".", ".."])("refuses %j locally, naming the way to revoke it", async (id) => {
     stub = await stubService([json(200, { revoked: false })]);
     const client = createTesseraClient({ url: stub.url, token: "t" });
-    const error = await rejectionOf(client.revokeGrant(id));
+    const error = await clientErrorOf(client.revokeGrant(id));
     expect(error).toMatchObject({ code: "invalid_input", field: "grantId" });
     expect(error.message).toContain("cannot be named in a URL path");
     expect(error.message).toContain(`tessera grants revoke --id ${id} --store`);
@@ -212,7 +203,7 @@ describe("a body JSON.stringify cannot write", () => {
   ])("is invalid_input after one attempt, nothing sent (%s)", async (_, payload) => {
     stub = await stubService([json(200, { status: "denied", code: "tool_unavailable" })]);
     const client = createTesseraClient({ url: stub.url, token: "t", retry: fast });
-    const error = await rejectionOf(
+    const error = await clientErrorOf(
       client.sendMessage({ recipient: "bob", payload, callId: "c-1" }),
     );
     expect(error).toMatchObject({ code: "invalid_input", attempts: 1 });

@@ -1,7 +1,7 @@
 import type { ServerResponse } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
-import { createTesseraClient, TesseraClientError } from "../src/index.js";
-import { json, type StubRequest, stubService } from "./stub.js";
+import { createTesseraClient } from "../src/index.js";
+import { clientErrorOf, json, type StubRequest, stubService } from "./stub.js";
 
 /**
  * A front that answers with a redirect to another host must get nothing through the client:
@@ -37,15 +37,6 @@ const redirect = (status: number, location: string) => (_: StubRequest, res: Ser
   res.end(JSON.stringify({ error: { code: "not_found", message: "moved" } }));
 };
 
-async function rejectionOf(promise: Promise<unknown>): Promise<TesseraClientError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(error instanceof TesseraClientError)) throw new Error(`expected a client error: ${error}`);
-  return error;
-}
-
 describe("a redirect is never followed", () => {
   it.each([301, 302, 303, 307, 308])(
     "a send answered %i to another host is invalid_response, not retried, and sends nothing there",
@@ -53,7 +44,7 @@ describe("a redirect is never followed", () => {
       const elsewhere = await open([json(200, delivered)]);
       const front = await open([redirect(status, `${elsewhere.url}/v1/messages`)]);
       const client = createTesseraClient({ url: front.url, token: TOKEN, retry: fast });
-      const error = await rejectionOf(
+      const error = await clientErrorOf(
         client.sendMessage({ recipient: "bob", payload: { secret: "payload" }, callId: "r1" }),
       );
       expect(error).toMatchObject({ code: "invalid_response", status, attempts: 1 });
@@ -70,7 +61,7 @@ describe("a redirect is never followed", () => {
       const elsewhere = await open([json(200, { tools: ["from the wrong host"] })]);
       const front = await open([redirect(status, `${elsewhere.url}/v1/tools`)]);
       const client = createTesseraClient({ url: front.url, token: TOKEN, retry: fast });
-      const error = await rejectionOf(client.tools());
+      const error = await clientErrorOf(client.tools());
       expect(error).toMatchObject({ code: "invalid_response", status, attempts: 1 });
       expect(front.seen).toHaveLength(1);
       expect(elsewhere.seen).toHaveLength(0);
@@ -80,7 +71,7 @@ describe("a redirect is never followed", () => {
   it("names where the redirect pointed, without its credentials or query", async () => {
     const front = await open([redirect(307, "http://user:hunter2@127.0.0.1:9/v1/messages?k=v")]);
     const client = createTesseraClient({ url: front.url, token: TOKEN, retry: fast });
-    const error = await rejectionOf(client.sendMessage({ recipient: "bob", payload: 1 }));
+    const error = await clientErrorOf(client.sendMessage({ recipient: "bob", payload: 1 }));
     expect(error.code).toBe("invalid_response");
     expect(error.message).toContain("http://127.0.0.1:9/v1/messages");
     expect(error.message).not.toContain("hunter2");
@@ -97,7 +88,7 @@ describe("a redirect is never followed", () => {
         return new Response(null, { status: 302, headers: { location: "/elsewhere" } });
       },
     });
-    expect(await rejectionOf(client.health())).toMatchObject({
+    expect(await clientErrorOf(client.health())).toMatchObject({
       code: "invalid_response",
       status: 302,
       attempts: 1,

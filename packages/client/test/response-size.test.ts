@@ -1,7 +1,7 @@
 import type { ServerResponse } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { createTesseraClient, TesseraClientError } from "../src/index.js";
-import { type StubRequest, stubService } from "./stub.js";
+import { clientErrorOf, type StubRequest, stubService } from "./stub.js";
 
 /**
  * An answer's body is read up to `maxResponseBytes` (64 MiB by default), never further: before,
@@ -40,21 +40,11 @@ function bigTools(size: number, declared: boolean) {
   };
 }
 
-async function rejectionOf(promise: Promise<unknown>): Promise<TesseraClientError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(error instanceof TesseraClientError))
-    throw new Error(`expected a client error, got ${error}`);
-  return error;
-}
-
 describe("an answer longer than maxResponseBytes", () => {
   it("is invalid_response, not read to its end and not retried (no Content-Length)", async () => {
     stub = await stubService([bigTools(4 * MIB, false)]);
     const client = createTesseraClient({ url: stub.url, retry: fast, maxResponseBytes: MIB });
-    const error = await rejectionOf(client.tools());
+    const error = await clientErrorOf(client.tools());
     expect(error).toMatchObject({ code: "invalid_response", status: 200, attempts: 1 });
     expect(error.message).toContain("maxResponseBytes");
     expect(stub.seen).toHaveLength(1);
@@ -63,7 +53,7 @@ describe("an answer longer than maxResponseBytes", () => {
   it("is refused from its Content-Length, before it is read", async () => {
     stub = await stubService([bigTools(4 * MIB, true)]);
     const client = createTesseraClient({ url: stub.url, retry: fast, maxResponseBytes: MIB });
-    const error = await rejectionOf(client.tools());
+    const error = await clientErrorOf(client.tools());
     expect(error).toMatchObject({ code: "invalid_response", status: 200, attempts: 1 });
   });
 

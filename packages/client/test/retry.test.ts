@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { createTesseraClient, isTesseraClientError, TesseraClientError } from "../src/index.js";
+import { createTesseraClient, isTesseraClientError } from "../src/index.js";
 import { backoffMs, parseRetryAfter, resolveRetry } from "../src/retry.js";
-import { drop, json, stubService } from "./stub.js";
+import { clientErrorOf, drop, json, stubService } from "./stub.js";
 
 const fast = { attempts: 3, baseDelayMs: 5, maxDelayMs: 20 };
 const unavailable = json(503, { error: { code: "grant_store_unavailable", message: "down" } });
@@ -18,16 +18,6 @@ afterEach(async () => {
   await stub?.close();
   stub = undefined;
 });
-
-async function caught(promise: Promise<unknown>): Promise<TesseraClientError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(error instanceof TesseraClientError))
-    throw new Error(`expected a client error, got ${error}`);
-  return error;
-}
 
 describe("retries on a flaky service", () => {
   it("retries a read after 503 and a dropped connection, then answers", async () => {
@@ -59,10 +49,10 @@ describe("retries on a flaky service", () => {
   it("never retries a call whose repeat is not the original (A2UI claim, grant changes)", async () => {
     stub = await stubService([unavailable, json(200, { revoked: true })]);
     const client = createTesseraClient({ url: stub.url, token: "t", retry: fast });
-    const error = await caught(client.revokeGrant("g-1"));
+    const error = await clientErrorOf(client.revokeGrant("g-1"));
     expect(error).toMatchObject({ code: "grant_store_unavailable", status: 503, attempts: 1 });
     expect(stub.seen).toHaveLength(1);
-    await caught(client.a2uiClaim({ message: {} }));
+    await clientErrorOf(client.a2uiClaim({ message: {} }));
     expect(stub.seen).toHaveLength(2);
   });
 
@@ -86,14 +76,16 @@ describe("retries on a flaky service", () => {
       json(200, delivered),
     ]);
     const client = createTesseraClient({ url: stub.url, token: "t", retry: fast });
-    const error = await caught(client.sendMessage({ recipient: "bob", payload: 1, callId: "c-1" }));
+    const error = await clientErrorOf(
+      client.sendMessage({ recipient: "bob", payload: 1, callId: "c-1" }),
+    );
     expect(error).toMatchObject({ code: "call_id_conflict", status: 409, attempts: 1 });
   });
 
   it("gives up after the configured attempts with the last error", async () => {
     stub = await stubService([unavailable]);
     const client = createTesseraClient({ url: stub.url, token: "t", retry: fast });
-    const error = await caught(client.tools());
+    const error = await clientErrorOf(client.tools());
     expect(error).toMatchObject({ code: "grant_store_unavailable", status: 503, attempts: 3 });
     expect(stub.seen).toHaveLength(3);
   });
@@ -105,7 +97,7 @@ describe("retries on a flaky service", () => {
       }),
     ]);
     const client = createTesseraClient({ url: stub.url, token: "t", retry: fast });
-    const error = await caught(client.sendMessage({ recipient: "x", payload: 1 }));
+    const error = await clientErrorOf(client.sendMessage({ recipient: "x", payload: 1 }));
     expect(error).toMatchObject({ code: "invalid_request", status: 400, field: "recipient" });
     expect(stub.seen).toHaveLength(1);
   });
@@ -113,7 +105,7 @@ describe("retries on a flaky service", () => {
   it("with attempts 1, sends no made-up call ID and tries once", async () => {
     stub = await stubService([unavailable]);
     const client = createTesseraClient({ url: stub.url, token: "t", retry: { attempts: 1 } });
-    await caught(client.sendMessage({ recipient: "bob", payload: 1 }));
+    await clientErrorOf(client.sendMessage({ recipient: "bob", payload: 1 }));
     expect(stub.seen).toHaveLength(1);
     expect(JSON.parse(stub.seen[0]?.body ?? "{}")).not.toHaveProperty("callId");
   });
@@ -126,7 +118,7 @@ describe("typed errors", () => {
     await stub.close();
     stub = undefined;
     const client = createTesseraClient({ url, retry: fast });
-    const error = await caught(client.health());
+    const error = await clientErrorOf(client.health());
     expect(error).toMatchObject({ code: "service_unreachable", attempts: 3, status: undefined });
     expect(error.message).toContain("connection refused");
   });
@@ -134,7 +126,7 @@ describe("typed errors", () => {
   it("a 200 body that is not the route's documented shape is invalid_response, never returned", async () => {
     stub = await stubService([json(200, { status: "delivered", messageId: 7 })]);
     const client = createTesseraClient({ url: stub.url, token: "t", retry: fast });
-    const error = await caught(client.sendMessage({ recipient: "bob", payload: 1 }));
+    const error = await clientErrorOf(client.sendMessage({ recipient: "bob", payload: 1 }));
     expect(error).toMatchObject({ code: "invalid_response", status: 200 });
     expect(stub.seen).toHaveLength(1);
   });
@@ -147,14 +139,14 @@ describe("typed errors", () => {
       },
     ]);
     const client = createTesseraClient({ url: stub.url, retry: fast });
-    const error = await caught(client.health());
+    const error = await clientErrorOf(client.health());
     expect(error).toMatchObject({ code: "invalid_response", status: 404 });
   });
 
   it("a slow service is service_unreachable after its timeout", async () => {
     stub = await stubService([() => {}]);
     const client = createTesseraClient({ url: stub.url, timeoutMs: 50, retry: { attempts: 1 } });
-    const error = await caught(client.health());
+    const error = await clientErrorOf(client.health());
     expect(error).toMatchObject({ code: "service_unreachable" });
     expect(error.message).toContain("within 50 ms");
   });
@@ -169,7 +161,7 @@ describe("typed errors", () => {
         },
       ),
     ]);
-    const error = await caught(createTesseraClient({ url: stub.url }).tools());
+    const error = await clientErrorOf(createTesseraClient({ url: stub.url }).tools());
     expect(isTesseraClientError(error, "unauthenticated")).toBe(true);
     expect(JSON.parse(JSON.stringify(error))).toEqual({
       code: "unauthenticated",

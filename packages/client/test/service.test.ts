@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { InProcessTransport, openStores, type StoreBundle } from "@tessera/core";
 import { listen, type RunningServer, tokenDigest } from "@tessera/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTesseraClient, type TesseraClient, TesseraClientError } from "../src/index.js";
+import { createTesseraClient, type TesseraClient } from "../src/index.js";
+import { clientErrorOf } from "./stub.js";
 
 const ISSUER = "issuer-token-for-client-tests";
 const AGENT = "agent-token-for-client-tests";
@@ -57,15 +58,6 @@ afterAll(async () => {
   await stores?.close();
 });
 
-async function caught(promise: Promise<unknown>): Promise<TesseraClientError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(error instanceof TesseraClientError)) throw new Error(`expected a client error: ${error}`);
-  return error;
-}
-
 describe("the client against the real service on loopback", () => {
   it("reads liveness and readiness without a token", async () => {
     const anonymous = createTesseraClient({ url: server.url });
@@ -76,12 +68,12 @@ describe("the client against the real service on loopback", () => {
   it("issues a grant with an issuer token; an agent token is forbidden, a bad one unauthenticated", async () => {
     const { grant } = await issuer.issueGrant(sendToBob);
     expect(grant).toMatchObject({ id: "g-bob", namespaceId: "team", issuer: "host" });
-    expect(await caught(agent.issueGrant({ ...sendToBob, id: "g-2" }))).toMatchObject({
+    expect(await clientErrorOf(agent.issueGrant({ ...sendToBob, id: "g-2" }))).toMatchObject({
       code: "forbidden",
       status: 403,
     });
     const stranger = createTesseraClient({ url: server.url, token: "nobody" });
-    expect(await caught(stranger.listGrants())).toMatchObject({
+    expect(await clientErrorOf(stranger.listGrants())).toMatchObject({
       code: "unauthenticated",
       status: 401,
     });
@@ -116,14 +108,14 @@ describe("the client against the real service on loopback", () => {
   });
 
   it("a call ID reused with another body is a conflict, not a second decision", async () => {
-    const error = await caught(
+    const error = await clientErrorOf(
       agent.sendMessage({ recipient: "bob", payload: "bye", callId: "c-1" }),
     );
     expect(error).toMatchObject({ code: "call_id_conflict", status: 409, attempts: 1 });
   });
 
   it("a schema violation is a 400 naming the field, with no retry", async () => {
-    const error = await caught(
+    const error = await clientErrorOf(
       agent.sendMessage({ recipient: "x".repeat(600), payload: 1, callId: "c-3" }),
     );
     expect(error).toMatchObject({ code: "invalid_request", status: 400, field: "recipient" });

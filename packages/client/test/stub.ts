@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { TesseraClientError } from "../src/errors.js";
 
 export interface StubRequest {
   readonly method: string;
@@ -52,3 +53,13 @@ export const json =
 export const drop = (_: StubRequest, response: ServerResponse) => {
   response.socket?.destroy();
 };
+
+/** What `promise` rejected with, which must be a `TesseraClientError` (else the test fails). */
+export async function clientErrorOf(promise: Promise<unknown>): Promise<TesseraClientError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!(error instanceof TesseraClientError)) throw new Error(`expected a client error: ${error}`);
+  return error;
+}
